@@ -1,0 +1,45 @@
+#!/usr/bin/env node
+import { isTrajgateError } from '../errors.js';
+import { CHECK_CONFIG_USAGE, checkConfig } from './check-config.js';
+import { bufferedOutput } from './io.js';
+import { REPLAY_USAGE, replay } from './replay.js';
+import { START_USAGE, start } from './start.js';
+
+const USAGE = `usage:
+  ${START_USAGE}
+  ${REPLAY_USAGE}
+  ${CHECK_CONFIG_USAGE}`;
+
+async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  const out = bufferedOutput(process.stdout, process.stderr);
+  const log = (line: string) => process.stderr.write(line + '\n');
+  try {
+    switch (command) {
+      case 'start':
+        return await start(rest, log);
+      case 'replay':
+        return await replay(rest, out);
+      case 'check-config':
+        return checkConfig(rest, (line) => process.stdout.write(line + '\n'));
+      case 'help':
+      case '--help':
+      case '-h':
+        process.stdout.write(USAGE + '\n');
+        return 0;
+      default:
+        log(command === undefined ? USAGE : `trajgate: unknown command "${command}"\n${USAGE}`);
+        return 2;
+    }
+  } catch (err) {
+    if (out.progress) process.stderr.write('\n');
+    if (!isTrajgateError(err)) throw err;
+    log(`trajgate: ${err.message}`);
+    for (const detail of err.details) log(`  ${detail}`);
+    return err.code === 'E_USAGE' ? 2 : 1;
+  } finally {
+    await out.flush();
+  }
+}
+
+process.exitCode = await main(process.argv.slice(2));

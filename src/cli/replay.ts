@@ -1,0 +1,133 @@
+import { createReadStream } from 'node:fs';
+import type { Readable } from 'node:stream';
+import { parseArgs } from 'node:util';
+import type { Config } from '../config/load.js';
+import { errnoCode, TrajgateError } from '../errors.js';
+import type { EventInput } from '../event/event.js';
+import { normalizeEvent } from '../event/normalize.js';
+import { describe, validateEventInput } from '../event/validate.js';
+import type { Decision } from '../guard/guard.js';
+import { Guard } from '../guard/guard.js';
+import { compilePolicy } from '../guard/compile.js';
+import { applyRecord } from '../journal/rebuild.js';
+import type { JournalRecord } from '../journal/records.js';
+import { configFrom, readLines, type Output } from './io.js';
+
+export const REPLAY_USAGE =
+  'trajgate replay FILE.jsonl|- [--config FILE] [--workspace DIR] [--json]';
+
+/**
+ * Feeds recorded events through the guard offline, one verdict per line in the seed's form.
+ * Lines may be bare events or journal records: `event` records are judged again, operator
+ * records (approve, resume) are applied, other record types are passed over. Stops at the
+ * first bad line, after printing the verdicts before it.
+ */
+export async function replay(argv: string[], out: Output): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      config: { type: 'string' },
+      workspace: { type: 'string' },
+      json: { type: 'boolean' },
+    },
+  });
+  const [file, extra] = positionals;
+  if (file === undefined || extra !== undefined) {
+    throw new TrajgateError('E_USAGE', `usage: ${REPLAY_USAGE}`);
+  }
+  const config = configFrom(values.config, values.workspace);
+  const guard = new Guard(compilePolicy(config));
+  const name = file === '-' ? '(stdin)' : file;
+  const input = file === '-' ? process.stdin : await openInput(file);
+  const now = Date.now();
+  let events = 0;
+  for await (const { text, line } of readLines(input, name, out.progress)) {
+    if (text.trim() === '') continue;
+    const where = `${name}:${line}`;
+    const decided = judgeLine(text, where, config, guard, now);
+    if (decided === null) continue;
+    events++;
+    const [record, decision] = decided;
+    await out.write(
+      values.json
+        ? JSON.stringify({
+            line,
+            session: record.session,
+            kind: record.kind,
+            target: record.target,
+            ...decision,
+          })
+        : formatVerdict(decision),
+    );
+  }
+  if (events === 0)
+    throw new TrajgateError('E_INPUT_READ', `${name}: no events to replay (the input is empty)`);
+  return 0;
+}
+
+/** `ALLOW`, `REVIEW: network`, `PAUSE: workspace`: the seed's notation. */
+export function formatVerdict(decision: Decision): string {
+  return decision.verdict === 'ALLOW' ? 'ALLOW' : `${decision.verdict}: ${decision.boundary}`;
+}
+
+function judgeLine(
+  text: string,
+  where: string,
+  config: Config,
+  guard: Guard,
+  now: number,
+): [{ session: string; kind: string; target: string }, Decision] | null {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (err) {
+    throw new TrajgateError(
+      'E_EVENT_INVALID',
+      `${where}: not valid JSON (${(err as Error).message})`,
+    );
+  }
+  const { type, session = 'replay', ts } = (value ?? {}) as Record<string, unknown>;
+  if (type !== undefined && type !== 'event') {
+    applyRecord(guard, value as JournalRecord, where);
+    return null;
+  }
+  const input: EventInput = validateEventInput(value, config.kinds, where);
+  if (typeof session !== 'string' || session === '') {
+    throw new TrajgateError(
+      'E_EVENT_INVALID',
+      `${where}: "session" must be a non-empty string, got ${describe(session)}`,
+    );
+  }
+  const event = normalizeEvent(input, {
+    session,
+    source: 'replay',
+    ts: timeOf(ts, where, now),
+    workspace: guard.policy.workspaceFor(session),
+  });
+  return [{ session, kind: input.kind, target: input.target }, guard.inspect(event)];
+}
+
+function timeOf(ts: unknown, where: string, now: number): number {
+  if (ts === undefined) return now;
+  const ms = typeof ts === 'number' ? ts : typeof ts === 'string' ? Date.parse(ts) : NaN;
+  if (!Number.isFinite(ms)) {
+    throw new TrajgateError(
+      'E_EVENT_INVALID',
+      `${where}: "ts" must be milliseconds or an ISO 8601 time, got ${describe(ts)}`,
+    );
+  }
+  return ms;
+}
+
+async function openInput(file: string): Promise<Readable> {
+  const stream = createReadStream(file);
+  await new Promise<void>((resolve, reject) => {
+    stream.once('open', () => resolve());
+    stream.once('error', (err) => {
+      const why = errnoCode(err) === 'ENOENT' ? 'no such file' : err.message;
+      reject(new TrajgateError('E_INPUT_READ', `${file}: cannot read: ${why}`));
+    });
+  });
+  return stream;
+}

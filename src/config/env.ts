@@ -1,0 +1,30 @@
+const REF = /\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g;
+
+/**
+ * Replaces `${VAR}` in every string of a parsed YAML value. Expansion happens after parsing,
+ * so a secret full of YAML metacharacters cannot change the document's structure.
+ */
+export function expandEnv(
+  value: unknown,
+  env: NodeJS.ProcessEnv,
+  onMissing: (path: readonly PropertyKey[], name: string) => void,
+  path: readonly PropertyKey[] = [],
+): unknown {
+  if (typeof value === 'string') {
+    return value.replace(REF, (_, name: string) => {
+      const found = env[name];
+      if (found === undefined) {
+        onMissing(path, name);
+        return '';
+      }
+      return found;
+    });
+  }
+  if (Array.isArray(value)) return value.map((v, i) => expandEnv(v, env, onMissing, [...path, i]));
+  if (typeof value === 'object' && value !== null) {
+    return Object.fromEntries(
+      Object.entries(value).map(([k, v]) => [k, expandEnv(v, env, onMissing, [...path, k])]),
+    );
+  }
+  return value;
+}

@@ -1,0 +1,161 @@
+import { readFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { LineCounter, parseDocument } from 'yaml';
+import type { Document } from 'yaml';
+import { errnoCode, TrajgateError } from '../errors.js';
+import { physicalPath } from '../event/paths.js';
+import { expandEnv } from './env.js';
+import { formatIssue, keyPath } from './issues.js';
+import type { HostPort } from './formats.js';
+import { parseHostPort } from './formats.js';
+import type { RawConfig } from './schema.js';
+import { configSchema, knownKinds } from './schema.js';
+
+export interface Agent {
+  readonly id: string;
+  readonly token: string;
+  /** Real path of the agent's workspace (the default workspace when not given). */
+  readonly workspace: string;
+}
+
+/** A validated configuration with paths made absolute and durations in milliseconds. */
+export interface Config extends Omit<RawConfig, 'workspace' | 'agents' | 'listen'> {
+  /** The file it came from, or "(embedded default)". */
+  readonly source: string;
+  readonly workspace: string;
+  readonly agents: readonly Agent[] | null;
+  readonly listen: {
+    readonly proxy: HostPort;
+    readonly bridge: HostPort;
+    readonly admin: HostPort;
+  };
+  readonly kinds: ReadonlySet<string>;
+}
+
+export const EMBEDDED_DEFAULT = '(embedded default)';
+
+/** Reads, expands, validates and resolves a config file. Throws TrajgateError (E_CONFIG_*). */
+export function loadConfigFile(file: string, env: NodeJS.ProcessEnv = process.env): Config {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    const why = errnoCode(err) === 'ENOENT' ? 'no such file' : (err as Error).message;
+    throw new TrajgateError('E_CONFIG_READ', `${file}: cannot read config: ${why}`);
+  }
+  return parseConfig(text, file, dirname(resolve(file)), env);
+}
+
+/** The embedded default: every key at its default, the current directory as workspace. */
+export function defaultConfig(cwd: string = process.cwd()): Config {
+  return validate({ version: 1 }, EMBEDDED_DEFAULT, cwd, undefined);
+}
+
+export function parseConfig(
+  text: string,
+  source: string,
+  baseDir: string,
+  env: NodeJS.ProcessEnv = process.env,
+): Config {
+  const lines = new LineCounter();
+  const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false, uniqueKeys: true });
+  if (doc.errors.length > 0) {
+    const details = doc.errors.map((e) => {
+      const pos = lines.linePos(e.pos[0]);
+      return `${source}:${pos.line}:${pos.col}: ${e.message.split('\n')[0]}`;
+    });
+    throw new TrajgateError('E_CONFIG_YAML', `${source}: not valid YAML`, details);
+  }
+  const value: unknown = doc.toJS();
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new TrajgateError(
+      'E_CONFIG_YAML',
+      `${source}: expected a YAML mapping of keys (version: 1, …) at the top`,
+    );
+  }
+  const missing: (readonly PropertyKey[])[] = [];
+  const envErrors: string[] = [];
+  const expanded = expandEnv(value, env, (path, name) => {
+    missing.push(path);
+    envErrors.push(
+      `${where(source, doc, lines, path)}${keyPath(path)}: environment variable ${name} is not set`,
+    );
+  });
+  return validate(expanded, source, baseDir, { doc, lines, envErrors, missing });
+}
+
+function validate(
+  value: unknown,
+  source: string,
+  baseDir: string,
+  yaml: YamlSource | undefined,
+): Config {
+  const result = configSchema.safeParse(value, { reportInput: true });
+  const details = [...(yaml?.envErrors ?? [])];
+  for (const issue of result.error?.issues ?? []) {
+    // A value emptied by a missing variable is already explained by that error.
+    if (yaml?.missing.some((p) => keyPath(p) === keyPath(issue.path))) continue;
+    const at = (path: readonly PropertyKey[]) =>
+      yaml ? where(source, yaml.doc, yaml.lines, path) : '';
+    if (issue.code === 'unrecognized_keys') {
+      for (const key of issue.keys)
+        details.push(`${at([...issue.path, key])}${keyPath([...issue.path, key])}: unknown key`);
+    } else {
+      details.push(`${at(issue.path)}${formatIssue(issue)}`);
+    }
+  }
+  if (details.length > 0 || !result.success) {
+    throw new TrajgateError('E_CONFIG_INVALID', `${source}: ${details.length} error(s)`, details);
+  }
+  const raw = result.data;
+  const workspace = realDir(raw.workspace ?? '.', baseDir);
+  const listen = {
+    proxy: parseHostPort(raw.listen.proxy) as HostPort,
+    bridge: parseHostPort(raw.listen.bridge) as HostPort,
+    admin: parseHostPort(raw.listen.admin) as HostPort,
+  };
+  return {
+    ...raw,
+    source,
+    workspace,
+    journal: resolve(baseDir, raw.journal),
+    listen,
+    agents:
+      raw.agents?.map((a) => ({
+        ...a,
+        workspace: a.workspace ? realDir(a.workspace, baseDir) : workspace,
+      })) ?? null,
+    tls: { ...raw.tls, ca: resolve(baseDir, raw.tls.ca) },
+    kinds: knownKinds(raw),
+  };
+}
+
+interface YamlSource {
+  readonly doc: Document;
+  readonly lines: LineCounter;
+  readonly envErrors: readonly string[];
+  readonly missing: readonly (readonly PropertyKey[])[];
+}
+
+/** Workspaces are compared by real path, so a symlinked workspace still contains its files. */
+function realDir(dir: string, baseDir: string): string {
+  return physicalPath(resolve(baseDir, dir), '/') ?? resolve(baseDir, dir);
+}
+
+/** `file:line:col ` of the deepest node on the path that exists in the YAML document. */
+function where(
+  source: string,
+  doc: Document,
+  lines: LineCounter,
+  path: readonly PropertyKey[],
+): string {
+  for (let n = path.length; n >= 0; n--) {
+    const node = doc.getIn(path.slice(0, n) as unknown[], true) as
+      { range?: [number, number, number] } | undefined;
+    if (node && typeof node === 'object' && node.range) {
+      const pos = lines.linePos(node.range[0]);
+      return `${source}:${pos.line}:${pos.col}: `;
+    }
+  }
+  return `${source}: `;
+}

@@ -1,0 +1,199 @@
+import { z } from 'zod';
+import { BUILTIN_KINDS, PATH_KINDS } from '../event/event.js';
+import { isTrajgateError } from '../errors.js';
+import { parseNetworkPattern } from '../guard/network-pattern.js';
+import { parseCidr, parseDuration, parseHostPort } from './formats.js';
+
+/**
+ * The YAML schema; key names are the contract (design § Config keys, and
+ * config/trajgate.example.yaml). Every object is strict so a misspelt key is an error, not a
+ * silently ignored setting.
+ */
+const NAME = /^[A-Za-z][A-Za-z0-9_-]{0,63}$/;
+
+const duration = z.string().transform((text, ctx) => {
+  const ms = parseDuration(text);
+  if (ms === undefined) {
+    ctx.addIssue({
+      code: 'custom',
+      message: `expected a duration like 100ms, 55s, 2m or 1h, got ${JSON.stringify(text)}`,
+    });
+    return z.NEVER;
+  }
+  return ms;
+});
+
+const hostPort = z.string().refine((s) => parseHostPort(s) !== undefined, {
+  message: 'expected host:port, e.g. 127.0.0.1:8080 or [::1]:8080',
+});
+
+const networkPattern = z.string().superRefine((s, ctx) => {
+  try {
+    parseNetworkPattern(s);
+  } catch (err) {
+    ctx.addIssue({ code: 'custom', message: isTrajgateError(err) ? err.message : String(err) });
+  }
+});
+
+const name = (what: string) =>
+  z.string().regex(NAME, `${what} must start with a letter and use only letters, digits, _ and -`);
+const count = z.number().int().min(1);
+
+const boundary = z.strictObject({
+  kinds: z.array(name('a kind')).min(1).optional(),
+  outside: z.literal('workspace').optional(),
+  targets: z.array(z.string().min(1)).min(1).optional(),
+  unless: z.literal('approved').optional(),
+  reviewAt: count.optional(),
+  pauseAt: count.optional(),
+});
+
+export const DEFAULT_BOUNDARIES: Record<string, z.input<typeof boundary>> = {
+  workspace: { kinds: ['write', 'command'], outside: 'workspace', pauseAt: 1 },
+  network: { kinds: ['network'], unless: 'approved', reviewAt: 1, pauseAt: 2 },
+};
+
+const boundaries = z
+  .record(name('a boundary name'), boundary)
+  .default({})
+  .transform((given, ctx) => {
+    const merged = { ...DEFAULT_BOUNDARIES };
+    for (const [key, b] of Object.entries(given)) merged[key] = { ...merged[key], ...b };
+    for (const [key, b] of Object.entries(merged)) checkBoundary(key, b, ctx);
+    return merged as Record<
+      string,
+      z.output<typeof boundary> & { kinds: string[]; pauseAt: number }
+    >;
+  });
+
+function checkBoundary(key: string, b: z.output<typeof boundary>, ctx: z.RefinementCtx): void {
+  const at = (field: string, message: string) =>
+    ctx.addIssue({ code: 'custom', path: [key, field], message });
+  if (!b.kinds) at('kinds', 'is required for a new boundary (the event kinds that cross it)');
+  if (b.pauseAt === undefined)
+    at('pauseAt', 'is required for a new boundary (the count that pauses)');
+  if (b.reviewAt !== undefined && b.pauseAt !== undefined && b.reviewAt >= b.pauseAt) {
+    at('reviewAt', `must be below pauseAt (${b.pauseAt}), got ${b.reviewAt}`);
+  }
+  if (b.outside && b.kinds?.some((k) => !PATH_KINDS.has(k))) {
+    at('outside', `applies to path kinds only (${[...PATH_KINDS].join(', ')})`);
+  }
+  if (b.targets && b.kinds?.includes('network')) {
+    b.targets.forEach((t, i) => {
+      try {
+        parseNetworkPattern(t);
+      } catch (err) {
+        ctx.addIssue({
+          code: 'custom',
+          path: [key, 'targets', i],
+          message: (err as Error).message,
+        });
+      }
+    });
+  }
+}
+
+const agent = z.strictObject({
+  id: name('an agent id'),
+  token: z.string().min(16, 'must be at least 16 characters (use a random secret)'),
+  workspace: z.string().min(1).optional(),
+});
+
+export const configSchema = z.strictObject({
+  version: z.literal(1),
+  workspace: z.string().min(1).optional(),
+  journal: z.string().min(1).default('./data/journal.jsonl'),
+  journalFsync: duration.default(100),
+  listen: z
+    .strictObject({
+      proxy: hostPort.default('127.0.0.1:8080'),
+      bridge: hostPort.default('127.0.0.1:8081'),
+      admin: hostPort.default('127.0.0.1:8082'),
+    })
+    .prefault({}),
+  agents: z
+    .array(agent)
+    .min(1, 'list at least one agent, or leave agents out to name sessions by client address')
+    .superRefine((agents, ctx) => {
+      const seen = new Map<string, number>();
+      agents.forEach((a, i) => {
+        for (const [field, value] of [
+          ['id', a.id],
+          ['token', a.token],
+        ] as const) {
+          const key = `${field}\0${value}`;
+          if (seen.has(key)) {
+            ctx.addIssue({
+              code: 'custom',
+              path: [i, field],
+              message: `duplicates agents[${seen.get(key)}].${field}`,
+            });
+          } else seen.set(key, i);
+        }
+      });
+    })
+    .optional(),
+  policy: z
+    .strictObject({
+      countBy: z.enum(['boundary', 'target']).default('boundary'),
+      review: z.enum(['block', 'pass']).default('block'),
+      pause: z.enum(['hold', 'block']).default('hold'),
+      holdTimeout: duration.default(55_000),
+      recentEvents: z.number().int().min(1).max(1000).default(20),
+      boundaries,
+    })
+    .prefault({}),
+  network: z
+    .strictObject({
+      allow: z.array(networkPattern).default([]),
+      allowPrivate: z
+        .array(
+          z
+            .string()
+            .refine(
+              (s) => parseCidr(s) !== undefined,
+              'expected a CIDR like 10.0.0.0/8 or fd00::/8',
+            ),
+        )
+        .default([]),
+      ports: z.array(z.number().int().min(1).max(65535)).min(1).default([80, 443]),
+    })
+    .prefault({}),
+  admin: z
+    .strictObject({ token: z.string().min(16, 'must be at least 16 characters').optional() })
+    .prefault({}),
+  notify: z
+    .strictObject({
+      webhook: z.url({ protocol: /^https?$/ }).optional(),
+      on: z.array(z.enum(['pause', 'review'])).default(['pause']),
+      headers: z.record(z.string(), z.string()).default({}),
+    })
+    .prefault({}),
+  bridge: z
+    .strictObject({
+      upstream: z.url({ protocol: /^https?$/ }).optional(),
+      protocol: z.enum(['mcp', 'http']).default('mcp'),
+    })
+    .prefault({}),
+  tls: z
+    .strictObject({
+      intercept: z.array(networkPattern).default([]),
+      ca: z.string().default('./certs'),
+    })
+    .prefault({}),
+  capture: z
+    .strictObject({
+      bodies: z.boolean().default(false),
+      maxBytes: z.number().int().min(0).default(65_536),
+    })
+    .prefault({}),
+});
+
+export type RawConfig = z.output<typeof configSchema>;
+
+/** Every kind the configuration names, plus the built-in ones. */
+export function knownKinds(raw: RawConfig): Set<string> {
+  const kinds = new Set(BUILTIN_KINDS);
+  for (const b of Object.values(raw.policy.boundaries)) for (const k of b.kinds) kinds.add(k);
+  return kinds;
+}

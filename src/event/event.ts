@@ -1,0 +1,70 @@
+/**
+ * The trajectory event: what the agent tried (`kind`, `target`, `approved`, as in the seed
+ * article) plus what the gateway adds (`session`, `source`, `ts`; `seq` comes from the journal).
+ * `subject` is the normalised view the guard judges: a resolved path, a parsed network
+ * destination, or an opaque string for kinds the gateway knows nothing about.
+ */
+export const PATH_KINDS: ReadonlySet<string> = new Set(['read', 'write', 'command']);
+export const BUILTIN_KINDS: readonly string[] = ['read', 'write', 'command', 'network'];
+
+export type Source = 'proxy' | 'bridge' | 'ingest' | 'replay';
+
+export interface PathSubject {
+  readonly type: 'path';
+  /** Absolute real path, or null when it could not be resolved (judged as outside). */
+  readonly path: string | null;
+  /** The lexical-`..` reading when it differs from `path` (see pathReadings), else null. */
+  readonly alias: string | null;
+}
+
+export interface NetworkSubject {
+  readonly type: 'network';
+  /** Lower-case scheme without `://`, or null for a CONNECT authority (scheme not visible). */
+  readonly scheme: string | null;
+  /** Canonical host: lower-case punycode without trailing dot; IPv6 without brackets. */
+  readonly host: string;
+  readonly port: number;
+  /** URL path (dot segments removed), or null when the path is not visible (CONNECT). */
+  readonly path: string | null;
+  /** Upper-case request method, or null when not visible. */
+  readonly method: string | null;
+}
+
+export interface OpaqueSubject {
+  readonly type: 'opaque';
+  readonly value: string;
+}
+
+export type Subject = PathSubject | NetworkSubject | OpaqueSubject;
+
+/** What a caller hands in: the seed article's event with optional extras. */
+export interface EventInput {
+  readonly kind: string;
+  readonly target: string;
+  readonly approved?: boolean;
+  readonly method?: string;
+}
+
+export interface Event {
+  readonly kind: string;
+  readonly target: string;
+  readonly approved: boolean;
+  readonly session: string;
+  readonly source: Source;
+  /** Milliseconds since the epoch; the guard reads time only from here. */
+  readonly ts: number;
+  readonly method?: string;
+  readonly subject: Subject;
+}
+
+/** The destination used by `countBy: target`: host:port for network, else the target. */
+export function destination(subject: Subject): string {
+  switch (subject.type) {
+    case 'network':
+      return `${subject.host.includes(':') ? `[${subject.host}]` : subject.host}:${subject.port}`;
+    case 'path':
+      return subject.path ?? '(unresolved)';
+    case 'opaque':
+      return subject.value;
+  }
+}

@@ -1,0 +1,95 @@
+import { TrajgateError } from '../errors.js';
+import type { NetworkSubject } from './event.js';
+
+/** Default ports per scheme; a pattern or target without a port takes these. */
+export const DEFAULT_PORTS: Readonly<Record<string, number>> = {
+  http: 80,
+  https: 443,
+  ws: 80,
+  wss: 443,
+};
+
+const HOST_CHARS = /^(?:\[[0-9a-fA-F:.]+\]|[^\s/?#@\\[\]:]+)$/;
+const AUTHORITY = /^(\[[^\]]*\]|[^:]*):(\d{1,5})$/;
+
+/**
+ * Canonical host name: the WHATWG URL parser lower-cases, converts IDNs to punycode and
+ * rewrites odd IPv4 spellings (`127.1`, `0x7f.0.0.1`, `2130706433`) to dotted quads and IPv6
+ * to its compressed form; we also drop a trailing dot and IPv6 brackets. Throws on garbage.
+ */
+export function canonicalHost(raw: string): string {
+  if (!HOST_CHARS.test(raw)) throw invalidHost(raw);
+  let url: URL;
+  try {
+    url = new URL(`http://${raw}/`);
+  } catch {
+    throw invalidHost(raw);
+  }
+  let host = url.hostname;
+  if (host.startsWith('[')) host = host.slice(1, -1);
+  if (host.endsWith('.')) host = host.slice(0, -1);
+  if (host === '' || host.endsWith('.')) throw invalidHost(raw);
+  return host;
+}
+
+function invalidHost(raw: string): TrajgateError {
+  return new TrajgateError('E_EVENT_INVALID', `invalid host name ${JSON.stringify(raw)}`);
+}
+
+function portNumber(text: string, target: string): number {
+  const port = Number(text);
+  if (!Number.isInteger(port) || port < 1 || port > 65535) {
+    throw new TrajgateError(
+      'E_EVENT_INVALID',
+      `port out of range in network target ${JSON.stringify(target)}`,
+    );
+  }
+  return port;
+}
+
+/**
+ * A network target is either an absolute URL (plain HTTP, intercepted TLS) or a CONNECT
+ * authority `host:port`, where scheme, method and path are not visible.
+ */
+export function parseNetworkTarget(target: string, method?: string): NetworkSubject {
+  if (target.includes('://')) {
+    let url: URL;
+    try {
+      url = new URL(target);
+    } catch {
+      throw new TrajgateError('E_EVENT_INVALID', `invalid URL ${JSON.stringify(target)}`);
+    }
+    const scheme = url.protocol.slice(0, -1);
+    const port = url.port === '' ? DEFAULT_PORTS[scheme] : portNumber(url.port, target);
+    if (port === undefined) {
+      throw new TrajgateError(
+        'E_EVENT_INVALID',
+        `network target ${JSON.stringify(target)} has no port and scheme "${scheme}" has no default`,
+      );
+    }
+    const authority = url.host.slice(0, url.host.length - (url.port ? url.port.length + 1 : 0));
+    return {
+      type: 'network',
+      scheme,
+      host: canonicalHost(authority),
+      port,
+      path: url.pathname === '' ? '/' : url.pathname,
+      method: method ? method.toUpperCase() : null,
+    };
+  }
+  const m = AUTHORITY.exec(target);
+  if (!m) {
+    throw new TrajgateError(
+      'E_EVENT_INVALID',
+      `network target ${JSON.stringify(target)} is neither an absolute URL nor host:port`,
+    );
+  }
+  return {
+    type: 'network',
+    scheme: null,
+    host: canonicalHost(m[1] as string),
+    port: portNumber(m[2] as string, target),
+    path: null,
+    method: null,
+  };
+}

@@ -1,0 +1,32 @@
+import type { Event, EventInput, Source, Subject } from './event.js';
+import { PATH_KINDS } from './event.js';
+import { parseNetworkTarget } from './network-target.js';
+import { pathReadings } from './paths.js';
+
+export interface EventContext {
+  readonly session: string;
+  readonly source: Source;
+  readonly ts: number;
+  /** The session's workspace (already a real path); relative targets resolve against it. */
+  readonly workspace: string;
+}
+
+/** Turns what an agent tried into the event the guard judges. Throws E_EVENT_INVALID. */
+export function normalizeEvent(input: EventInput, ctx: EventContext): Event {
+  const event: Event = {
+    kind: input.kind,
+    target: input.target,
+    approved: input.approved === true,
+    session: ctx.session,
+    source: ctx.source,
+    ts: ctx.ts,
+    subject: subjectOf(input, ctx.workspace),
+  };
+  return input.method === undefined ? event : { ...event, method: input.method.toUpperCase() };
+}
+
+function subjectOf(input: EventInput, workspace: string): Subject {
+  if (input.kind === 'network') return parseNetworkTarget(input.target, input.method);
+  if (PATH_KINDS.has(input.kind)) return { type: 'path', ...pathReadings(input.target, workspace) };
+  return { type: 'opaque', value: input.target };
+}

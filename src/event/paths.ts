@@ -1,0 +1,74 @@
+import { realpathSync } from 'node:fs';
+import { isAbsolute, join, posix } from 'node:path';
+import { errnoCode } from '../errors.js';
+
+/** Errors that mean "this part of the path does not exist (yet)": keep walking lexically. */
+const MISSING = new Set(['ENOENT', 'ENOTDIR']);
+
+/**
+ * The path the operating system would act on, as the seed's `Path.resolve()` does: relative
+ * targets resolve against `base`; existing components are resolved through symlinks in order,
+ * so `ws/link/../x` follows `link` before `..` (a lexical normalise would keep it inside);
+ * components after the first missing one cannot be links and are joined lexically.
+ * Returns null when the path cannot be resolved (a loop, no permission): callers treat that
+ * as outside, failing closed.
+ */
+export function physicalPath(target: string, base: string): string | null {
+  const abs = isAbsolute(target) ? target : join(base, target);
+  const whole = tryRealpath(abs);
+  if (whole !== undefined) return whole;
+  let cur = '/';
+  let exists = true;
+  for (const part of abs.split('/')) {
+    if (part === '' || part === '.') continue;
+    if (part === '..') {
+      cur = posix.dirname(cur);
+      exists = true;
+      continue;
+    }
+    const next = cur === '/' ? `/${part}` : `${cur}/${part}`;
+    if (!exists) {
+      cur = next;
+      continue;
+    }
+    const real = tryRealpath(next);
+    if (real === null) return null;
+    if (real === undefined) exists = false;
+    cur = real ?? next;
+  }
+  return cur;
+}
+
+/** realpath, or undefined when missing, or null when unresolvable for another reason. */
+function tryRealpath(p: string): string | null | undefined {
+  try {
+    return realpathSync.native(p);
+  } catch (err) {
+    return MISSING.has(errnoCode(err) ?? '') ? undefined : null;
+  }
+}
+
+/**
+ * A tool server may act on the physical path or normalise `..` lexically first (Node's
+ * `path.resolve` does) and then follow links; when the two readings differ, both are kept and
+ * the guard treats the target as inside only if both are.
+ */
+export function pathReadings(target: string, base: string): PathReadings {
+  const abs = isAbsolute(target) ? target : join(base, target);
+  const path = physicalPath(abs, '/');
+  if (!abs.split('/').includes('..')) return { path, alias: null };
+  const alias = physicalPath(posix.normalize(abs), '/');
+  if (alias === null) return { path: null, alias: null };
+  return { path, alias: alias === path ? null : alias };
+}
+
+export interface PathReadings {
+  readonly path: string | null;
+  readonly alias: string | null;
+}
+
+/** Inside means the root itself or below it: `/ws-evil` is not inside `/ws`. */
+export function isInside(path: string, root: string): boolean {
+  if (root === '/') return path.startsWith('/');
+  return path === root || (path.startsWith(root) && path.charCodeAt(root.length) === 47);
+}

@@ -1,0 +1,92 @@
+import type { Event } from '../event/event.js';
+import { TrajgateError } from '../errors.js';
+import { globMatcher } from './glob.js';
+import { matchesNetwork, parseNetworkPattern } from './network-pattern.js';
+
+export interface ApprovalSpec {
+  readonly pattern: string;
+  /** The event kind it approves; network unless said otherwise. */
+  readonly kind?: string;
+  /** One session, or null for every session. */
+  readonly session?: string | null;
+  /** Milliseconds since the epoch, judged against the event's own `ts`; null never expires. */
+  readonly expiresAt?: number | null;
+}
+
+export interface Approval {
+  readonly pattern: string;
+  readonly kind: string;
+  readonly session: string | null;
+  readonly expiresAt: number | null;
+  test(event: Event): boolean;
+}
+
+/**
+ * Network approvals use the allowlist grammar; other kinds use target globs, which must match
+ * every reading of a path (an ambiguous path is approved only if both readings are).
+ */
+export function compileApproval(spec: ApprovalSpec): Approval {
+  const kind = spec.kind ?? 'network';
+  const base = {
+    pattern: spec.pattern,
+    kind,
+    session: spec.session ?? null,
+    expiresAt: spec.expiresAt ?? null,
+  };
+  if (kind === 'network') {
+    const p = parseNetworkPattern(spec.pattern);
+    return { ...base, test: (e) => e.subject.type === 'network' && matchesNetwork(p, e.subject) };
+  }
+  if (spec.pattern.trim() === '') {
+    throw new TrajgateError('E_PATTERN_INVALID', 'pattern is empty');
+  }
+  const m = globMatcher([spec.pattern]);
+  return {
+    ...base,
+    test: (e) => {
+      if (e.kind !== kind) return false;
+      const s = e.subject;
+      if (s.type !== 'path') return m.test(e.target);
+      return s.path !== null && m.test(s.path) && (s.alias === null || m.test(s.alias));
+    },
+  };
+}
+
+/** Global approvals plus per-session ones; expired approvals are dropped as they are met. */
+export class ApprovalSet {
+  readonly #global: Approval[] = [];
+  readonly #bySession = new Map<string, Approval[]>();
+
+  add(approval: Approval): void {
+    if (approval.session === null) {
+      this.#global.push(approval);
+      return;
+    }
+    const list = this.#bySession.get(approval.session);
+    if (list) list.push(approval);
+    else this.#bySession.set(approval.session, [approval]);
+  }
+
+  match(event: Event): Approval | undefined {
+    return find(this.#global, event) ?? find(this.#bySession.get(event.session), event);
+  }
+
+  /** The approvals that apply to a session (global ones included), unexpired at `now`. */
+  list(session: string | null, now: number): Approval[] {
+    const own = session === null ? [] : (this.#bySession.get(session) ?? []);
+    return [...this.#global, ...own].filter((a) => a.expiresAt === null || a.expiresAt > now);
+  }
+}
+
+function find(list: Approval[] | undefined, event: Event): Approval | undefined {
+  if (!list) return undefined;
+  for (let i = 0; i < list.length; i++) {
+    const a = list[i] as Approval;
+    if (a.expiresAt !== null && a.expiresAt <= event.ts) {
+      list.splice(i--, 1);
+      continue;
+    }
+    if (a.test(event)) return a;
+  }
+  return undefined;
+}

@@ -1,0 +1,41 @@
+/**
+ * Target patterns for boundaries and non-network approvals: `*` and `?` stay within one path
+ * segment, `**` crosses segments, `**\/` may match no directory at all and a trailing `/**`
+ * also matches the directory itself (so `**\/.ssh/**` covers listing `~/.ssh`).
+ */
+export function globToRegExp(glob: string): RegExp {
+  let re = '';
+  for (let i = 0; i < glob.length; i++) {
+    const c = glob[i] as string;
+    if (c === '/' && glob.slice(i) === '/**') {
+      re += '(?:/.*)?';
+      break;
+    }
+    if (c === '*' && glob[i + 1] === '*') {
+      i++;
+      if (glob[i + 1] === '/') {
+        i++;
+        re += '(?:.*/)?';
+      } else {
+        re += '.*';
+      }
+    } else if (c === '*') {
+      re += '[^/]*';
+    } else if (c === '?') {
+      re += '[^/]';
+    } else {
+      re += c.replace(/[\\^$.|+()[\]{}]/g, '\\$&');
+    }
+  }
+  return new RegExp(`^${re}$`, 's');
+}
+
+export interface TargetMatcher {
+  readonly source: string;
+  test(value: string): boolean;
+}
+
+export function globMatcher(globs: readonly string[]): TargetMatcher {
+  const res = globs.map(globToRegExp);
+  return { source: globs.join(', '), test: (value) => res.some((re) => re.test(value)) };
+}

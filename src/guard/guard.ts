@@ -1,0 +1,155 @@
+import type { Event } from '../event/event.js';
+import { destination } from '../event/event.js';
+import type { Approval, ApprovalSpec } from './approvals.js';
+import { ApprovalSet, compileApproval } from './approvals.js';
+import type { Boundary, GuardPolicy } from './policy.js';
+import { countKey, crosses } from './policy.js';
+
+export type Verdict = 'ALLOW' | 'REVIEW' | 'PAUSE';
+
+export interface Decision {
+  readonly verdict: Verdict;
+  /** The boundary that decided (the most severe one crossed), or null. */
+  readonly boundary: string | null;
+  /** That boundary's count after this event; 0 when nothing was crossed. */
+  readonly count: number;
+  readonly reason: string;
+  readonly approved: boolean;
+  /** The approval pattern that matched, when one did. */
+  readonly approvedBy: string | null;
+  /** Every counter this event bumped and its new value; what a restart restores. */
+  readonly counted: Readonly<Record<string, number>> | null;
+}
+
+export interface SessionState {
+  readonly counts: Map<string, number>;
+  /** When the session paused (ms), or null while it runs. */
+  pausedAt: number | null;
+}
+
+const RANK: Record<Verdict, number> = { ALLOW: 0, REVIEW: 1, PAUSE: 2 };
+
+/**
+ * The trajectory guard of the seed article, generalised to configured boundaries. Pure: its
+ * answers depend only on the policy and the events and operator actions fed to it, in order
+ * (time comes from `event.ts`), so replaying a journal rebuilds the same state.
+ */
+export class Guard {
+  readonly policy: GuardPolicy;
+  readonly approvals = new ApprovalSet();
+  readonly #sessions = new Map<string, SessionState>();
+
+  constructor(policy: GuardPolicy) {
+    this.policy = policy;
+    for (const a of policy.allow) this.approvals.add(a);
+  }
+
+  inspect(event: Event): Decision {
+    const approval = event.approved ? undefined : this.approvals.match(event);
+    if (event.approved || approval) return approvedDecision(approval);
+    const state = this.state(event.session);
+    const workspace = this.policy.workspaceFor(event.session);
+    let worst: { b: Boundary; n: number; verdict: Verdict } | undefined;
+    let counted: Record<string, number> | null = null;
+    for (const b of this.policy.boundaries) {
+      if (!crosses(b, event, workspace)) continue;
+      const key = countKey(this.policy, b, event);
+      const n = (state.counts.get(key) ?? 0) + 1;
+      state.counts.set(key, n);
+      (counted ??= {})[key] = n;
+      const verdict = verdictAt(b, n);
+      if (!worst || RANK[verdict] > RANK[worst.verdict]) worst = { b, n, verdict };
+    }
+    if (!worst) {
+      return {
+        verdict: 'ALLOW',
+        boundary: null,
+        count: 0,
+        reason: 'no boundary crossed',
+        approved: false,
+        approvedBy: null,
+        counted: null,
+      };
+    }
+    if (worst.verdict === 'PAUSE' && state.pausedAt === null) state.pausedAt = event.ts;
+    return {
+      verdict: worst.verdict,
+      boundary: worst.b.name,
+      count: worst.n,
+      reason: reasonFor(worst.b, worst.n, event, workspace),
+      approved: false,
+      approvedBy: null,
+      counted,
+    };
+  }
+
+  /** Adds an approval; throws E_PATTERN_INVALID for a pattern that does not parse. */
+  approve(spec: ApprovalSpec): Approval {
+    const approval = compileApproval(spec);
+    this.approvals.add(approval);
+    return approval;
+  }
+
+  /** Sets counters to values read back from the journal (a decision's `counted`). */
+  restore(session: string, counted: Readonly<Record<string, number>>): void {
+    const counts = this.state(session).counts;
+    for (const [key, n] of Object.entries(counted)) counts.set(key, n);
+  }
+
+  pause(session: string, at: number): void {
+    const state = this.state(session);
+    if (state.pausedAt === null) state.pausedAt = at;
+  }
+
+  /** Unpauses; counts are kept unless `reset` (the operator said so explicitly). */
+  resume(session: string, reset: boolean): void {
+    const state = this.state(session);
+    state.pausedAt = null;
+    if (reset) state.counts.clear();
+  }
+
+  session(id: string): Readonly<SessionState> | undefined {
+    return this.#sessions.get(id);
+  }
+
+  sessions(): IterableIterator<[string, Readonly<SessionState>]> {
+    return this.#sessions.entries();
+  }
+
+  private state(session: string): SessionState {
+    let state = this.#sessions.get(session);
+    if (!state) {
+      state = { counts: new Map(), pausedAt: null };
+      this.#sessions.set(session, state);
+    }
+    return state;
+  }
+}
+
+function verdictAt(b: Boundary, n: number): Verdict {
+  if (n >= b.pauseAt) return 'PAUSE';
+  return b.reviewAt !== null && n >= b.reviewAt ? 'REVIEW' : 'ALLOW';
+}
+
+function approvedDecision(approval: Approval | undefined): Decision {
+  return {
+    verdict: 'ALLOW',
+    boundary: null,
+    count: 0,
+    reason: approval ? `approved by ${JSON.stringify(approval.pattern)}` : 'marked approved',
+    approved: true,
+    approvedBy: approval?.pattern ?? null,
+    counted: null,
+  };
+}
+
+function reasonFor(b: Boundary, n: number, event: Event, workspace: string): string {
+  const what =
+    b.outside === 'workspace'
+      ? `${event.kind} outside the workspace ${workspace}`
+      : event.subject.type === 'network'
+        ? `unapproved network access to ${destination(event.subject)}`
+        : `${event.kind} of ${event.target}`;
+  const review = b.reviewAt === null ? '' : `review at ${b.reviewAt}, `;
+  return `${what}: ${b.name} crossing ${n} (${review}pause at ${b.pauseAt})`;
+}

@@ -1,0 +1,81 @@
+import { TrajgateError } from '../errors.js';
+import type { NetworkSubject } from '../event/event.js';
+import { canonicalHost, DEFAULT_PORTS } from '../event/network-target.js';
+
+/**
+ * The allowlist and approval grammar: `[METHOD ][scheme://]host[:port][/path-prefix]`.
+ * `*.host` matches any subdomain but not the bare domain; hosts compare in canonical form
+ * (lower case, punycode, no trailing dot; an IP only matches itself). Without a port: the
+ * scheme's default, or 80 and 443 without a scheme. A method or path can only match where the
+ * request is visible, so such a pattern never approves a CONNECT tunnel.
+ */
+export interface NetworkPattern {
+  readonly source: string;
+  readonly method: string | null;
+  readonly scheme: string | null;
+  /** Canonical host; for a wildcard, the domain after `*.`. */
+  readonly host: string;
+  readonly wildcard: boolean;
+  readonly ports: readonly number[];
+  readonly pathPrefix: string | null;
+}
+
+const SHAPE =
+  /^(?:([A-Za-z]+) +)?(?:([a-zA-Z][a-zA-Z0-9+.-]*):\/\/)?(\*\.)?(\[[^\]]*\]|[^:/[\]]+)(?::(\d{1,5}))?(\/\S*)?$/;
+
+export function parseNetworkPattern(source: string): NetworkPattern {
+  const fail = (why: string): never => {
+    throw new TrajgateError('E_PATTERN_INVALID', `pattern ${JSON.stringify(source)}: ${why}`);
+  };
+  const m = SHAPE.exec(source.trim());
+  if (!m) return fail('expected [METHOD ][scheme://]host[:port][/path-prefix]');
+  const [, method, schemeRaw, star, hostRaw = '', portRaw, pathRaw] = m;
+  const scheme = schemeRaw?.toLowerCase() ?? null;
+  if (hostRaw.includes('*')) return fail('"*" is only allowed as a leading "*." in the host');
+  let host: string;
+  try {
+    host = canonicalHost(hostRaw);
+  } catch {
+    return fail(`invalid host ${JSON.stringify(hostRaw)}`);
+  }
+  if (star && isIpLiteral(host)) return fail('"*." cannot prefix an IP address');
+  let ports: number[];
+  if (portRaw !== undefined) {
+    const port = Number(portRaw);
+    if (port < 1 || port > 65535) return fail(`port ${portRaw} is out of range 1-65535`);
+    ports = [port];
+  } else if (scheme === null) {
+    ports = [80, 443];
+  } else {
+    const port = DEFAULT_PORTS[scheme];
+    if (port === undefined) return fail(`scheme "${scheme}" has no default port: name one`);
+    ports = [port];
+  }
+  const pathPrefix = pathRaw === undefined ? null : new URL(pathRaw, 'http://x').pathname;
+  return {
+    source,
+    method: method?.toUpperCase() ?? null,
+    scheme,
+    host,
+    wildcard: star !== undefined,
+    ports,
+    pathPrefix: pathPrefix === '/' ? null : pathPrefix,
+  };
+}
+
+export function matchesNetwork(p: NetworkPattern, s: NetworkSubject): boolean {
+  if (!p.ports.includes(s.port)) return false;
+  if (p.wildcard) {
+    if (!(s.host.length > p.host.length + 1 && s.host.endsWith(`.${p.host}`))) return false;
+  } else if (s.host !== p.host) {
+    return false;
+  }
+  if (p.scheme !== null && s.scheme !== null && p.scheme !== s.scheme) return false;
+  if (p.method !== null && p.method !== s.method) return false;
+  if (p.pathPrefix !== null && (s.path === null || !s.path.startsWith(p.pathPrefix))) return false;
+  return true;
+}
+
+function isIpLiteral(host: string): boolean {
+  return host.includes(':') || /^\d+\.\d+\.\d+\.\d+$/.test(host);
+}

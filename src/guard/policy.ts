@@ -1,0 +1,62 @@
+import type { Event } from '../event/event.js';
+import { destination } from '../event/event.js';
+import { isInside } from '../event/paths.js';
+import type { Approval } from './approvals.js';
+import type { TargetMatcher } from './glob.js';
+import type { NetworkPattern } from './network-pattern.js';
+import { matchesNetwork } from './network-pattern.js';
+
+export type CountBy = 'boundary' | 'target';
+
+/** A boundary as the guard uses it: which events cross it and at which counts it acts. */
+export interface Boundary {
+  readonly name: string;
+  readonly kinds: ReadonlySet<string>;
+  /** `workspace`: crossed by path events outside the session's workspace. */
+  readonly outside: 'workspace' | null;
+  /** Crossed only by targets matching these (globs; network patterns for network events). */
+  readonly targets: { readonly glob: TargetMatcher; readonly network: NetworkPattern[] } | null;
+  /** Count at which it starts answering REVIEW; null: never reviews, only pauses. */
+  readonly reviewAt: number | null;
+  readonly pauseAt: number;
+}
+
+export interface GuardPolicy {
+  readonly countBy: CountBy;
+  readonly boundaries: readonly Boundary[];
+  /** Global approvals from configuration (`network.allow`). */
+  readonly allow: readonly Approval[];
+  /** The real path of a session's workspace. */
+  workspaceFor(session: string): string;
+}
+
+export function crosses(b: Boundary, event: Event, workspace: string): boolean {
+  if (!b.kinds.has(event.kind)) return false;
+  const s = event.subject;
+  if (b.outside === 'workspace') {
+    if (s.type !== 'path') return false;
+    const inside =
+      s.path !== null &&
+      isInside(s.path, workspace) &&
+      (s.alias === null || isInside(s.alias, workspace));
+    if (inside) return false;
+  }
+  if (b.targets === null) return true;
+  if (s.type === 'network') return b.targets.network.some((p) => matchesNetwork(p, s));
+  if (s.type === 'path') {
+    const g = b.targets.glob;
+    return g.test(s.path ?? event.target) || (s.alias !== null && g.test(s.alias));
+  }
+  return b.targets.glob.test(s.value);
+}
+
+/** The counter a crossing bumps: per boundary, or per boundary and destination. */
+export function countKey(policy: GuardPolicy, b: Boundary, event: Event): string {
+  return policy.countBy === 'boundary' ? b.name : `${b.name} ${destination(event.subject)}`;
+}
+
+/** The boundary part of a counter key. */
+export function boundaryOfKey(key: string): string {
+  const space = key.indexOf(' ');
+  return space === -1 ? key : key.slice(0, space);
+}

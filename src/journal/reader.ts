@@ -1,0 +1,117 @@
+import { closeSync, openSync, readSync, writeFileSync, ftruncateSync, writeSync } from 'node:fs';
+import { errnoCode, TrajgateError } from '../errors.js';
+import type { JournalRecord } from './records.js';
+
+export interface ReadResult {
+  /** Highest `seq` seen (0 for a new journal). */
+  readonly lastSeq: number;
+  readonly records: number;
+}
+
+const CHUNK = 1 << 20;
+
+/**
+ * Streams a journal from disk, calling `onRecord` for each record in order, in constant memory.
+ * A last line cut short by a crash (no newline, not valid JSON) is moved to `<file>.torn-<n>`,
+ * cut from the journal and reported through `warn`; any other bad line throws
+ * E_JOURNAL_CORRUPT with its line number, because state rebuilt past it would be wrong.
+ * `repair: false` reads without changing the file (for tools that only look).
+ */
+export function readJournal(
+  path: string,
+  onRecord: (record: JournalRecord, line: number) => void,
+  warn: (message: string) => void,
+  options: { repair?: boolean } = {},
+): ReadResult {
+  let fd: number;
+  try {
+    fd = openSync(path, options.repair === false ? 'r' : 'r+');
+  } catch (err) {
+    if (errnoCode(err) === 'ENOENT') return { lastSeq: 0, records: 0 };
+    throw new TrajgateError(
+      'E_JOURNAL_CORRUPT',
+      `${path}: cannot read journal: ${(err as Error).message}`,
+    );
+  }
+  try {
+    let lastSeq = 0;
+    let records = 0;
+    let line = 0;
+    let offset = 0; // file offset of `pending`
+    let pending = Buffer.alloc(0);
+    const buf = Buffer.allocUnsafe(CHUNK);
+    for (;;) {
+      const n = readSync(fd, buf, 0, CHUNK, null);
+      if (n === 0) break;
+      const data = pending.length
+        ? Buffer.concat([pending, buf.subarray(0, n)])
+        : buf.subarray(0, n);
+      let start = 0;
+      for (let nl = data.indexOf(10, start); nl !== -1; nl = data.indexOf(10, start)) {
+        line++;
+        const record = parseLine(data.toString('utf8', start, nl), path, line, true);
+        if (record) {
+          onRecord(record, line);
+          records++;
+          if (record.seq > lastSeq) lastSeq = record.seq;
+        }
+        start = nl + 1;
+      }
+      offset += start;
+      pending = Buffer.from(data.subarray(start));
+    }
+    if (pending.length > 0) {
+      line++;
+      const record = parseLine(pending.toString('utf8'), path, line, false);
+      if (record) {
+        onRecord(record, line);
+        records++;
+        if (record.seq > lastSeq) lastSeq = record.seq;
+        if (options.repair !== false) writeSync(fd, '\n', offset + pending.length);
+      } else if (options.repair !== false) {
+        const aside = `${path}.torn-${offset}`;
+        writeFileSync(aside, pending, { mode: 0o600 });
+        ftruncateSync(fd, offset);
+        warn(
+          `${path}:${line}: last line was cut short by a crash (${pending.length} bytes); skipped, kept in ${aside}`,
+        );
+      } else {
+        warn(
+          `${path}:${line}: last line was cut short by a crash (${pending.length} bytes); skipped`,
+        );
+      }
+    }
+    return { lastSeq, records };
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** A whole line must be a record; an unterminated last line may be torn (returns null). */
+function parseLine(text: string, path: string, line: number, whole: boolean): JournalRecord | null {
+  if (text.trim() === '') return null;
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    if (!whole) return null;
+    throw corrupt(path, line, 'not valid JSON');
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    if (!whole) return null;
+    throw corrupt(path, line, 'not a JSON object');
+  }
+  const { seq, type } = value as { seq?: unknown; type?: unknown };
+  if (!Number.isSafeInteger(seq) || (seq as number) < 1 || typeof type !== 'string') {
+    if (!whole) return null;
+    throw corrupt(path, line, 'a record needs a positive integer "seq" and a string "type"');
+  }
+  return value as JournalRecord;
+}
+
+function corrupt(path: string, line: number, why: string): TrajgateError {
+  return new TrajgateError(
+    'E_JOURNAL_CORRUPT',
+    `${path}:${line}: corrupt journal line (${why}); refusing to start on a journal that cannot be read back — move the file aside or repair that line`,
+  );
+}

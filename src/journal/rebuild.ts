@@ -1,0 +1,50 @@
+import { isTrajgateError, TrajgateError } from '../errors.js';
+import type { Guard } from '../guard/guard.js';
+import type { JournalRecord } from './records.js';
+
+/**
+ * Applies one journal record to the guard, restoring what the record decided rather than
+ * judging the event again: counts, pauses, approvals and resumes come back exactly as they
+ * were, even if the policy changed since. Records of other types do not touch guard state.
+ */
+export function applyRecord(guard: Guard, record: JournalRecord, where: string): void {
+  const bad = (why: string) =>
+    new TrajgateError('E_JOURNAL_CORRUPT', `${where}: ${record.type} record ${why}`);
+  switch (record.type) {
+    case 'event':
+      if (typeof record.session !== 'string') throw bad('has no "session"');
+      if (record.counted !== undefined && !isCounts(record.counted))
+        throw bad('has a bad "counted"');
+      if (record.counted) guard.restore(record.session, record.counted);
+      if (record.verdict === 'PAUSE') guard.pause(record.session, Date.parse(record.ts));
+      return;
+    case 'approve':
+      try {
+        guard.approve({
+          pattern: record.pattern,
+          kind: record.kind,
+          session: record.session,
+          expiresAt: record.expiresAt === null ? null : Date.parse(record.expiresAt),
+        });
+      } catch (err) {
+        const why = isTrajgateError(err) ? err.message : String(err);
+        throw new TrajgateError(
+          'E_JOURNAL_CORRUPT',
+          `${where}: approval cannot be restored: ${why}`,
+        );
+      }
+      return;
+    case 'resume':
+      if (typeof record.session !== 'string') throw bad('has no "session"');
+      guard.resume(record.session, record.reset);
+      return;
+  }
+}
+
+function isCounts(value: unknown): value is Record<string, number> {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    Object.values(value).every((n) => Number.isSafeInteger(n) && (n as number) >= 0)
+  );
+}

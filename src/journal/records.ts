@@ -1,0 +1,67 @@
+import type { Event } from '../event/event.js';
+import type { Decision, Verdict } from '../guard/guard.js';
+
+/**
+ * Journal records, one JSON object per line. `seq` and `ts` (ISO 8601) lead every record;
+ * field names are the contract (design § Journal).
+ */
+export interface RecordBase {
+  readonly seq: number;
+  readonly ts: string;
+}
+
+export interface EventRecord extends RecordBase {
+  readonly type: 'event';
+  readonly session: string;
+  readonly source: Event['source'];
+  readonly kind: string;
+  readonly target: string;
+  readonly method?: string;
+  readonly approved: boolean;
+  readonly verdict: Verdict;
+  readonly boundary: string | null;
+  readonly count: number;
+  readonly reason: string;
+  readonly approvedBy?: string;
+  readonly counted?: Readonly<Record<string, number>>;
+}
+
+export interface ApproveRecord extends RecordBase {
+  readonly type: 'approve';
+  readonly session: string | null;
+  readonly pattern: string;
+  readonly kind: string;
+  readonly expiresAt: string | null;
+  readonly by: string;
+}
+
+export interface ResumeRecord extends RecordBase {
+  readonly type: 'resume';
+  readonly session: string;
+  readonly reset: boolean;
+  readonly by: string;
+}
+
+export type JournalRecord = EventRecord | ApproveRecord | ResumeRecord;
+
+/** A record before the journal stamps it with `seq` (and `ts`, when the caller has none). */
+export type Unstamped<R extends RecordBase> = Omit<R, 'seq' | 'ts'> & { readonly ts?: number };
+
+export function eventRecord(event: Event, decision: Decision): Unstamped<EventRecord> {
+  return {
+    ts: event.ts,
+    type: 'event',
+    session: event.session,
+    source: event.source,
+    kind: event.kind,
+    target: event.target,
+    ...(event.method === undefined ? {} : { method: event.method }),
+    approved: decision.approved,
+    verdict: decision.verdict,
+    boundary: decision.boundary,
+    count: decision.count,
+    reason: decision.reason,
+    ...(decision.approvedBy === null ? {} : { approvedBy: decision.approvedBy }),
+    ...(decision.counted === null ? {} : { counted: decision.counted }),
+  };
+}
