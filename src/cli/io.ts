@@ -7,28 +7,25 @@ import { physicalPath } from '../event/paths.js';
 
 /** Buffered line output with backpressure, plus an optional progress reporter. */
 export interface Output {
-  write(line: string): Promise<void>;
+  /** Queues a line; call `flush` now and then (it waits for a slow reader). */
+  write(line: string): void;
   flush(): Promise<void>;
   readonly progress: ((lines: number, bytes: number) => void) | null;
 }
 
-const FLUSH_AT = 1 << 16;
-
 export function bufferedOutput(stdout: Writable, stderr: Writable & { isTTY?: boolean }): Output {
   let buf = '';
   let lastReport = 0;
-  const flush = async (): Promise<void> => {
-    if (buf === '') return;
-    const chunk = buf;
-    buf = '';
-    if (!stdout.write(chunk)) await new Promise<void>((r) => stdout.once('drain', () => r()));
-  };
   return {
     write(line) {
       buf += line + '\n';
-      return buf.length >= FLUSH_AT ? flush() : Promise.resolve();
     },
-    flush,
+    async flush() {
+      if (buf === '') return;
+      const chunk = buf;
+      buf = '';
+      if (!stdout.write(chunk)) await new Promise<void>((r) => stdout.once('drain', () => r()));
+    },
     progress: stderr.isTTY
       ? (lines, bytes) => {
           const now = Date.now();
@@ -41,14 +38,14 @@ export function bufferedOutput(stdout: Writable, stderr: Writable & { isTTY?: bo
 }
 
 /**
- * Lines of a stream with their 1-based numbers, in constant memory. A read error becomes
- * E_INPUT_READ naming the input.
+ * The lines of a stream in batches (one per chunk read), in constant memory; `first` is the
+ * 1-based number of the batch's first line. A read error becomes E_INPUT_READ naming the input.
  */
 export async function* readLines(
   input: Readable,
   name: string,
   progress: ((lines: number, bytes: number) => void) | null,
-): AsyncGenerator<{ text: string; line: number }> {
+): AsyncGenerator<{ lines: string[]; first: number }> {
   input.setEncoding('utf8');
   let rest = '';
   let line = 0;
@@ -56,14 +53,10 @@ export async function* readLines(
   try {
     for await (const chunk of input as AsyncIterable<string>) {
       bytes += chunk.length;
-      let text = rest + chunk;
-      let start = 0;
-      for (let nl = text.indexOf('\n'); nl !== -1; nl = text.indexOf('\n', start)) {
-        yield { text: text.slice(start, nl), line: ++line };
-        start = nl + 1;
-      }
-      rest = text.slice(start);
-      text = '';
+      const lines = (rest + chunk).split('\n');
+      rest = lines.pop() as string;
+      yield { lines, first: line + 1 };
+      line += lines.length;
       progress?.(line, bytes);
     }
   } catch (err) {
@@ -73,7 +66,7 @@ export async function* readLines(
       `${name}: cannot read at line ${line + 1}: ${(err as Error).message}`,
     );
   }
-  if (rest !== '') yield { text: rest, line: ++line };
+  if (rest !== '') yield { lines: [rest], first: line + 1 };
 }
 
 /** The config for offline commands: a file or the embedded default, with an optional workspace. */

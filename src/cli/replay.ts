@@ -2,12 +2,14 @@ import { createReadStream } from 'node:fs';
 import type { Readable } from 'node:stream';
 import { parseArgs } from 'node:util';
 import type { Config } from '../config/load.js';
-import { errnoCode, TrajgateError } from '../errors.js';
+import { errnoCode, isTrajgateError, TrajgateError } from '../errors.js';
 import type { EventInput } from '../event/event.js';
 import { normalizeEvent } from '../event/normalize.js';
+import type { PathResolver } from '../event/paths.js';
+import { memoPathReadings } from '../event/paths.js';
 import { describe, validateEventInput } from '../event/validate.js';
 import type { Decision } from '../guard/guard.js';
-import { Guard } from '../guard/guard.js';
+import { formatVerdict, Guard } from '../guard/guard.js';
 import { compilePolicy } from '../guard/compile.js';
 import { applyRecord } from '../journal/rebuild.js';
 import type { JournalRecord } from '../journal/records.js';
@@ -38,83 +40,85 @@ export async function replay(argv: string[], out: Output): Promise<number> {
   }
   const config = configFrom(values.config, values.workspace);
   const guard = new Guard(compilePolicy(config));
+  const paths = memoPathReadings();
   const name = file === '-' ? '(stdin)' : file;
   const input = file === '-' ? process.stdin : await openInput(file);
   const now = Date.now();
   let events = 0;
-  for await (const { text, line } of readLines(input, name, out.progress)) {
-    if (text.trim() === '') continue;
-    const where = `${name}:${line}`;
-    const decided = judgeLine(text, where, config, guard, now);
-    if (decided === null) continue;
-    events++;
-    const [record, decision] = decided;
-    await out.write(
-      values.json
-        ? JSON.stringify({
-            line,
-            session: record.session,
-            kind: record.kind,
-            target: record.target,
-            ...decision,
-          })
-        : formatVerdict(decision),
-    );
+  for await (const { lines, first } of readLines(input, name, out.progress)) {
+    for (let i = 0; i < lines.length; i++) {
+      const text = lines[i] as string;
+      if (text.trim() === '') continue;
+      let decided: ReturnType<typeof judgeLine>;
+      try {
+        decided = judgeLine(text, config, guard, now, paths);
+      } catch (err) {
+        if (!isTrajgateError(err)) throw err;
+        throw new TrajgateError(err.code, `${name}:${first + i}: ${err.message}`);
+      }
+      if (decided === null) continue;
+      events++;
+      const [record, decision] = decided;
+      out.write(
+        values.json
+          ? JSON.stringify({ line: first + i, ...record, ...decision })
+          : formatVerdict(decision),
+      );
+    }
+    await out.flush();
   }
-  if (events === 0)
+  if (events === 0) {
     throw new TrajgateError('E_INPUT_READ', `${name}: no events to replay (the input is empty)`);
+  }
   return 0;
 }
 
-/** `ALLOW`, `REVIEW: network`, `PAUSE: workspace`: the seed's notation. */
-export function formatVerdict(decision: Decision): string {
-  return decision.verdict === 'ALLOW' ? 'ALLOW' : `${decision.verdict}: ${decision.boundary}`;
-}
-
+/** Judges one line; errors say what is wrong, the caller adds where. */
 function judgeLine(
   text: string,
-  where: string,
   config: Config,
   guard: Guard,
   now: number,
+  paths: PathResolver,
 ): [{ session: string; kind: string; target: string }, Decision] | null {
   let value: unknown;
   try {
     value = JSON.parse(text);
   } catch (err) {
-    throw new TrajgateError(
-      'E_EVENT_INVALID',
-      `${where}: not valid JSON (${(err as Error).message})`,
-    );
+    throw new TrajgateError('E_EVENT_INVALID', `not valid JSON (${(err as Error).message})`);
   }
   const { type, session = 'replay', ts } = (value ?? {}) as Record<string, unknown>;
   if (type !== undefined && type !== 'event') {
-    applyRecord(guard, value as JournalRecord, where);
+    applyRecord(guard, value as JournalRecord);
     return null;
   }
-  const input: EventInput = validateEventInput(value, config.kinds, where);
+  const input: EventInput = validateEventInput(value, config.kinds);
   if (typeof session !== 'string' || session === '') {
     throw new TrajgateError(
       'E_EVENT_INVALID',
-      `${where}: "session" must be a non-empty string, got ${describe(session)}`,
+      `"session" must be a non-empty string, got ${describe(session)}`,
     );
   }
-  const event = normalizeEvent(input, {
-    session,
-    source: 'replay',
-    ts: timeOf(ts, where, now),
-    workspace: guard.policy.workspaceFor(session),
-  });
+  const event = normalizeEvent(
+    input,
+    {
+      session,
+      source: 'replay',
+      ts: timeOf(ts, now),
+      workspace: guard.policy.workspaceFor(session),
+    },
+    paths,
+  );
   return [{ session, kind: input.kind, target: input.target }, guard.inspect(event)];
 }
 
-function timeOf(ts: unknown, where: string, now: number): number {
+function timeOf(ts: unknown, now: number): number {
   if (ts === undefined) return now;
   const ms = typeof ts === 'number' ? ts : typeof ts === 'string' ? Date.parse(ts) : NaN;
   if (!Number.isFinite(ms)) {
     throw new TrajgateError(
       'E_EVENT_INVALID',
-      `${where}: "ts" must be milliseconds or an ISO 8601 time, got ${describe(ts)}`,
+      `"ts" must be milliseconds or an ISO 8601 time, got ${describe(ts)}`,
     );
   }
   return ms;

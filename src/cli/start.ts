@@ -23,11 +23,14 @@ export async function start(argv: string[], log: (line: string) => void): Promis
   log(
     `trajgate: journal ${config.journal} (${restored} records restored, ${paused} session(s) paused)`,
   );
+  // No listener holds the event loop yet, so a periodic sync does.
+  const alive = setInterval(() => writer.sync(), 1000);
   await new Promise<void>((resolve) => {
     const stop = () => resolve();
     process.once('SIGTERM', stop);
     process.once('SIGINT', stop);
   });
+  clearInterval(alive);
   writer.close();
   log('trajgate: stopped; journal synced');
   return 0;

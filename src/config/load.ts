@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { LineCounter, parseDocument } from 'yaml';
+import { isMap, isScalar, isSeq, LineCounter, parseDocument } from 'yaml';
 import type { Document } from 'yaml';
 import { errnoCode, TrajgateError } from '../errors.js';
 import { physicalPath } from '../event/paths.js';
@@ -142,18 +142,27 @@ function realDir(dir: string, baseDir: string): string {
   return physicalPath(resolve(baseDir, dir), '/') ?? resolve(baseDir, dir);
 }
 
-/** `file:line:col ` of the deepest node on the path that exists in the YAML document. */
+/**
+ * `file:line:col ` of the deepest key on the path that exists in the YAML document: the key
+ * itself for a mapping entry, the item for a list index.
+ */
 function where(
   source: string,
   doc: Document,
   lines: LineCounter,
   path: readonly PropertyKey[],
 ): string {
-  for (let n = path.length; n >= 0; n--) {
-    const node = doc.getIn(path.slice(0, n) as unknown[], true) as
-      { range?: [number, number, number] } | undefined;
-    if (node && typeof node === 'object' && node.range) {
-      const pos = lines.linePos(node.range[0]);
+  for (let n = path.length; n > 0; n--) {
+    const parent = doc.getIn(path.slice(0, n - 1) as unknown[], true);
+    const last = path[n - 1];
+    const node = isMap(parent)
+      ? parent.items.find((pair) => isScalar(pair.key) && pair.key.value === last)?.key
+      : isSeq(parent)
+        ? parent.items[last as number]
+        : undefined;
+    const range = (node as { range?: [number, number, number] } | undefined)?.range;
+    if (range) {
+      const pos = lines.linePos(range[0]);
       return `${source}:${pos.line}:${pos.col}: `;
     }
   }

@@ -54,7 +54,7 @@ export const DEFAULT_BOUNDARIES: Record<string, z.input<typeof boundary>> = {
 };
 
 const boundaries = z
-  .record(name('a boundary name'), boundary)
+  .record(z.string(), boundary)
   .default({})
   .transform((given, ctx) => {
     const merged = { ...DEFAULT_BOUNDARIES };
@@ -69,6 +69,13 @@ const boundaries = z
 function checkBoundary(key: string, b: z.output<typeof boundary>, ctx: z.RefinementCtx): void {
   const at = (field: string, message: string) =>
     ctx.addIssue({ code: 'custom', path: [key, field], message });
+  if (!NAME.test(key)) {
+    ctx.addIssue({
+      code: 'custom',
+      path: [key],
+      message: 'a boundary name must start with a letter and use only letters, digits, _ and -',
+    });
+  }
   if (!b.kinds) at('kinds', 'is required for a new boundary (the event kinds that cross it)');
   if (b.pauseAt === undefined)
     at('pauseAt', 'is required for a new boundary (the count that pauses)');

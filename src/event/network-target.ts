@@ -32,6 +32,16 @@ export function canonicalHost(raw: string): string {
   return host;
 }
 
+/** Schemes whose hosts the URL parser already canonicalises (WHATWG URL § special scheme). */
+const SPECIAL = new Set(['http', 'https', 'ws', 'wss', 'ftp']);
+
+function trimHost(hostname: string, target: string): string {
+  let host = hostname.startsWith('[') ? hostname.slice(1, -1) : hostname;
+  if (host.endsWith('.')) host = host.slice(0, -1);
+  if (host === '' || host.endsWith('.')) throw invalidHost(target);
+  return host;
+}
+
 function invalidHost(raw: string): TrajgateError {
   return new TrajgateError('E_EVENT_INVALID', `invalid host name ${JSON.stringify(raw)}`);
 }
@@ -67,11 +77,10 @@ export function parseNetworkTarget(target: string, method?: string): NetworkSubj
         `network target ${JSON.stringify(target)} has no port and scheme "${scheme}" has no default`,
       );
     }
-    const authority = url.host.slice(0, url.host.length - (url.port ? url.port.length + 1 : 0));
     return {
       type: 'network',
       scheme,
-      host: canonicalHost(authority),
+      host: SPECIAL.has(scheme) ? trimHost(url.hostname, target) : canonicalHost(url.hostname),
       port,
       path: url.pathname === '' ? '/' : url.pathname,
       method: method ? method.toUpperCase() : null,

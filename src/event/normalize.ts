@@ -1,6 +1,7 @@
 import type { Event, EventInput, Source, Subject } from './event.js';
 import { PATH_KINDS } from './event.js';
 import { parseNetworkTarget } from './network-target.js';
+import type { PathResolver } from './paths.js';
 import { pathReadings } from './paths.js';
 
 export interface EventContext {
@@ -12,7 +13,11 @@ export interface EventContext {
 }
 
 /** Turns what an agent tried into the event the guard judges. Throws E_EVENT_INVALID. */
-export function normalizeEvent(input: EventInput, ctx: EventContext): Event {
+export function normalizeEvent(
+  input: EventInput,
+  ctx: EventContext,
+  paths: PathResolver = pathReadings,
+): Event {
   const event: Event = {
     kind: input.kind,
     target: input.target,
@@ -20,13 +25,13 @@ export function normalizeEvent(input: EventInput, ctx: EventContext): Event {
     session: ctx.session,
     source: ctx.source,
     ts: ctx.ts,
-    subject: subjectOf(input, ctx.workspace),
+    subject: subjectOf(input, ctx.workspace, paths),
   };
   return input.method === undefined ? event : { ...event, method: input.method.toUpperCase() };
 }
 
-function subjectOf(input: EventInput, workspace: string): Subject {
+function subjectOf(input: EventInput, workspace: string, paths: PathResolver): Subject {
   if (input.kind === 'network') return parseNetworkTarget(input.target, input.method);
-  if (PATH_KINDS.has(input.kind)) return { type: 'path', ...pathReadings(input.target, workspace) };
+  if (PATH_KINDS.has(input.kind)) return { type: 'path', ...paths(input.target, workspace) };
   return { type: 'opaque', value: input.target };
 }

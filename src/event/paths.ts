@@ -67,6 +67,26 @@ export interface PathReadings {
   readonly alias: string | null;
 }
 
+export type PathResolver = (target: string, base: string) => PathReadings;
+
+/**
+ * pathReadings with a bounded memo, for offline replay: a recorded trajectory is judged
+ * against the file system as it is now, and re-resolving the same path a million times
+ * costs a million syscalls. The live gateway resolves every time (links can change).
+ */
+export function memoPathReadings(max = 65_536): PathResolver {
+  const memo = new Map<string, PathReadings>();
+  return (target, base) => {
+    const key = isAbsolute(target) ? target : `${base}\0${target}`;
+    const hit = memo.get(key);
+    if (hit) return hit;
+    const readings = pathReadings(target, base);
+    if (memo.size >= max) memo.delete(memo.keys().next().value as string);
+    memo.set(key, readings);
+    return readings;
+  };
+}
+
 /** Inside means the root itself or below it: `/ws-evil` is not inside `/ws`. */
 export function isInside(path: string, root: string): boolean {
   if (root === '/') return path.startsWith('/');

@@ -6,15 +6,11 @@ const METHOD = /^[A-Za-z]{1,16}$/;
 /**
  * Checks an event as it arrives from outside (a replay line, an ingest body): an object with a
  * known `kind` and a non-empty string `target`; `approved` and `method` optional. Each problem
- * names its field; `where` ("line 3") says where the event came from.
+ * names its field; the caller adds where the event came from.
  */
-export function validateEventInput(
-  value: unknown,
-  knownKinds: ReadonlySet<string>,
-  where: string,
-): EventInput {
+export function validateEventInput(value: unknown, knownKinds: ReadonlySet<string>): EventInput {
   const fail = (what: string): never => {
-    throw new TrajgateError('E_EVENT_INVALID', `${where}: ${what}`);
+    throw new TrajgateError('E_EVENT_INVALID', what);
   };
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     return fail('expected a JSON object with "kind" and "target"');

@@ -126,6 +126,11 @@ export class Guard {
   }
 }
 
+/** `ALLOW`, `REVIEW: network`, `PAUSE: workspace`: the seed article's notation. */
+export function formatVerdict(decision: Decision): string {
+  return decision.verdict === 'ALLOW' ? 'ALLOW' : `${decision.verdict}: ${decision.boundary}`;
+}
+
 function verdictAt(b: Boundary, n: number): Verdict {
   if (n >= b.pauseAt) return 'PAUSE';
   return b.reviewAt !== null && n >= b.reviewAt ? 'REVIEW' : 'ALLOW';

@@ -21,7 +21,20 @@ export interface NetworkPattern {
 }
 
 const SHAPE =
-  /^(?:([A-Za-z]+) +)?(?:([a-zA-Z][a-zA-Z0-9+.-]*):\/\/)?(\*\.)?(\[[^\]]*\]|[^:/[\]]+)(?::(\d{1,5}))?(\/\S*)?$/;
+  /^(?:([A-Za-z]+) +)?(?:([a-zA-Z][a-zA-Z0-9+.-]*):\/\/)?(\*\.)?(\[[^\]]*\]|[^:/[\]\s]+)(?::(\d{1,5}))?(\/\S*)?$/;
+
+/** RFC 9110 § 9.3 methods plus PATCH (RFC 5789); a typo here must not become a host. */
+const METHODS = new Set([
+  'GET',
+  'HEAD',
+  'POST',
+  'PUT',
+  'DELETE',
+  'CONNECT',
+  'OPTIONS',
+  'TRACE',
+  'PATCH',
+]);
 
 export function parseNetworkPattern(source: string): NetworkPattern {
   const fail = (why: string): never => {
@@ -30,6 +43,9 @@ export function parseNetworkPattern(source: string): NetworkPattern {
   const m = SHAPE.exec(source.trim());
   if (!m) return fail('expected [METHOD ][scheme://]host[:port][/path-prefix]');
   const [, method, schemeRaw, star, hostRaw = '', portRaw, pathRaw] = m;
+  if (method !== undefined && !METHODS.has(method.toUpperCase())) {
+    return fail(`unknown method "${method}" (expected one of ${[...METHODS].join(', ')})`);
+  }
   const scheme = schemeRaw?.toLowerCase() ?? null;
   if (hostRaw.includes('*')) return fail('"*" is only allowed as a leading "*." in the host');
   let host: string;

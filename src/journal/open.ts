@@ -1,6 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { TrajgateError } from '../errors.js';
+import { isTrajgateError, TrajgateError } from '../errors.js';
 import type { Guard } from '../guard/guard.js';
 import { readJournal } from './reader.js';
 import { applyRecord } from './rebuild.js';
@@ -28,7 +28,14 @@ export function openJournal(
   }
   const { lastSeq, records } = readJournal(
     path,
-    (record, line) => applyRecord(guard, record, `${path}:${line}`),
+    (record, line) => {
+      try {
+        applyRecord(guard, record);
+      } catch (err) {
+        if (!isTrajgateError(err)) throw err;
+        throw new TrajgateError(err.code, `${path}:${line}: ${err.message}`);
+      }
+    },
     options.warn,
   );
   const writer = new JournalWriter(path, {

@@ -7,9 +7,9 @@ import type { JournalRecord } from './records.js';
  * judging the event again: counts, pauses, approvals and resumes come back exactly as they
  * were, even if the policy changed since. Records of other types do not touch guard state.
  */
-export function applyRecord(guard: Guard, record: JournalRecord, where: string): void {
+export function applyRecord(guard: Guard, record: JournalRecord): void {
   const bad = (why: string) =>
-    new TrajgateError('E_JOURNAL_CORRUPT', `${where}: ${record.type} record ${why}`);
+    new TrajgateError('E_JOURNAL_CORRUPT', `${record.type} record ${why}`);
   switch (record.type) {
     case 'event':
       if (typeof record.session !== 'string') throw bad('has no "session"');
@@ -28,10 +28,7 @@ export function applyRecord(guard: Guard, record: JournalRecord, where: string):
         });
       } catch (err) {
         const why = isTrajgateError(err) ? err.message : String(err);
-        throw new TrajgateError(
-          'E_JOURNAL_CORRUPT',
-          `${where}: approval cannot be restored: ${why}`,
-        );
+        throw new TrajgateError('E_JOURNAL_CORRUPT', `approval cannot be restored: ${why}`);
       }
       return;
     case 'resume':

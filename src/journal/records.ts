@@ -45,7 +45,9 @@ export interface ResumeRecord extends RecordBase {
 export type JournalRecord = EventRecord | ApproveRecord | ResumeRecord;
 
 /** A record before the journal stamps it with `seq` (and `ts`, when the caller has none). */
-export type Unstamped<R extends RecordBase> = Omit<R, 'seq' | 'ts'> & { readonly ts?: number };
+export type Unstamped<R extends RecordBase> = R extends RecordBase
+  ? Omit<R, 'seq' | 'ts'> & { readonly ts?: number }
+  : never;
 
 export function eventRecord(event: Event, decision: Decision): Unstamped<EventRecord> {
   return {

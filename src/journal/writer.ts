@@ -1,6 +1,6 @@
 import { closeSync, fdatasyncSync, fstatSync, ftruncateSync, openSync, writeSync } from 'node:fs';
 import { TrajgateError } from '../errors.js';
-import type { RecordBase, Unstamped } from './records.js';
+import type { JournalRecord, Unstamped } from './records.js';
 
 export interface WriterOptions {
   /** Highest `seq` already in the file; the next record gets the one after. */
@@ -49,7 +49,7 @@ export class JournalWriter {
   }
 
   /** Stamps and writes one record; returns it as written. */
-  append<R extends RecordBase>(record: Unstamped<R>, options: { sync?: boolean } = {}): R {
+  append<R extends JournalRecord>(record: Unstamped<R>, options: { sync?: boolean } = {}): R {
     if (this.#fd < 0) throw new TrajgateError('E_JOURNAL_WRITE', `${this.path}: journal is closed`);
     const seq = this.#seq + 1;
     const ts = new Date(record.ts ?? this.#now()).toISOString();

@@ -1,0 +1,79 @@
+import { spawn, spawnSync } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
+
+export const CLI = join(import.meta.dirname, '../../dist/cli/main.js');
+
+export interface RunResult {
+  readonly status: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/** Runs the built CLI to completion. */
+export function runCli(
+  args: string[],
+  options: { input?: string; cwd?: string; env?: NodeJS.ProcessEnv } = {},
+): RunResult {
+  const r = spawnSync(process.execPath, [CLI, ...args], {
+    input: options.input ?? '',
+    cwd: options.cwd,
+    env: { ...process.env, ...options.env },
+    encoding: 'utf8',
+    timeout: 15_000,
+  });
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+/** Starts the built CLI in the background; `waitFor` resolves when stderr shows the text. */
+export function spawnCli(args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}) {
+  const child: ChildProcess = spawn(process.execPath, [CLI, ...args], {
+    cwd: options.cwd,
+    env: { ...process.env, ...options.env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stderr = '';
+  let stdout = '';
+  child.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
+  child.stdout?.on('data', (d: Buffer) => (stdout += d.toString()));
+  const exited = new Promise<number | null>((resolve) =>
+    child.once('exit', (code) => resolve(code)),
+  );
+  return {
+    child,
+    exited,
+    output: () => ({ stdout, stderr }),
+    waitFor(text: string | RegExp, ms = 10_000): Promise<string> {
+      return new Promise((resolve, reject) => {
+        const deadline = setTimeout(
+          () => reject(new Error(`timed out waiting for ${text}; stderr: ${stderr}`)),
+          ms,
+        );
+        const check = () => {
+          const all = stdout + stderr;
+          if (typeof text === 'string' ? all.includes(text) : text.test(all)) {
+            clearTimeout(deadline);
+            resolve(all);
+            return true;
+          }
+          return false;
+        };
+        if (check()) return;
+        const onData = () => {
+          if (check()) {
+            child.stderr?.off('data', onData);
+            child.stdout?.off('data', onData);
+          }
+        };
+        child.stderr?.on('data', onData);
+        child.stdout?.on('data', onData);
+        child.once('exit', () => {
+          if (!check()) {
+            clearTimeout(deadline);
+            reject(new Error(`exited before ${text}; stderr: ${stderr}`));
+          }
+        });
+      });
+    },
+  };
+}
