@@ -11,6 +11,8 @@ export type ErrorCode =
   | 'E_JOURNAL_CORRUPT'
   | 'E_JOURNAL_WRITE'
   | 'E_INPUT_READ'
+  | 'E_NOT_PAUSED'
+  | 'E_LISTEN'
   | 'E_USAGE';
 
 export class TrajgateError extends Error {

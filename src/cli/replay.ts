@@ -87,7 +87,9 @@ function judgeLine(
   } catch (err) {
     throw new TrajgateError('E_EVENT_INVALID', `not valid JSON (${(err as Error).message})`);
   }
-  const { type, session = 'replay', ts } = (value ?? {}) as Record<string, unknown>;
+  const { type, session = 'replay', ts, held } = (value ?? {}) as Record<string, unknown>;
+  // A held record was never judged: its request is judged again after the resume.
+  if (held === true) return null;
   if (type !== undefined && type !== 'event') {
     applyRecord(guard, value as JournalRecord);
     return null;

@@ -1,37 +1,37 @@
 import { parseArgs } from 'node:util';
 import { defaultConfig, loadConfigFile } from '../config/load.js';
-import { compilePolicy } from '../guard/compile.js';
-import { Guard } from '../guard/guard.js';
-import { openJournal } from '../journal/open.js';
+import { formatHostPort } from '../config/formats.js';
+import { startGateway } from '../gateway.js';
+import { createLogger } from '../log.js';
 
 export const START_USAGE = 'trajgate start [--config FILE]';
 
 /**
- * Runs the gateway: loads the config (or the embedded default), rebuilds state from the
- * journal, and keeps the journal open until SIGTERM or SIGINT, when it syncs and exits 0.
+ * Runs the gateway on a config (or the embedded default) until SIGTERM or SIGINT, then drains
+ * in-flight requests, syncs the journal and exits 0.
  */
-export async function start(argv: string[], log: (line: string) => void): Promise<number> {
+export async function start(argv: string[], say: (line: string) => void): Promise<number> {
   const { values } = parseArgs({ args: argv, options: { config: { type: 'string' } } });
   const config = values.config === undefined ? defaultConfig() : loadConfigFile(values.config);
-  const guard = new Guard(compilePolicy(config));
-  const { writer, restored } = openJournal(config.journal, guard, {
-    fsyncMs: config.journalFsync,
-    warn: (m) => log(`warning: ${m}`),
-  });
-  const paused = [...guard.sessions()].filter(([, s]) => s.pausedAt !== null).length;
-  log(`trajgate: config ${config.source}; workspace ${config.workspace}`);
-  log(
-    `trajgate: journal ${config.journal} (${restored} records restored, ${paused} session(s) paused)`,
+  const log = createLogger();
+  const gateway = await startGateway(config, { log });
+  const paused = [...gateway.guard.sessions()].filter(([, s]) => s.pausedAt !== null).length;
+  const proxy = formatHostPort(gateway.proxy);
+  const credentials = config.agents ? `${config.agents[0]?.id}:TOKEN@` : '';
+  say(`trajgate: config ${config.source}; workspace ${config.workspace}`);
+  say(
+    `trajgate: journal ${config.journal} (${gateway.restored} records restored, ${paused} session(s) paused)`,
   );
-  // No listener holds the event loop yet, so a periodic sync does.
-  const alive = setInterval(() => writer.sync(), 1000);
+  say(`trajgate: proxy listening on http://${proxy}`);
+  say(
+    `  point an agent at it: HTTP_PROXY=http://${credentials}${proxy} HTTPS_PROXY=http://${credentials}${proxy}`,
+  );
   await new Promise<void>((resolve) => {
-    const stop = () => resolve();
-    process.once('SIGTERM', stop);
-    process.once('SIGINT', stop);
+    process.once('SIGTERM', resolve);
+    process.once('SIGINT', resolve);
   });
-  clearInterval(alive);
-  writer.close();
-  log('trajgate: stopped; journal synced');
+  say('trajgate: stopping');
+  await gateway.stop();
+  say('trajgate: stopped; journal synced');
   return 0;
 }

@@ -166,6 +166,17 @@ export const configSchema = z.strictObject({
       ports: z.array(z.number().int().min(1).max(65535)).min(1).default([80, 443]),
     })
     .prefault({}),
+  limits: z
+    .strictObject({
+      headerBytes: z.number().int().min(1024).max(1_048_576).default(16_384),
+      headerTimeout: duration.default(10_000),
+      upstreamTimeout: duration.default(30_000),
+      connectTimeout: duration.default(10_000),
+      tunnelIdle: duration.default(300_000),
+      tunnelsPerSession: z.number().int().min(1).default(64),
+      drainTimeout: duration.default(10_000),
+    })
+    .prefault({}),
   admin: z
     .strictObject({ token: z.string().min(16, 'must be at least 16 characters').optional() })
     .prefault({}),

@@ -55,6 +55,11 @@ export interface Event {
   readonly ts: number;
   readonly method?: string;
   readonly subject: Subject;
+  /**
+   * Set when the gateway refuses the event on its own (a private address, a port not
+   * allowed): no approval can cover it, and it counts as an unapproved crossing.
+   */
+  readonly denied?: string;
 }
 
 /** The destination used by `countBy: target`: host:port for network, else the target. */

@@ -18,6 +18,8 @@ export interface Approval {
   readonly kind: string;
   readonly session: string | null;
   readonly expiresAt: number | null;
+  /** A network approval whose pattern names its port (see NetworkPattern.portNamed). */
+  readonly namesPort: boolean;
   test(event: Event): boolean;
 }
 
@@ -32,10 +34,15 @@ export function compileApproval(spec: ApprovalSpec): Approval {
     kind,
     session: spec.session ?? null,
     expiresAt: spec.expiresAt ?? null,
+    namesPort: false,
   };
   if (kind === 'network') {
     const p = parseNetworkPattern(spec.pattern);
-    return { ...base, test: (e) => e.subject.type === 'network' && matchesNetwork(p, e.subject) };
+    return {
+      ...base,
+      namesPort: p.portNamed,
+      test: (e) => e.subject.type === 'network' && matchesNetwork(p, e.subject),
+    };
   }
   if (spec.pattern.trim() === '') {
     throw new TrajgateError('E_PATTERN_INVALID', 'pattern is empty');

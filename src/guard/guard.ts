@@ -25,9 +25,12 @@ export interface SessionState {
   readonly counts: Map<string, number>;
   /** When the session paused (ms), or null while it runs. */
   pausedAt: number | null;
+  /** The boundary whose crossing paused it. */
+  pausedBy: string | null;
 }
 
 const RANK: Record<Verdict, number> = { ALLOW: 0, REVIEW: 1, PAUSE: 2 };
+const EMPTY: SessionState = { counts: new Map(), pausedAt: null, pausedBy: null };
 
 /**
  * The trajectory guard of the seed article, generalised to configured boundaries. Pure: its
@@ -44,10 +47,25 @@ export class Guard {
     for (const a of policy.allow) this.approvals.add(a);
   }
 
+  /** Judges an event and records its crossings: the counts move, a PAUSE pauses. */
   inspect(event: Event): Decision {
-    const approval = event.approved ? undefined : this.approvals.match(event);
-    if (event.approved || approval) return approvedDecision(approval);
-    const state = this.state(event.session);
+    return this.#judge(event, true);
+  }
+
+  /**
+   * What `inspect` would answer now, changing nothing: lets the gateway resolve a host name
+   * only for requests it may forward (a lookup of an unapproved name would already leak it).
+   */
+  preview(event: Event): Verdict {
+    return this.#judge(event, false).verdict;
+  }
+
+  #judge(event: Event, commit: boolean): Decision {
+    if (event.denied === undefined) {
+      const approval = event.approved ? undefined : this.approvals.match(event);
+      if (event.approved || approval) return approvedDecision(approval);
+    }
+    const state = this.#sessions.get(event.session) ?? (commit ? this.state(event.session) : EMPTY);
     const workspace = this.policy.workspaceFor(event.session);
     let worst: { b: Boundary; n: number; verdict: Verdict } | undefined;
     let counted: Record<string, number> | null = null;
@@ -55,25 +73,28 @@ export class Guard {
       if (!crosses(b, event, workspace)) continue;
       const key = countKey(this.policy, b, event);
       const n = (state.counts.get(key) ?? 0) + 1;
-      state.counts.set(key, n);
+      if (commit) state.counts.set(key, n);
       (counted ??= {})[key] = n;
       const verdict = verdictAt(b, n);
       if (!worst || RANK[verdict] > RANK[worst.verdict]) worst = { b, n, verdict };
     }
     if (!worst) {
       return {
-        verdict: 'ALLOW',
+        verdict: event.denied === undefined ? 'ALLOW' : 'REVIEW',
         boundary: null,
         count: 0,
-        reason: 'no boundary crossed',
+        reason: event.denied ?? 'no boundary crossed',
         approved: false,
         approvedBy: null,
         counted: null,
       };
     }
-    if (worst.verdict === 'PAUSE' && state.pausedAt === null) state.pausedAt = event.ts;
+    // A refused event is never allowed, whatever the counts say.
+    const verdict =
+      event.denied !== undefined && worst.verdict === 'ALLOW' ? 'REVIEW' : worst.verdict;
+    if (commit && verdict === 'PAUSE') this.#pause(state, event.ts, worst.b.name);
     return {
-      verdict: worst.verdict,
+      verdict,
       boundary: worst.b.name,
       count: worst.n,
       reason: reasonFor(worst.b, worst.n, event, workspace),
@@ -81,6 +102,11 @@ export class Guard {
       approvedBy: null,
       counted,
     };
+  }
+
+  /** The approval that covers an event, if any; changes nothing. */
+  approvalFor(event: Event): Approval | undefined {
+    return this.approvals.match(event);
   }
 
   /** Adds an approval; throws E_PATTERN_INVALID for a pattern that does not parse. */
@@ -96,15 +122,21 @@ export class Guard {
     for (const [key, n] of Object.entries(counted)) counts.set(key, n);
   }
 
-  pause(session: string, at: number): void {
-    const state = this.state(session);
-    if (state.pausedAt === null) state.pausedAt = at;
+  pause(session: string, at: number, boundary: string | null): void {
+    this.#pause(this.state(session), at, boundary);
+  }
+
+  #pause(state: SessionState, at: number, boundary: string | null): void {
+    if (state.pausedAt !== null) return;
+    state.pausedAt = at;
+    state.pausedBy = boundary;
   }
 
   /** Unpauses; counts are kept unless `reset` (the operator said so explicitly). */
   resume(session: string, reset: boolean): void {
     const state = this.state(session);
     state.pausedAt = null;
+    state.pausedBy = null;
     if (reset) state.counts.clear();
   }
 
@@ -119,7 +151,7 @@ export class Guard {
   private state(session: string): SessionState {
     let state = this.#sessions.get(session);
     if (!state) {
-      state = { counts: new Map(), pausedAt: null };
+      state = { counts: new Map(), pausedAt: null, pausedBy: null };
       this.#sessions.set(session, state);
     }
     return state;
@@ -150,11 +182,13 @@ function approvedDecision(approval: Approval | undefined): Decision {
 
 function reasonFor(b: Boundary, n: number, event: Event, workspace: string): string {
   const what =
-    b.outside === 'workspace'
-      ? `${event.kind} outside the workspace ${workspace}`
-      : event.subject.type === 'network'
-        ? `unapproved network access to ${destination(event.subject)}`
-        : `${event.kind} of ${event.target}`;
+    event.denied !== undefined
+      ? `${event.denied} (${destination(event.subject)})`
+      : b.outside === 'workspace'
+        ? `${event.kind} outside the workspace ${workspace}`
+        : event.subject.type === 'network'
+          ? `unapproved network access to ${destination(event.subject)}`
+          : `${event.kind} of ${event.target}`;
   const review = b.reviewAt === null ? '' : `review at ${b.reviewAt}, `;
   return `${what}: ${b.name} crossing ${n} (${review}pause at ${b.pauseAt})`;
 }

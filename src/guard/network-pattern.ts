@@ -17,6 +17,8 @@ export interface NetworkPattern {
   readonly host: string;
   readonly wildcard: boolean;
   readonly ports: readonly number[];
+  /** The pattern names its port, which lets CONNECT reach a port outside `network.ports`. */
+  readonly portNamed: boolean;
   readonly pathPrefix: string | null;
 }
 
@@ -75,6 +77,7 @@ export function parseNetworkPattern(source: string): NetworkPattern {
     host,
     wildcard: star !== undefined,
     ports,
+    portNamed: portRaw !== undefined,
     pathPrefix: pathPrefix === '/' ? null : pathPrefix,
   };
 }

@@ -16,7 +16,8 @@ export function applyRecord(guard: Guard, record: JournalRecord): void {
       if (record.counted !== undefined && !isCounts(record.counted))
         throw bad('has a bad "counted"');
       if (record.counted) guard.restore(record.session, record.counted);
-      if (record.verdict === 'PAUSE') guard.pause(record.session, Date.parse(record.ts));
+      if (record.verdict === 'PAUSE')
+        guard.pause(record.session, Date.parse(record.ts), record.boundary);
       return;
     case 'approve':
       try {

@@ -24,6 +24,44 @@ export interface EventRecord extends RecordBase {
   readonly reason: string;
   readonly approvedBy?: string;
   readonly counted?: Readonly<Record<string, number>>;
+  /** Why the gateway refused it on its own (private address, port not allowed). */
+  readonly denied?: string;
+  /** The request's id when this is not its first event record (judged again after resume). */
+  readonly rid?: number;
+  /** Arrived while the session was paused: held unjudged, judged again on resume. */
+  readonly held?: true;
+}
+
+/** How a request or tunnel ended; `ref` is the seq of its event record. */
+export interface OutcomeRecord extends RecordBase {
+  readonly type: 'outcome';
+  readonly ref: number;
+  readonly session: string;
+  readonly status: number | null;
+  readonly bytesUp: number;
+  readonly bytesDown: number;
+  readonly durationMs: number;
+  readonly error?: string;
+}
+
+/** A request refused before it became an event: malformed, or no valid credentials. */
+export interface RefusalRecord extends RecordBase {
+  readonly type: 'refusal';
+  readonly source: Event['source'];
+  readonly client: string;
+  readonly status: number;
+  readonly reason: string;
+  readonly session?: string;
+  readonly method?: string;
+  readonly target?: string;
+}
+
+export interface DenyRecord extends RecordBase {
+  readonly type: 'deny';
+  readonly session: string;
+  readonly by: string;
+  /** Held requests answered 403 by this denial. */
+  readonly released: number;
 }
 
 export interface ApproveRecord extends RecordBase {
@@ -42,7 +80,8 @@ export interface ResumeRecord extends RecordBase {
   readonly by: string;
 }
 
-export type JournalRecord = EventRecord | ApproveRecord | ResumeRecord;
+export type JournalRecord =
+  EventRecord | OutcomeRecord | RefusalRecord | ApproveRecord | ResumeRecord | DenyRecord;
 
 /** A record before the journal stamps it with `seq` (and `ts`, when the caller has none). */
 export type Unstamped<R extends RecordBase> = R extends RecordBase
@@ -65,5 +104,6 @@ export function eventRecord(event: Event, decision: Decision): Unstamped<EventRe
     reason: decision.reason,
     ...(decision.approvedBy === null ? {} : { approvedBy: decision.approvedBy }),
     ...(decision.counted === null ? {} : { counted: decision.counted }),
+    ...(event.denied === undefined ? {} : { denied: event.denied }),
   };
 }

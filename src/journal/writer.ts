@@ -24,6 +24,8 @@ export class JournalWriter {
   #seq: number;
   #size: number;
   #dirty = false;
+  #deferred = '';
+  #flushQueued = false;
   #timer: NodeJS.Timeout | null = null;
   readonly #fsyncMs: number;
   readonly #now: () => number;
@@ -48,21 +50,33 @@ export class JournalWriter {
     return this.#seq;
   }
 
-  /** Stamps and writes one record; returns it as written. */
+  /** Stamps and writes one record (after any deferred ones); returns it as written. */
   append<R extends JournalRecord>(record: Unstamped<R>, options: { sync?: boolean } = {}): R {
-    if (this.#fd < 0) throw new TrajgateError('E_JOURNAL_WRITE', `${this.path}: journal is closed`);
-    const seq = this.#seq + 1;
-    const ts = new Date(record.ts ?? this.#now()).toISOString();
-    // Spread after the stamp keeps `seq` and `ts` as the first keys of every line.
-    const stamped: Record<string, unknown> = { seq, ts, ...record };
-    stamped.ts = ts;
-    const line = Buffer.from(JSON.stringify(stamped) + '\n');
+    const [stamped, line] = this.#stamp(record);
     this.#write(line);
-    this.#seq = seq;
-    this.#dirty = true;
     if (options.sync || this.#fsyncMs === 0) this.sync();
-    else this.#timer ??= setTimeout(() => this.#flushLater(), this.#fsyncMs).unref();
-    return stamped as unknown as R;
+    return stamped as R;
+  }
+
+  /**
+   * Stamps a record that decides nothing (an outcome) and writes it with the next record or
+   * on the next turn of the event loop, saving a syscall per request. File order is seq order.
+   */
+  appendLater<R extends JournalRecord>(record: Unstamped<R>): R {
+    const [stamped, line] = this.#stamp(record);
+    this.#deferred += line;
+    if (!this.#flushQueued) {
+      this.#flushQueued = true;
+      setImmediate(() => {
+        this.#flushQueued = false;
+        try {
+          if (this.#deferred !== '' && this.#fd >= 0) this.#write('');
+        } catch {
+          // Kept for the next append, whose caller can act on the failure.
+        }
+      });
+    }
+    return stamped as R;
   }
 
   /** fdatasync now if anything was written since the last one. */
@@ -78,22 +92,34 @@ export class JournalWriter {
 
   close(): void {
     if (this.#fd < 0) return;
+    if (this.#deferred !== '') this.#write('');
     this.sync();
     closeSync(this.#fd);
     this.#fd = -1;
   }
 
-  #write(line: Buffer): void {
+  #stamp(record: Unstamped<JournalRecord>): [JournalRecord, string] {
+    if (this.#fd < 0) throw new TrajgateError('E_JOURNAL_WRITE', `${this.path}: journal is closed`);
+    const seq = ++this.#seq;
+    const ts = new Date(record.ts ?? this.#now()).toISOString();
+    // Spread after the stamp keeps `seq` and `ts` as the first keys of every line.
+    const stamped: Record<string, unknown> = { seq, ts, ...record };
+    stamped.ts = ts;
+    return [stamped as unknown as JournalRecord, JSON.stringify(stamped) + '\n'];
+  }
+
+  /** Writes the deferred records and `text` in one write(2). */
+  #write(text: string): void {
+    const data = Buffer.from(this.#deferred + text);
     let done = 0;
     try {
-      while (done < line.length) done += writeSync(this.#fd, line, done, line.length - done);
-      this.#size += line.length;
+      while (done < data.length) done += writeSync(this.#fd, data, done, data.length - done);
     } catch (err) {
       if (done > 0) {
         try {
           ftruncateSync(this.#fd, this.#size);
         } catch {
-          // The next start-up will see the torn line and skip it.
+          // The next start-up sees the torn line and skips it.
         }
       }
       throw new TrajgateError(
@@ -101,6 +127,11 @@ export class JournalWriter {
         `${this.path}: journal write failed: ${(err as Error).message}`,
       );
     }
+    this.#size += data.length;
+    this.#deferred = '';
+    this.#dirty = true;
+    if (this.#fsyncMs > 0)
+      this.#timer ??= setTimeout(() => this.#flushLater(), this.#fsyncMs).unref();
   }
 
   #flushLater(): void {

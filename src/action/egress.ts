@@ -1,0 +1,112 @@
+import { lookup as dnsLookup } from 'node:dns/promises';
+import { isIP } from 'node:net';
+import { networkInterfaces } from 'node:os';
+import { AddressPolicy } from './addresses.js';
+
+/** What the gateway may connect to: the one checked address, or why not. */
+export type EgressCheck =
+  | { readonly ok: true; readonly address: string }
+  /** `denied`: a refusal that counts as a crossing; otherwise an upstream failure (502). */
+  | { readonly ok: false; readonly denied: boolean; readonly reason: string };
+
+export type Lookup = (host: string) => Promise<readonly string[]>;
+
+const CACHE_MS = 5_000;
+const CACHE_MAX = 1_024;
+
+const systemLookup: Lookup = async (host) =>
+  (await dnsLookup(host, { all: true, verbatim: true })).map((a) => a.address);
+
+/**
+ * Egress safety after the policy: a name is resolved once, every address it resolves to is
+ * checked, and the caller connects to the checked address itself, so a second lookup cannot
+ * rebind it (DNS rebinding). Non-public addresses are refused unless `allowPrivate` covers
+ * them, and the gateway's own ports are never reachable through it, whatever allowPrivate says.
+ */
+export class Egress {
+  readonly #policy: AddressPolicy;
+  readonly #lookup: Lookup;
+  readonly #timeoutMs: number;
+  readonly #cache = new Map<string, { addresses: readonly string[]; until: number }>();
+  readonly #ownPorts = new Set<number>();
+  readonly #localAddresses: Set<string>;
+
+  constructor(options: { allowPrivate: readonly string[]; timeoutMs: number; lookup?: Lookup }) {
+    this.#policy = new AddressPolicy(options.allowPrivate);
+    this.#lookup = options.lookup ?? systemLookup;
+    this.#timeoutMs = options.timeoutMs;
+    this.#localAddresses = new Set(
+      Object.values(networkInterfaces()).flatMap((list) => (list ?? []).map((i) => i.address)),
+    );
+  }
+
+  /** Ports trajgate listens on: refused on any local address. */
+  addOwnPort(port: number): void {
+    this.#ownPorts.add(port);
+  }
+
+  async check(host: string, port: number): Promise<EgressCheck> {
+    let addresses: readonly string[];
+    if (isIP(host) !== 0) {
+      addresses = [host];
+    } else {
+      try {
+        addresses = await this.#resolve(host);
+      } catch (err) {
+        return {
+          ok: false,
+          denied: false,
+          reason: `cannot resolve ${host}: ${(err as Error).message}`,
+        };
+      }
+      if (addresses.length === 0)
+        return { ok: false, denied: false, reason: `${host} has no address` };
+    }
+    for (const address of addresses) {
+      const verdict = this.#policy.check(address);
+      if (!verdict.allowed) {
+        return {
+          ok: false,
+          denied: true,
+          reason: `private address (${verdict.category} ${verdict.address})`,
+        };
+      }
+      if (this.#ownPorts.has(port) && this.#isLocal(verdict.address, verdict.category)) {
+        return {
+          ok: false,
+          denied: true,
+          reason: `trajgate's own port (${verdict.address}:${port})`,
+        };
+      }
+    }
+    return { ok: true, address: addresses[0] as string };
+  }
+
+  #isLocal(address: string, category: string): boolean {
+    return (
+      category === 'loopback' || category === 'unspecified' || this.#localAddresses.has(address)
+    );
+  }
+
+  async #resolve(host: string): Promise<readonly string[]> {
+    const now = Date.now();
+    const hit = this.#cache.get(host);
+    if (hit && hit.until > now) return hit.addresses;
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new Error(`lookup timed out after ${this.#timeoutMs} ms`)),
+        this.#timeoutMs,
+      );
+    });
+    try {
+      const addresses = await Promise.race([this.#lookup(host), timeout]);
+      if (this.#cache.size >= CACHE_MAX)
+        this.#cache.delete(this.#cache.keys().next().value as string);
+      this.#cache.set(host, { addresses, until: now + CACHE_MS });
+      return addresses;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}

@@ -1,0 +1,80 @@
+import type { IncomingHttpHeaders } from 'node:http';
+
+/**
+ * Hop-by-hop fields (RFC 9110 § 7.6.1) are meant for one connection only and are never
+ * forwarded, nor is any field the Connection header names; Proxy-Authorization carries the
+ * agent's credentials for trajgate and must never reach an upstream (RFC 9110 § 11.7.2).
+ * Proxy-Connection and Keep-Alive are the pre-standard forms (RFC 9112 § 9.6, Appendix C.2.2).
+ */
+const HOP_BY_HOP = new Set([
+  'connection',
+  'proxy-connection',
+  'keep-alive',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'proxy-authorization',
+  'proxy-authenticate',
+]);
+
+/** RFC 9110 § 7.6.3: a proxy adds itself to Via in each message it forwards. */
+export const VIA = '1.1 trajgate';
+
+function connectionTokens(value: string | string[] | undefined): Set<string> | null {
+  if (value === undefined) return null;
+  const text = Array.isArray(value) ? value.join(',') : value;
+  return new Set(
+    text
+      .split(',')
+      .map((t) => t.trim().toLowerCase())
+      .filter(Boolean),
+  );
+}
+
+/**
+ * Request fields to send upstream, as a flat [name, value, ...] list that keeps duplicates.
+ * `host` replaces the client's Host: for an absolute-form request the target's authority
+ * wins (RFC 9112 § 3.2.2). `keep` lets an upgrade keep Connection and Upgrade.
+ */
+export function upstreamRequestHeaders(
+  raw: readonly string[],
+  host: string,
+  keep: ReadonlySet<string> = new Set(),
+): string[] {
+  const connection: string[] = [];
+  for (let i = 0; i < raw.length; i += 2) {
+    if ((raw[i] as string).toLowerCase() === 'connection') connection.push(raw[i + 1] as string);
+  }
+  const named = connectionTokens(connection.length === 0 ? undefined : connection);
+  const out: string[] = ['host', host];
+  let via: string | null = null;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i] as string;
+    const lower = name.toLowerCase();
+    if (lower === 'host') continue;
+    if (lower === 'via') {
+      via = via === null ? (raw[i + 1] as string) : `${via}, ${raw[i + 1]}`;
+      continue;
+    }
+    if (!keep.has(lower) && (HOP_BY_HOP.has(lower) || named?.has(lower))) continue;
+    out.push(name, raw[i + 1] as string);
+  }
+  out.push('via', via === null ? VIA : `${via}, ${VIA}`);
+  return out;
+}
+
+/** Response fields to send back to the agent, hop-by-hop ones removed, Via appended. */
+export function downstreamResponseHeaders(
+  headers: IncomingHttpHeaders | Record<string, string | string[] | undefined>,
+): Record<string, string | string[]> {
+  const named = connectionTokens(headers.connection);
+  const out: Record<string, string | string[]> = {};
+  for (const [name, value] of Object.entries(headers)) {
+    if (value === undefined || HOP_BY_HOP.has(name) || named?.has(name)) continue;
+    out[name] = value;
+  }
+  const via = out.via;
+  out.via = via === undefined ? VIA : `${Array.isArray(via) ? via.join(', ') : via}, ${VIA}`;
+  return out;
+}

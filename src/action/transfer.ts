@@ -1,0 +1,39 @@
+import { errors } from 'undici';
+import { errnoCode } from '../errors.js';
+
+/** How a forwarded request or tunnel ended, as its outcome record says. */
+export interface Transfer {
+  /** Status the agent received, or null when the connection ended without one. */
+  readonly status: number | null;
+  readonly bytesUp: number;
+  readonly bytesDown: number;
+  readonly error?: string;
+}
+
+/**
+ * An upstream failure as the agent hears of it: 504 when the upstream was too slow, 502 when
+ * it refused, reset or spoke badly (RFC 9110 § 15.6.3, § 15.6.5), with a one-line reason.
+ */
+export function upstreamFailure(
+  err: unknown,
+  upstream: string,
+): { status: 502 | 504; reason: string } {
+  if (
+    err instanceof errors.ConnectTimeoutError ||
+    err instanceof errors.HeadersTimeoutError ||
+    err instanceof errors.BodyTimeoutError ||
+    errnoCode(err) === 'ETIMEDOUT'
+  ) {
+    return { status: 504, reason: `upstream ${upstream} timed out` };
+  }
+  const code = errnoCode(err);
+  const why =
+    code === 'ECONNREFUSED'
+      ? 'refused the connection'
+      : code === 'ECONNRESET' || code === 'UND_ERR_SOCKET' || code === 'EPIPE'
+        ? 'reset the connection'
+        : code === 'EHOSTUNREACH' || code === 'ENETUNREACH'
+          ? 'is unreachable'
+          : `failed (${code ?? (err as Error).message})`;
+  return { status: 502, reason: `upstream ${upstream} ${why}` };
+}

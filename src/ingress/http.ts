@@ -1,0 +1,92 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { performance } from 'node:perf_hooks';
+import { sendRefusal } from '../action/respond.js';
+import type { ProxyContext } from './context.js';
+import { clientGone, PROXY_AUTHENTICATE } from './context.js';
+import { clientAddress } from './identity.js';
+
+const ABSOLUTE = /^[a-zA-Z][a-zA-Z0-9+.-]*:\/\//;
+
+/** An absolute-form request (`GET http://host/path`), as agents send through HTTP_PROXY. */
+export async function handleHttp(
+  ctx: ProxyContext,
+  req: IncomingMessage,
+  res: ServerResponse,
+): Promise<void> {
+  const start = performance.now();
+  const client = clientAddress(req.socket.remoteAddress);
+  const target = req.url ?? '';
+  const method = req.method ?? 'GET';
+  const refuse = (
+    status: number,
+    reason: string,
+    session?: string,
+    headers: Record<string, string> = {},
+  ) => {
+    const refusal = ctx.pipeline.refusal(
+      { source: 'proxy', client, method, target, ...(session === undefined ? {} : { session }) },
+      status,
+      reason,
+    );
+    sendRefusal(res, { ...refusal, headers: { ...refusal.headers, ...headers } });
+  };
+  if (!ABSOLUTE.test(target)) {
+    return refuse(
+      400,
+      'this is a forward proxy: send absolute-form requests (set HTTP_PROXY), not origin-form',
+    );
+  }
+  let url: URL;
+  try {
+    url = new URL(target);
+  } catch {
+    return refuse(400, `invalid request URL ${JSON.stringify(target.slice(0, 200))}`);
+  }
+  if (url.protocol !== 'http:') {
+    return refuse(
+      400,
+      `scheme ${url.protocol} cannot be proxied as plain HTTP: use CONNECT (HTTPS_PROXY)`,
+    );
+  }
+  if (url.username !== '' || url.password !== '') {
+    return refuse(400, 'credentials in the request URL are not allowed (RFC 9110 § 4.2.4)');
+  }
+  const who = ctx.identity.fromProxyAuthorization(req.headers['proxy-authorization'], client);
+  if (!who.ok) return refuse(407, who.reason, undefined, PROXY_AUTHENTICATE);
+  const ruling = await ctx.pipeline.judge({
+    session: who.session,
+    source: 'proxy',
+    client,
+    input: { kind: 'network', target, method },
+    what: `${method} ${target}`,
+    connect: false,
+    signal: clientGone(res),
+  });
+  if (ruling.kind === 'gone') {
+    if (ruling.rid !== null)
+      ctx.pipeline.outcome(ruling.rid, who.session, closedWhileHeld, performance.now() - start);
+    return;
+  }
+  if (ruling.kind === 'refuse') {
+    sendRefusal(res, ruling.refusal);
+    if (ruling.rid !== null) {
+      const transfer = {
+        status: ruling.refusal.status,
+        bytesUp: 0,
+        bytesDown: 0,
+        error: ruling.refusal.reason,
+      };
+      ctx.pipeline.outcome(ruling.rid, who.session, transfer, performance.now() - start);
+    }
+    return;
+  }
+  const transfer = await ctx.forwarder.forward(req, res, url, ruling.address as string);
+  ctx.pipeline.outcome(ruling.rid, who.session, transfer, performance.now() - start);
+}
+
+export const closedWhileHeld = {
+  status: null,
+  bytesUp: 0,
+  bytesDown: 0,
+  error: 'client closed while held',
+};

@@ -1,0 +1,54 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { Agent } from '../config/load.js';
+
+export type Identified =
+  { readonly ok: true; readonly session: string } | { readonly ok: false; readonly reason: string };
+
+function digest(text: string): Buffer {
+  return createHash('sha256').update(text).digest();
+}
+
+/** IPv4 clients on a dual-stack socket appear as `::ffff:a.b.c.d`; name them plainly. */
+export function clientAddress(remote: string | undefined): string {
+  if (remote === undefined) return 'unknown';
+  return remote.startsWith('::ffff:') && remote.includes('.') ? remote.slice(7) : remote;
+}
+
+/**
+ * Who is asking. With agents configured, credentials name the agent (its id is the session,
+ * so its network and tool events form one trajectory); tokens are compared as SHA-256 digests
+ * with timingSafeEqual, so neither length nor content leaks through timing. Without agents,
+ * the client address names the session.
+ */
+export class Identity {
+  readonly #byId: Map<string, Buffer> | null;
+
+  constructor(agents: readonly Agent[] | null) {
+    this.#byId = agents && new Map(agents.map((a) => [a.id, digest(a.token)]));
+  }
+
+  get required(): boolean {
+    return this.#byId !== null;
+  }
+
+  /** `Proxy-Authorization: Basic base64(agent-id:token)` (RFC 9110 § 11.7.2, RFC 7617). */
+  fromProxyAuthorization(header: string | undefined, client: string): Identified {
+    if (this.#byId === null) return { ok: true, session: client };
+    if (header === undefined)
+      return { ok: false, reason: 'proxy credentials required (agent id and token)' };
+    const m = /^basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(header);
+    if (!m) return { ok: false, reason: 'proxy credentials must use the Basic scheme' };
+    const decoded = Buffer.from(m[1] as string, 'base64').toString('utf8');
+    const colon = decoded.indexOf(':');
+    if (colon === -1) return { ok: false, reason: 'proxy credentials must be agent-id:token' };
+    return this.#check(decoded.slice(0, colon), decoded.slice(colon + 1));
+  }
+
+  #check(id: string, token: string): Identified {
+    const expected = (this.#byId as Map<string, Buffer>).get(id);
+    const given = digest(token);
+    // Compare even for an unknown id, so timing does not reveal which ids exist.
+    const match = timingSafeEqual(given, expected ?? digest('')) && expected !== undefined;
+    return match ? { ok: true, session: id } : { ok: false, reason: 'wrong agent id or token' };
+  }
+}

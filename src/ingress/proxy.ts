@@ -1,0 +1,76 @@
+import { createServer } from 'node:http';
+import type { Server } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { writeRawRefusal } from '../action/respond.js';
+import { errnoCode } from '../errors.js';
+import type { ProxyContext } from './context.js';
+import { handleHttp } from './http.js';
+import { clientAddress } from './identity.js';
+import { handleRaw } from './tunnels.js';
+
+/**
+ * The forward proxy listener. Node's HTTP parser (llhttp, strict mode) already refuses
+ * request-smuggling shapes: conflicting Content-Length, Transfer-Encoding with a final coding
+ * other than chunked (RFC 9112 § 6.3); those arrive here as client errors, each answered with
+ * a status and a reason and journaled. A handler that throws is logged and answered 500; the
+ * process never goes down for one request.
+ */
+export function createProxyServer(ctx: ProxyContext): Server {
+  const server = createServer({
+    maxHeaderSize: ctx.limits.headerBytes,
+    headersTimeout: ctx.limits.headerTimeout,
+    requestTimeout: 0,
+    connectionsCheckingInterval: Math.min(1_000, ctx.limits.headerTimeout),
+    keepAliveTimeout: 5_000,
+  });
+  const crashed = (err: unknown, what: string) => ctx.log.error({ err }, `proxy: ${what} failed`);
+  server.on('request', (req, res) => {
+    handleHttp(ctx, req, res).catch((err: unknown) => {
+      crashed(err, 'request');
+      if (!res.headersSent) res.writeHead(500).end('trajgate: internal error\n');
+      else res.destroy();
+    });
+  });
+  server.on('connect', (req, socket: Duplex, head: Buffer) => {
+    handleRaw(ctx, req, socket, head, 'connect').catch((err: unknown) => {
+      crashed(err, 'CONNECT');
+      socket.destroy();
+    });
+  });
+  server.on('upgrade', (req, socket: Duplex, head: Buffer) => {
+    handleRaw(ctx, req, socket, head, 'upgrade').catch((err: unknown) => {
+      crashed(err, 'upgrade');
+      socket.destroy();
+    });
+  });
+  server.on('clientError', (err: Error & { code?: string; reason?: string }, socket: Duplex) => {
+    const { status, reason } = clientErrorStatus(err);
+    // A connection that simply went away has nobody to answer and nothing to record.
+    if (status === 0) {
+      socket.destroy();
+      return;
+    }
+    const remote = (socket as Duplex & { remoteAddress?: string }).remoteAddress;
+    const refusal = ctx.pipeline.refusal(
+      { source: 'proxy', client: clientAddress(remote) },
+      status,
+      reason,
+    );
+    writeRawRefusal(socket, refusal);
+  });
+  return server;
+}
+
+function clientErrorStatus(err: Error & { code?: string; reason?: string }): {
+  status: number;
+  reason: string;
+} {
+  const code = err.code ?? errnoCode(err) ?? '';
+  if (code === 'ECONNRESET' || code === 'EPIPE') return { status: 0, reason: '' };
+  if (code === 'HPE_HEADER_OVERFLOW')
+    return { status: 431, reason: 'request header fields too large' };
+  if (code === 'ERR_HTTP_REQUEST_TIMEOUT')
+    return { status: 408, reason: 'request headers not received in time' };
+  const detail = (err.reason ?? err.message).replace(/\s+/g, ' ').slice(0, 200);
+  return { status: 400, reason: `malformed request (${code}: ${detail})` };
+}

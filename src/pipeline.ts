@@ -1,0 +1,229 @@
+import type { Egress } from './action/egress.js';
+import type { HoldEnd, Refusal } from './action/respond.js';
+import { plainRefusal, verdictRefusal } from './action/respond.js';
+import type { Transfer } from './action/transfer.js';
+import type { Config } from './config/load.js';
+import { isTrajgateError } from './errors.js';
+import type { Event, EventInput, Source } from './event/event.js';
+import { normalizeEvent } from './event/normalize.js';
+import type { Decision, Guard } from './guard/guard.js';
+import type { Unstamped, EventRecord } from './journal/records.js';
+import { eventRecord } from './journal/records.js';
+import type { JournalWriter } from './journal/writer.js';
+import type { Sessions } from './review/sessions.js';
+
+/** One request as an ingress hands it over, once it knows the session. */
+export interface Ask {
+  readonly session: string;
+  readonly source: Source;
+  readonly client: string;
+  readonly input: EventInput;
+  /** What the agent asked for, in its words: `GET http://host/x`, `CONNECT host:443`. */
+  readonly what: string;
+  /** A CONNECT tunnel: only `network.ports` unless an approval names the port. */
+  readonly connect: boolean;
+  /** Aborted when the client goes away. */
+  readonly signal: AbortSignal;
+}
+
+export type Ruling =
+  | {
+      readonly kind: 'forward';
+      readonly rid: number;
+      readonly event: Event;
+      readonly address: string | null;
+    }
+  | { readonly kind: 'refuse'; readonly rid: number | null; readonly refusal: Refusal }
+  | { readonly kind: 'gone'; readonly rid: number | null };
+
+const HELD: Decision = {
+  verdict: 'PAUSE',
+  boundary: null,
+  count: 0,
+  reason: 'session paused: held until an operator decides',
+  approved: false,
+  approvedBy: null,
+  counted: null,
+};
+
+/**
+ * The data path between ingress and action: normalise → (egress check) → guard → journal →
+ * forward, refuse or hold. Every decision is journaled before it takes effect; a journal that
+ * cannot be written refuses the request (fail closed).
+ */
+export class Pipeline {
+  constructor(
+    private readonly config: Config,
+    private readonly guard: Guard,
+    private readonly journal: JournalWriter,
+    private readonly sessions: Sessions,
+    private readonly egress: Egress,
+  ) {}
+
+  async judge(ask: Ask, rid: number | null = null): Promise<Ruling> {
+    let event: Event;
+    try {
+      event = normalizeEvent(ask.input, {
+        session: ask.session,
+        source: ask.source,
+        ts: Date.now(),
+        workspace: this.guard.policy.workspaceFor(ask.session),
+      });
+    } catch (err) {
+      if (!isTrajgateError(err)) throw err;
+      return this.#refuseUnjudged(ask, 400, err.message, rid);
+    }
+    if (this.sessions.isPaused(ask.session)) return this.#hold(ask, event, null, rid);
+    let address: string | null = null;
+    let failure: Refusal | null = null;
+    const subject = event.subject;
+    if (ask.connect && subject.type === 'network' && !this.#portAllowed(event, subject.port)) {
+      event = { ...event, denied: `port ${subject.port} not allowed` };
+    } else if (this.#mayForward(event) && subject.type === 'network') {
+      const check = await this.egress.check(subject.host, subject.port);
+      if (check.ok) address = check.address;
+      else if (check.denied) event = { ...event, denied: check.reason };
+      else failure = plainRefusal(502, check.reason);
+      if (ask.signal.aborted) return { kind: 'gone', rid };
+      if (this.sessions.isPaused(ask.session)) return this.#hold(ask, event, null, rid);
+    }
+    const decision = this.guard.inspect(event);
+    const id = this.#record(event, decision, rid, false);
+    if (id === null) return this.#failClosed(rid);
+    const { verdict } = decision;
+    if (verdict === 'PAUSE') {
+      if (this.config.policy.pause === 'block') return this.#refuse(id, decision, ask, 'blocked');
+      return this.#hold(ask, event, decision, id);
+    }
+    if (
+      verdict === 'REVIEW' &&
+      (this.config.policy.review === 'block' || event.denied !== undefined)
+    ) {
+      return this.#refuse(id, decision, ask, 'blocked');
+    }
+    if (failure) return { kind: 'refuse', rid: id, refusal: failure };
+    if (address === null && subject.type === 'network') {
+      // Allowed although the preview said otherwise (an approval arrived meanwhile): check now.
+      const check = await this.egress.check(subject.host, subject.port);
+      if (!check.ok)
+        return {
+          kind: 'refuse',
+          rid: id,
+          refusal: plainRefusal(check.denied ? 403 : 502, check.reason),
+        };
+      address = check.address;
+    }
+    return { kind: 'forward', rid: id, event, address };
+  }
+
+  /** Journals how a request ended (written with the next record: it decides nothing). */
+  outcome(rid: number, session: string, transfer: Transfer, durationMs: number): void {
+    try {
+      this.journal.appendLater({
+        type: 'outcome',
+        ref: rid,
+        session,
+        ...transfer,
+        durationMs: Math.round(durationMs),
+      });
+    } catch {
+      // The decision itself is on disk; a lost outcome is reported by the next append.
+    }
+  }
+
+  /** A request refused before it became an event (malformed, no credentials). */
+  refusal(
+    ask: Pick<Ask, 'source' | 'client'> & { session?: string; method?: string; target?: string },
+    status: number,
+    reason: string,
+  ): Refusal {
+    try {
+      this.journal.append({ type: 'refusal', ...ask, status, reason });
+    } catch {
+      // Refused either way; nothing was decided about a trajectory.
+    }
+    return plainRefusal(status, reason);
+  }
+
+  /** Would this event be sent if it were judged now? Only then is its name resolved. */
+  #mayForward(event: Event): boolean {
+    const verdict = this.guard.preview(event);
+    return verdict === 'ALLOW' || (verdict === 'REVIEW' && this.config.policy.review === 'pass');
+  }
+
+  #portAllowed(event: Event, port: number): boolean {
+    return (
+      this.config.network.ports.includes(port) || this.guard.approvalFor(event)?.namesPort === true
+    );
+  }
+
+  async #hold(
+    ask: Ask,
+    event: Event,
+    decision: Decision | null,
+    rid: number | null,
+  ): Promise<Ruling> {
+    let id = rid;
+    if (decision === null) {
+      id = this.#record(event, HELD, rid, true);
+      if (id === null) return this.#failClosed(rid);
+    }
+    const held = decision ?? HELD;
+    if (this.config.policy.pause === 'block')
+      return this.#refuse(id as number, held, ask, 'blocked');
+    const release = await this.sessions.hold(
+      { session: ask.session, what: ask.what, rid: id as number },
+      ask.signal,
+    );
+    if (release === 'resume') return this.judge(ask, id);
+    if (release === 'gone') return { kind: 'gone', rid: id };
+    const end: HoldEnd = release === 'deny' ? 'denied' : release;
+    return this.#refuse(id as number, held, ask, end);
+  }
+
+  #refuse(rid: number, decision: Decision, ask: Ask, end: HoldEnd): Ruling {
+    const verdict = decision.verdict === 'ALLOW' ? 'REVIEW' : decision.verdict;
+    const boundary = decision.boundary ?? this.guard.session(ask.session)?.pausedBy ?? null;
+    return {
+      kind: 'refuse',
+      rid,
+      refusal: verdictRefusal(verdict, boundary, ask.what, decision.reason, end),
+    };
+  }
+
+  #refuseUnjudged(ask: Ask, status: number, reason: string, rid: number | null): Ruling {
+    const refusal = this.refusal(
+      { source: ask.source, client: ask.client, session: ask.session, target: ask.input.target },
+      status,
+      reason,
+    );
+    return { kind: 'refuse', rid, refusal };
+  }
+
+  #failClosed(rid: number | null): Ruling {
+    return {
+      kind: 'refuse',
+      rid,
+      refusal: plainRefusal(
+        503,
+        'trajgate cannot write its journal, so it refuses every request (fail closed)',
+      ),
+    };
+  }
+
+  /** Writes the event record; returns the request id, or null when the journal failed. */
+  #record(event: Event, decision: Decision, rid: number | null, held: boolean): number | null {
+    const record: Unstamped<EventRecord> = {
+      ...eventRecord(event, decision),
+      ...(rid === null ? {} : { rid }),
+      ...(held ? { held: true as const } : {}),
+    };
+    try {
+      const written = this.journal.append(record, { sync: decision.verdict === 'PAUSE' });
+      return rid ?? written.seq;
+    } catch (err) {
+      if (isTrajgateError(err)) return null;
+      throw err;
+    }
+  }
+}

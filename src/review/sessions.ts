@@ -1,0 +1,177 @@
+import { TrajgateError } from '../errors.js';
+import type { Approval, ApprovalSpec } from '../guard/approvals.js';
+import { compileApproval } from '../guard/approvals.js';
+import type { Guard } from '../guard/guard.js';
+import type { JournalWriter } from '../journal/writer.js';
+
+/** How a held request was let go. */
+export type Release = 'resume' | 'deny' | 'timeout' | 'gone' | 'shutdown';
+
+/** A request held open because its session is paused. */
+export interface Held {
+  readonly id: number;
+  readonly session: string;
+  /** `GET http://host/path` or `CONNECT host:443`: what the agent asked for. */
+  readonly what: string;
+  /** The request's id: the seq of its first event record. */
+  readonly rid: number;
+  readonly since: number;
+  readonly deadline: number;
+}
+
+interface Entry extends Held {
+  settle(release: Release): void;
+}
+
+/** A session as operators drive it: its state, what it holds, and resume / deny. */
+export interface Session {
+  readonly id: string;
+  readonly paused: boolean;
+  readonly held: readonly Held[];
+  approve(
+    pattern: string,
+    options?: { kind?: string; expiresAt?: number | null; by?: string },
+  ): Approval;
+  resume(options?: { reset?: boolean; by?: string }): number;
+  deny(options?: { by?: string }): number;
+}
+
+/**
+ * Paused sessions and the requests they hold. The guard owns the paused state (so it is
+ * rebuilt from the journal); this desk owns the waiting requests and the operator actions,
+ * each journaled (and synced) before it takes effect.
+ */
+export class Sessions {
+  readonly #guard: Guard;
+  readonly #journal: JournalWriter;
+  readonly #holdTimeoutMs: number;
+  readonly #held = new Map<string, Set<Entry>>();
+  #nextId = 1;
+
+  constructor(guard: Guard, journal: JournalWriter, holdTimeoutMs: number) {
+    this.#guard = guard;
+    this.#journal = journal;
+    this.#holdTimeoutMs = holdTimeoutMs;
+  }
+
+  isPaused(session: string): boolean {
+    const state = this.#guard.session(session);
+    return state !== undefined && state.pausedAt !== null;
+  }
+
+  /** Waits until an operator resumes or denies the session, the hold times out, or the client leaves. */
+  hold(
+    info: { session: string; what: string; rid: number },
+    signal: AbortSignal,
+  ): Promise<Release> {
+    return new Promise((resolve) => {
+      const since = Date.now();
+      const set = this.#held.get(info.session) ?? new Set<Entry>();
+      this.#held.set(info.session, set);
+      const entry: Entry = {
+        ...info,
+        id: this.#nextId++,
+        since,
+        deadline: since + this.#holdTimeoutMs,
+        settle: (release) => {
+          if (!set.delete(entry)) return;
+          clearTimeout(timer);
+          signal.removeEventListener('abort', onAbort);
+          if (set.size === 0 && this.#held.get(info.session) === set)
+            this.#held.delete(info.session);
+          resolve(release);
+        },
+      };
+      const onAbort = () => entry.settle('gone');
+      const timer = setTimeout(() => entry.settle('timeout'), this.#holdTimeoutMs);
+      set.add(entry);
+      if (signal.aborted) entry.settle('gone');
+      else signal.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+
+  held(session: string): Held[] {
+    return [...(this.#held.get(session) ?? [])];
+  }
+
+  get(id: string): Session {
+    const self = this;
+    return {
+      id,
+      get paused() {
+        return self.isPaused(id);
+      },
+      get held() {
+        return self.held(id);
+      },
+      approve: (pattern, options = {}) => this.approve({ ...options, pattern, session: id }),
+      resume: (options = {}) => this.resume(id, options),
+      deny: (options = {}) => this.deny(id, options),
+    };
+  }
+
+  /**
+   * Adds an approval for one session (or every session when `session` is null), journaled
+   * before it applies. Throws E_PATTERN_INVALID for a pattern that does not parse.
+   */
+  approve(spec: ApprovalSpec & { by?: string }): Approval {
+    const kind = spec.kind ?? 'network';
+    compileApproval({ ...spec, kind });
+    const expiresAt = spec.expiresAt ?? null;
+    this.#journal.append(
+      {
+        type: 'approve',
+        session: spec.session ?? null,
+        pattern: spec.pattern,
+        kind,
+        expiresAt: expiresAt === null ? null : new Date(expiresAt).toISOString(),
+        by: spec.by ?? 'operator',
+      },
+      { sync: true },
+    );
+    return this.#guard.approve({ ...spec, kind });
+  }
+
+  /** Unpauses (counts kept unless `reset`); each held request is then judged again. */
+  resume(id: string, options: { reset?: boolean; by?: string } = {}): number {
+    this.#mustBePaused(id, 'resume');
+    const reset = options.reset === true;
+    this.#journal.append(
+      { type: 'resume', session: id, reset, by: options.by ?? 'operator' },
+      { sync: true },
+    );
+    this.#guard.resume(id, reset);
+    return this.#release(id, 'resume');
+  }
+
+  /** Answers every held request 403; the session stays paused. */
+  deny(id: string, options: { by?: string } = {}): number {
+    this.#mustBePaused(id, 'deny');
+    const released = this.held(id).length;
+    this.#journal.append(
+      { type: 'deny', session: id, by: options.by ?? 'operator', released },
+      { sync: true },
+    );
+    return this.#release(id, 'deny');
+  }
+
+  /** Lets every held request go (the gateway is stopping). */
+  shutdown(): void {
+    for (const id of [...this.#held.keys()]) this.#release(id, 'shutdown');
+  }
+
+  #release(id: string, release: Release): number {
+    const entries = [...(this.#held.get(id) ?? [])];
+    for (const entry of entries) entry.settle(release);
+    return entries.length;
+  }
+
+  #mustBePaused(id: string, action: string): void {
+    if (!this.isPaused(id)) {
+      throw new TrajgateError(
+        'E_NOT_PAUSED',
+        `cannot ${action} session ${JSON.stringify(id)}: it is not paused`,
+      );
+    }
+  }
+}

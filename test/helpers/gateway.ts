@@ -1,0 +1,61 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { pino } from 'pino';
+import { stringify } from 'yaml';
+import type { Lookup } from '../../src/action/egress.js';
+import { parseConfig } from '../../src/config/load.js';
+import type { RunningGateway } from '../../src/gateway.js';
+import { startGateway } from '../../src/gateway.js';
+import type { JournalRecord } from '../../src/journal/records.js';
+import { tempDir } from './tmp.js';
+
+export interface TestGateway {
+  readonly gw: RunningGateway;
+  /** `http://127.0.0.1:PORT`, the proxy URL without credentials. */
+  readonly proxyUrl: string;
+  readonly journalPath: string;
+  records(): JournalRecord[];
+  stop(): Promise<void>;
+}
+
+/**
+ * A gateway in this process on loopback port 0, with its own temp workspace and journal.
+ * `config` is merged over a base that listens on free ports.
+ */
+export async function startTestGateway(
+  config: Record<string, unknown> = {},
+  options: { lookup?: Lookup; dir?: string } = {},
+): Promise<TestGateway> {
+  const dir = options.dir ?? tempDir();
+  const journalPath = join(dir, 'journal.jsonl');
+  const text = stringify({
+    version: 1,
+    workspace: dir,
+    journal: journalPath,
+    listen: { proxy: '127.0.0.1:0', bridge: '127.0.0.1:0', admin: '127.0.0.1:0' },
+    ...config,
+  });
+  const gw = await startGateway(parseConfig(text, 'test config', dir), {
+    log: pino({ level: process.env.TEST_LOG ?? 'silent' }),
+    ...(options.lookup ? { lookup: options.lookup } : {}),
+  });
+  return {
+    gw,
+    proxyUrl: `http://127.0.0.1:${gw.proxy.port}`,
+    journalPath,
+    records: () => readRecords(journalPath),
+    stop: () => gw.stop(),
+  };
+}
+
+export function readRecords(path: string): JournalRecord[] {
+  return readFileSync(path, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as JournalRecord);
+}
+
+/** Resolves after the journal's deferred records (outcomes) are written. */
+export function settle(): Promise<void> {
+  return new Promise((r) => setTimeout(r, 20));
+}
