@@ -90,10 +90,12 @@ export async function startGateway(
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
       sessions.shutdown();
+      const deadline = new AbortController();
       const drained = await Promise.race([
         closed.then(() => true),
-        sleep(config.limits.drainTimeout, false),
+        sleep(config.limits.drainTimeout, false, { signal: deadline.signal }).catch(() => true),
       ]);
+      deadline.abort();
       if (!drained) {
         log.warn(
           `stop: ${sockets.size} connection(s) still open after ${config.limits.drainTimeout} ms; closing them`,

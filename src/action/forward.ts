@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { Agent, errors } from 'undici';
 import { downstreamResponseHeaders, upstreamRequestHeaders } from './headers.js';
@@ -46,7 +47,13 @@ export class Forwarder {
       (req.headers['content-length'] !== undefined && req.headers['content-length'] !== '0');
     let bytesUp = 0;
     let bytesDown = 0;
-    if (hasBody) req.on('data', (chunk: Buffer) => (bytesUp += chunk.length));
+    // Counted as undici pulls it: a 'data' listener would start the stream before undici reads.
+    async function* counted(): AsyncGenerator<Buffer> {
+      for await (const chunk of req as AsyncIterable<Buffer>) {
+        bytesUp += chunk.length;
+        yield chunk;
+      }
+    }
     const abort = new AbortController();
     const onClose = () => {
       if (!res.writableFinished) abort.abort();
@@ -58,7 +65,7 @@ export class Forwarder {
         path: url.pathname + url.search,
         method: req.method as string,
         headers: upstreamRequestHeaders(req.rawHeaders, url.host),
-        body: hasBody ? req : null,
+        body: hasBody ? Readable.from(counted(), { objectMode: false }) : null,
         signal: abort.signal,
       });
       res.writeHead(up.statusCode, downstreamResponseHeaders(up.headers));

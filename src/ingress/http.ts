@@ -51,6 +51,11 @@ export async function handleHttp(
   if (url.username !== '' || url.password !== '') {
     return refuse(400, 'credentials in the request URL are not allowed (RFC 9110 § 4.2.4)');
   }
+  const te = req.headers['transfer-encoding'];
+  if (te !== undefined && te.trim().toLowerCase() !== 'chunked') {
+    // RFC 9112 § 6.1: a coding we would have to pass on undecoded is refused, not guessed at.
+    return refuse(501, `transfer coding ${JSON.stringify(te)} is not supported (only chunked)`);
+  }
   const who = ctx.identity.fromProxyAuthorization(req.headers['proxy-authorization'], client);
   if (!who.ok) return refuse(407, who.reason, undefined, PROXY_AUTHENTICATE);
   const ruling = await ctx.pipeline.judge({

@@ -45,8 +45,9 @@ export function createProxyServer(ctx: ProxyContext): Server {
   });
   server.on('clientError', (err: Error & { code?: string; reason?: string }, socket: Duplex) => {
     const { status, reason } = clientErrorStatus(err);
-    // A connection that simply went away has nobody to answer and nothing to record.
-    if (status === 0) {
+    // A connection that went away, or that was already answered (the parser then reports the
+    // close as a second error), has nobody to answer and nothing new to record.
+    if (status === 0 || socket.writableEnded || socket.destroyed) {
       socket.destroy();
       return;
     }

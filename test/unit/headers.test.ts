@@ -1,0 +1,109 @@
+import { describe, expect, it } from 'vitest';
+import { downstreamResponseHeaders, upstreamRequestHeaders } from '../../src/action/headers.js';
+import { clientAddress, Identity } from '../../src/ingress/identity.js';
+
+describe('hop-by-hop headers (RFC 9110 § 7.6.1)', () => {
+  it('drops hop-by-hop fields, fields named in Connection and credentials; replaces Host', () => {
+    const raw = [
+      'Host',
+      'attacker.example',
+      'Connection',
+      'keep-alive, X-Secret',
+      'Connection',
+      'x-other',
+      'X-Secret',
+      's',
+      'X-Other',
+      'o',
+      'Keep-Alive',
+      'timeout=5',
+      'Proxy-Authorization',
+      'Basic Zm9vOmJhcg==',
+      'Proxy-Connection',
+      'keep-alive',
+      'TE',
+      'trailers',
+      'Transfer-Encoding',
+      'chunked',
+      'Upgrade',
+      'h2c',
+      'Accept',
+      'a',
+      'Accept',
+      'b',
+      'Via',
+      '1.0 earlier',
+    ];
+    expect(upstreamRequestHeaders(raw, 'target.example:8080')).toEqual([
+      'host',
+      'target.example:8080',
+      'Accept',
+      'a',
+      'Accept',
+      'b',
+      'via',
+      '1.0 earlier, 1.1 trajgate',
+    ]);
+  });
+
+  it('keeps Connection and Upgrade for an upgrade, still without credentials', () => {
+    const raw = ['Connection', 'Upgrade', 'Upgrade', 'websocket', 'Proxy-Authorization', 'x'];
+    expect(upstreamRequestHeaders(raw, 'h', new Set(['connection', 'upgrade']))).toEqual([
+      'host',
+      'h',
+      'Connection',
+      'Upgrade',
+      'Upgrade',
+      'websocket',
+      'via',
+      '1.1 trajgate',
+    ]);
+  });
+
+  it('cleans the response the same way', () => {
+    const out = downstreamResponseHeaders({
+      connection: 'close, x-internal',
+      'x-internal': '1',
+      'keep-alive': 'timeout=1',
+      'transfer-encoding': 'chunked',
+      'proxy-authenticate': 'Basic',
+      'set-cookie': ['a=1', 'b=2'],
+      'content-type': 'text/plain',
+    });
+    expect(out).toEqual({
+      'set-cookie': ['a=1', 'b=2'],
+      'content-type': 'text/plain',
+      via: '1.1 trajgate',
+    });
+  });
+});
+
+describe('identity', () => {
+  const token = 'agent-1-token-0123456789';
+  const basic = (s: string) => `Basic ${Buffer.from(s).toString('base64')}`;
+  const identity = new Identity([{ id: 'agent-1', token, workspace: '/ws' }]);
+
+  it.each([
+    [basic(`agent-1:${token}`), { ok: true, session: 'agent-1' }],
+    [
+      `basic   ${Buffer.from(`agent-1:${token}`).toString('base64')}`,
+      { ok: true, session: 'agent-1' },
+    ],
+    [basic(`agent-1:${token}x`), { ok: false, reason: 'wrong agent id or token' }],
+    [basic(`agent-2:${token}`), { ok: false, reason: 'wrong agent id or token' }],
+    [basic('agent-1'), { ok: false, reason: 'proxy credentials must be agent-id:token' }],
+    [`Bearer ${token}`, { ok: false, reason: 'proxy credentials must use the Basic scheme' }],
+    [undefined, { ok: false, reason: 'proxy credentials required (agent id and token)' }],
+  ])('%s', (header, expected) => {
+    expect(identity.fromProxyAuthorization(header, '10.1.2.3')).toEqual(expected);
+  });
+
+  it('names the session by client address without agents', () => {
+    expect(new Identity(null).fromProxyAuthorization(basic('x:y'), '127.0.0.1')).toEqual({
+      ok: true,
+      session: '127.0.0.1',
+    });
+    expect(clientAddress('::ffff:127.0.0.1')).toBe('127.0.0.1');
+    expect(clientAddress('::1')).toBe('::1');
+  });
+});
