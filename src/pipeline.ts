@@ -7,10 +7,9 @@ import { isTrajgateError } from './errors.js';
 import type { Event, EventInput, Source } from './event/event.js';
 import { normalizeEvent } from './event/normalize.js';
 import type { Decision, Guard } from './guard/guard.js';
-import type { Unstamped, EventRecord } from './journal/records.js';
 import { eventRecord } from './journal/records.js';
 import type { JournalWriter } from './journal/writer.js';
-import type { Sessions } from './review/sessions.js';
+import type { Presence, Sessions } from './review/sessions.js';
 
 /** One request as an ingress hands it over, once it knows the session. */
 export interface Ask {
@@ -22,8 +21,8 @@ export interface Ask {
   readonly what: string;
   /** A CONNECT tunnel: only `network.ports` unless an approval names the port. */
   readonly connect: boolean;
-  /** Aborted when the client goes away. */
-  readonly signal: AbortSignal;
+  /** Whether the client still waits for an answer. */
+  readonly waiting: Presence;
 }
 
 export type Ruling =
@@ -76,18 +75,24 @@ export class Pipeline {
     if (this.sessions.isPaused(ask.session)) return this.#hold(ask, event, null, rid);
     let address: string | null = null;
     let failure: Refusal | null = null;
+    let preview: Decision | null = null;
     const subject = event.subject;
     if (ask.connect && subject.type === 'network' && !this.#portAllowed(event, subject.port)) {
       event = { ...event, denied: `port ${subject.port} not allowed` };
-    } else if (this.#mayForward(event) && subject.type === 'network') {
-      const check = await this.egress.check(subject.host, subject.port);
-      if (check.ok) address = check.address;
-      else if (check.denied) event = { ...event, denied: check.reason };
-      else failure = plainRefusal(502, check.reason);
-      if (ask.signal.aborted) return { kind: 'gone', rid };
-      if (this.sessions.isPaused(ask.session)) return this.#hold(ask, event, null, rid);
+    } else {
+      preview = this.guard.preview(event);
+      if (subject.type === 'network' && this.#mayForward(preview)) {
+        const check = await this.egress.check(subject.host, subject.port);
+        if (check.ok) address = check.address;
+        else if (check.denied) event = { ...event, denied: check.reason };
+        else failure = plainRefusal(502, check.reason);
+        if (ask.waiting.gone) return { kind: 'gone', rid };
+        if (this.sessions.isPaused(ask.session)) return this.#hold(ask, event, null, rid);
+      }
     }
-    const decision = this.guard.inspect(event);
+    // An approval counts nothing, so an approved preview is the decision (unless denied since).
+    const decision =
+      preview?.approved && event.denied === undefined ? preview : this.guard.inspect(event);
     const id = this.#record(event, decision, rid, false);
     if (id === null) return this.#failClosed(rid);
     const { verdict } = decision;
@@ -146,8 +151,7 @@ export class Pipeline {
   }
 
   /** Would this event be sent if it were judged now? Only then is its name resolved. */
-  #mayForward(event: Event): boolean {
-    const verdict = this.guard.preview(event);
+  #mayForward({ verdict }: Decision): boolean {
     return verdict === 'ALLOW' || (verdict === 'REVIEW' && this.config.policy.review === 'pass');
   }
 
@@ -173,7 +177,7 @@ export class Pipeline {
       return this.#refuse(id as number, held, ask, 'blocked');
     const release = await this.sessions.hold(
       { session: ask.session, what: ask.what, rid: id as number },
-      ask.signal,
+      ask.waiting,
     );
     if (release === 'resume') return this.judge(ask, id);
     if (release === 'gone') return { kind: 'gone', rid: id };
@@ -213,14 +217,10 @@ export class Pipeline {
 
   /** Writes the event record; returns the request id, or null when the journal failed. */
   #record(event: Event, decision: Decision, rid: number | null, held: boolean): number | null {
-    const record: Unstamped<EventRecord> = {
-      ...eventRecord(event, decision),
-      ...(rid === null ? {} : { rid }),
-      ...(held ? { held: true as const } : {}),
-    };
+    const record = eventRecord(event, decision, { rid: rid ?? undefined, held: held || undefined });
     try {
-      const written = this.journal.append(record, { sync: decision.verdict === 'PAUSE' });
-      return rid ?? written.seq;
+      const seq = this.journal.append(record, { ts: event.ts, sync: decision.verdict === 'PAUSE' });
+      return rid ?? seq;
     } catch (err) {
       if (isTrajgateError(err)) return null;
       throw err;

@@ -1,6 +1,7 @@
 import { lookup as dnsLookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import { networkInterfaces } from 'node:os';
+import type { AddressVerdict } from './addresses.js';
 import { AddressPolicy } from './addresses.js';
 
 /** What the gateway may connect to: the one checked address, or why not. */
@@ -28,6 +29,7 @@ export class Egress {
   readonly #lookup: Lookup;
   readonly #timeoutMs: number;
   readonly #cache = new Map<string, { addresses: readonly string[]; until: number }>();
+  readonly #verdicts = new Map<string, AddressVerdict>();
   readonly #ownPorts = new Set<number>();
   readonly #localAddresses: Set<string>;
 
@@ -63,7 +65,7 @@ export class Egress {
         return { ok: false, denied: false, reason: `${host} has no address` };
     }
     for (const address of addresses) {
-      const verdict = this.#policy.check(address);
+      const verdict = this.#classify(address);
       if (!verdict.allowed) {
         return {
           ok: false,
@@ -80,6 +82,18 @@ export class Egress {
       }
     }
     return { ok: true, address: addresses[0] as string };
+  }
+
+  /** Verdicts depend only on the address and allowPrivate: remember the recent ones. */
+  #classify(address: string): AddressVerdict {
+    let verdict = this.#verdicts.get(address);
+    if (verdict === undefined) {
+      verdict = this.#policy.check(address);
+      if (this.#verdicts.size >= CACHE_MAX)
+        this.#verdicts.delete(this.#verdicts.keys().next().value as string);
+      this.#verdicts.set(address, verdict);
+    }
+    return verdict;
   }
 
   #isLocal(address: string, category: string): boolean {

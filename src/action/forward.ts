@@ -1,8 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
-import { Agent, errors } from 'undici';
-import { downstreamResponseHeaders, upstreamRequestHeaders } from './headers.js';
+import { Agent } from 'undici';
+import type { Dispatcher } from 'undici';
+import { downstreamRawHeaders, upstreamRequestHeaders } from './headers.js';
 import { plainRefusal, sendRefusal } from './respond.js';
 import type { Transfer } from './transfer.js';
 import { upstreamFailure } from './transfer.js';
@@ -20,7 +20,8 @@ export function authority(address: string, port: number): string {
 /**
  * Forwards a plain HTTP request through a pooled keep-alive undici Agent. The connection goes
  * to the address egress checked, never to a fresh lookup of the name; Host carries the name.
- * Bodies stream both ways; nothing is buffered.
+ * The response is written to the agent as undici parses it (dispatch handler: no stream or
+ * promise per request), with backpressure; nothing is buffered.
  */
 export class Forwarder {
   readonly #agent: Agent;
@@ -34,63 +35,68 @@ export class Forwarder {
     });
   }
 
-  async forward(
-    req: IncomingMessage,
-    res: ServerResponse,
-    url: URL,
-    address: string,
-  ): Promise<Transfer> {
-    const port = url.port === '' ? 80 : Number(url.port);
-    const upstream = authority(address, port);
+  forward(req: IncomingMessage, res: ServerResponse, url: URL, address: string): Promise<Transfer> {
+    const upstream = authority(address, url.port === '' ? 80 : Number(url.port));
     const hasBody =
       req.headers['transfer-encoding'] !== undefined ||
       (req.headers['content-length'] !== undefined && req.headers['content-length'] !== '0');
     let bytesUp = 0;
-    let bytesDown = 0;
-    // Counted as undici pulls it: a 'data' listener would start the stream before undici reads.
     async function* counted(): AsyncGenerator<Buffer> {
+      // Counted as undici pulls it: a 'data' listener would start the stream before undici reads.
       for await (const chunk of req as AsyncIterable<Buffer>) {
         bytesUp += chunk.length;
         yield chunk;
       }
     }
-    const abort = new AbortController();
-    const onClose = () => {
-      if (!res.writableFinished) abort.abort();
-    };
-    res.once('close', onClose);
-    try {
-      const up = await this.#agent.request({
-        origin: `http://${upstream}`,
-        path: url.pathname + url.search,
-        method: req.method as string,
-        headers: upstreamRequestHeaders(req.rawHeaders, url.host),
-        body: hasBody ? Readable.from(counted(), { objectMode: false }) : null,
-        signal: abort.signal,
-      });
-      res.writeHead(up.statusCode, downstreamResponseHeaders(up.headers));
-      up.body.on('data', (chunk: Buffer) => (bytesDown += chunk.length));
-      await pipeline(up.body, res);
-      return { status: up.statusCode, bytesUp, bytesDown };
-    } catch (err) {
-      if (abort.signal.aborted || err instanceof errors.RequestAbortedError) {
-        return {
-          status: res.headersSent ? res.statusCode : null,
-          bytesUp,
-          bytesDown,
-          error: 'client closed',
-        };
-      }
-      const failure = upstreamFailure(err, upstream);
-      if (res.headersSent) {
-        res.destroy();
-        return { status: res.statusCode, bytesUp, bytesDown, error: failure.reason };
-      }
-      sendRefusal(res, plainRefusal(failure.status, failure.reason));
-      return { status: failure.status, bytesUp, bytesDown, error: failure.reason };
-    } finally {
-      res.off('close', onClose);
-    }
+    return new Promise((resolve) => {
+      let bytesDown = 0;
+      let status: number | null = null;
+      const done = (error?: string) =>
+        resolve({ status, bytesUp, bytesDown, ...(error === undefined ? {} : { error }) });
+      const handler: Dispatcher.DispatchHandler = {
+        onConnect(abort) {
+          res.once('close', () => {
+            if (!res.writableFinished) abort(new Error('client closed'));
+          });
+        },
+        onHeaders(statusCode, raw, resume) {
+          if (statusCode < 200) return true; // informational: the final response follows
+          status = statusCode;
+          res.writeHead(statusCode, downstreamRawHeaders(raw as unknown as Buffer[]));
+          res.on('drain', () => resume());
+          return true;
+        },
+        onData(chunk) {
+          bytesDown += chunk.length;
+          return res.write(chunk);
+        },
+        onComplete() {
+          res.end();
+          done();
+        },
+        onError(err) {
+          if (res.destroyed && !res.writableFinished) return done('client closed');
+          const failure = upstreamFailure(err, upstream);
+          if (res.headersSent) {
+            res.destroy();
+          } else {
+            sendRefusal(res, plainRefusal(failure.status, failure.reason));
+            status = failure.status;
+          }
+          done(failure.reason);
+        },
+      };
+      this.#agent.dispatch(
+        {
+          origin: `http://${upstream}`,
+          path: url.pathname + url.search,
+          method: req.method as Dispatcher.HttpMethod,
+          headers: upstreamRequestHeaders(req.rawHeaders, url.host),
+          body: hasBody ? Readable.from(counted(), { objectMode: false }) : null,
+        },
+        handler,
+      );
+    });
   }
 
   close(): Promise<void> {

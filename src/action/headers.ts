@@ -1,5 +1,3 @@
-import type { IncomingHttpHeaders } from 'node:http';
-
 /**
  * Hop-by-hop fields (RFC 9110 § 7.6.1) are meant for one connection only and are never
  * forwarded, nor is any field the Connection header names; Proxy-Authorization carries the
@@ -64,17 +62,28 @@ export function upstreamRequestHeaders(
   return out;
 }
 
-/** Response fields to send back to the agent, hop-by-hop ones removed, Via appended. */
-export function downstreamResponseHeaders(
-  headers: IncomingHttpHeaders | Record<string, string | string[] | undefined>,
-): Record<string, string | string[]> {
-  const named = connectionTokens(headers.connection);
-  const out: Record<string, string | string[]> = {};
-  for (const [name, value] of Object.entries(headers)) {
-    if (value === undefined || HOP_BY_HOP.has(name) || named?.has(name)) continue;
-    out[name] = value;
+/**
+ * Response fields to send back to the agent, from undici's raw [name, value, ...] buffers:
+ * hop-by-hop ones removed (with any the upstream's Connection names), Via appended.
+ */
+export function downstreamRawHeaders(raw: readonly (Buffer | string)[]): string[] {
+  const out: string[] = [];
+  const connection: string[] = [];
+  let via: string | null = null;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = String(raw[i]);
+    const lower = name.toLowerCase();
+    const value = String(raw[i + 1]);
+    if (lower === 'connection') connection.push(value);
+    else if (lower === 'via') via = via === null ? value : `${via}, ${value}`;
+    else if (!HOP_BY_HOP.has(lower)) out.push(name, value);
   }
-  const via = out.via;
-  out.via = via === undefined ? VIA : `${Array.isArray(via) ? via.join(', ') : via}, ${VIA}`;
-  return out;
+  const named = connectionTokens(connection.length === 0 ? undefined : connection);
+  const kept: string[] = [];
+  for (let i = 0; i < out.length; i += 2) {
+    if (!named?.has((out[i] as string).toLowerCase()))
+      kept.push(out[i] as string, out[i + 1] as string);
+  }
+  kept.push('via', via === null ? VIA : `${via}, ${VIA}`);
+  return kept;
 }

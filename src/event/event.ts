@@ -43,6 +43,8 @@ export interface EventInput {
   readonly target: string;
   readonly approved?: boolean;
   readonly method?: string;
+  /** A network target the ingress has already parsed (saves parsing it twice per request). */
+  readonly url?: URL;
 }
 
 export interface Event {

@@ -61,11 +61,11 @@ function portNumber(text: string, target: string): number {
  * A network target is either an absolute URL (plain HTTP, intercepted TLS) or a CONNECT
  * authority `host:port`, where scheme, method and path are not visible.
  */
-export function parseNetworkTarget(target: string, method?: string): NetworkSubject {
-  if (target.includes('://')) {
+export function parseNetworkTarget(target: string, method?: string, parsed?: URL): NetworkSubject {
+  if (parsed !== undefined || target.includes('://')) {
     let url: URL;
     try {
-      url = new URL(target);
+      url = parsed ?? new URL(target);
     } catch {
       throw new TrajgateError('E_EVENT_INVALID', `invalid URL ${JSON.stringify(target)}`);
     }

@@ -31,7 +31,7 @@ export function normalizeEvent(
 }
 
 function subjectOf(input: EventInput, workspace: string, paths: PathResolver): Subject {
-  if (input.kind === 'network') return parseNetworkTarget(input.target, input.method);
+  if (input.kind === 'network') return parseNetworkTarget(input.target, input.method, input.url);
   if (PATH_KINDS.has(input.kind)) return { type: 'path', ...paths(input.target, workspace) };
   return { type: 'opaque', value: input.target };
 }

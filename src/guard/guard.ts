@@ -41,6 +41,7 @@ export class Guard {
   readonly policy: GuardPolicy;
   readonly approvals = new ApprovalSet();
   readonly #sessions = new Map<string, SessionState>();
+  readonly #approvedDecisions = new WeakMap<Approval, Decision>();
 
   constructor(policy: GuardPolicy) {
     this.policy = policy;
@@ -56,14 +57,15 @@ export class Guard {
    * What `inspect` would answer now, changing nothing: lets the gateway resolve a host name
    * only for requests it may forward (a lookup of an unapproved name would already leak it).
    */
-  preview(event: Event): Verdict {
-    return this.#judge(event, false).verdict;
+  preview(event: Event): Decision {
+    return this.#judge(event, false);
   }
 
   #judge(event: Event, commit: boolean): Decision {
     if (event.denied === undefined) {
-      const approval = event.approved ? undefined : this.approvals.match(event);
-      if (event.approved || approval) return approvedDecision(approval);
+      if (event.approved) return MARKED_APPROVED;
+      const approval = this.approvals.match(event);
+      if (approval) return this.#approvedBy(approval);
     }
     const state = this.#sessions.get(event.session) ?? (commit ? this.state(event.session) : EMPTY);
     const workspace = this.policy.workspaceFor(event.session);
@@ -102,6 +104,24 @@ export class Guard {
       approvedBy: null,
       counted,
     };
+  }
+
+  /** Decisions are immutable: one per approval serves every event it approves. */
+  #approvedBy(approval: Approval): Decision {
+    let decision = this.#approvedDecisions.get(approval);
+    if (decision === undefined) {
+      decision = Object.freeze({
+        verdict: 'ALLOW',
+        boundary: null,
+        count: 0,
+        reason: `approved by ${JSON.stringify(approval.pattern)}`,
+        approved: true,
+        approvedBy: approval.pattern,
+        counted: null,
+      });
+      this.#approvedDecisions.set(approval, decision);
+    }
+    return decision;
   }
 
   /** The approval that covers an event, if any; changes nothing. */
@@ -168,17 +188,15 @@ function verdictAt(b: Boundary, n: number): Verdict {
   return b.reviewAt !== null && n >= b.reviewAt ? 'REVIEW' : 'ALLOW';
 }
 
-function approvedDecision(approval: Approval | undefined): Decision {
-  return {
-    verdict: 'ALLOW',
-    boundary: null,
-    count: 0,
-    reason: approval ? `approved by ${JSON.stringify(approval.pattern)}` : 'marked approved',
-    approved: true,
-    approvedBy: approval?.pattern ?? null,
-    counted: null,
-  };
-}
+const MARKED_APPROVED: Decision = Object.freeze({
+  verdict: 'ALLOW',
+  boundary: null,
+  count: 0,
+  reason: 'marked approved',
+  approved: true,
+  approvedBy: null,
+  counted: null,
+});
 
 function reasonFor(b: Boundary, n: number, event: Event, workspace: string): string {
   const what =

@@ -1,7 +1,9 @@
+import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import type { Forwarder } from '../action/forward.js';
 import type { Config } from '../config/load.js';
 import type { Pipeline } from '../pipeline.js';
+import type { Presence } from '../review/sessions.js';
 import type { Identity } from './identity.js';
 
 /** What the proxy's handlers share. */
@@ -18,9 +20,22 @@ export interface ProxyContext {
 /** RFC 9110 § 11.7.1: a 407 names the scheme the proxy accepts. */
 export const PROXY_AUTHENTICATE = { 'proxy-authenticate': 'Basic realm="trajgate"' };
 
-/** An AbortSignal that fires when the client's connection closes before we are done. */
-export function clientGone(socket: { once(event: 'close', fn: () => void): unknown }): AbortSignal {
-  const abort = new AbortController();
-  socket.once('close', () => abort.abort());
-  return abort.signal;
+/**
+ * Whether the client still waits, read from its socket. Nothing is attached per request (an
+ * AbortController per request costs a DOMException each); a listener only while held.
+ */
+export function presence(socket: Duplex): Presence {
+  return {
+    get gone() {
+      return socket.destroyed;
+    },
+    onGone(fn) {
+      if (socket.destroyed) {
+        fn();
+        return () => undefined;
+      }
+      socket.once('close', fn);
+      return () => socket.off('close', fn);
+    },
+  };
 }

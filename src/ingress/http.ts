@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { sendRefusal } from '../action/respond.js';
 import type { ProxyContext } from './context.js';
-import { clientGone, PROXY_AUTHENTICATE } from './context.js';
+import { presence, PROXY_AUTHENTICATE } from './context.js';
 import { clientAddress } from './identity.js';
 
 const ABSOLUTE = /^[a-zA-Z][a-zA-Z0-9+.-]*:\/\//;
@@ -62,10 +62,10 @@ export async function handleHttp(
     session: who.session,
     source: 'proxy',
     client,
-    input: { kind: 'network', target, method },
+    input: { kind: 'network', target, method, url },
     what: `${method} ${target}`,
     connect: false,
-    signal: clientGone(res),
+    waiting: presence(req.socket),
   });
   if (ruling.kind === 'gone') {
     if (ruling.rid !== null)

@@ -10,7 +10,7 @@ import { upstreamFailure } from '../action/transfer.js';
 import { connectUpstream, splice } from '../action/tunnel.js';
 import type { Ruling } from '../pipeline.js';
 import type { ProxyContext } from './context.js';
-import { clientGone, PROXY_AUTHENTICATE } from './context.js';
+import { presence, PROXY_AUTHENTICATE } from './context.js';
 import { closedWhileHeld } from './http.js';
 import { clientAddress } from './identity.js';
 
@@ -70,7 +70,7 @@ export async function handleRaw(
       input: mode === 'connect' ? { kind: 'network', target } : { kind: 'network', target, method },
       what: `${method} ${target}`,
       connect: mode === 'connect',
-      signal: clientGone(socket),
+      waiting: presence(socket),
     });
     const transfer = await act(ctx, ruling, socket, head, req, url);
     if (ruling.rid !== null)

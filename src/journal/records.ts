@@ -83,27 +83,31 @@ export interface ResumeRecord extends RecordBase {
 export type JournalRecord =
   EventRecord | OutcomeRecord | RefusalRecord | ApproveRecord | ResumeRecord | DenyRecord;
 
-/** A record before the journal stamps it with `seq` (and `ts`, when the caller has none). */
-export type Unstamped<R extends RecordBase> = R extends RecordBase
-  ? Omit<R, 'seq' | 'ts'> & { readonly ts?: number }
-  : never;
+/** A record before the journal stamps it with `seq` and `ts`. */
+export type Unstamped<R extends RecordBase> = R extends RecordBase ? Omit<R, 'seq' | 'ts'> : never;
 
-export function eventRecord(event: Event, decision: Decision): Unstamped<EventRecord> {
+/** The event record of a decision; absent fields are left undefined, which JSON omits. */
+export function eventRecord(
+  event: Event,
+  decision: Decision,
+  request: { rid?: number | undefined; held?: true | undefined } = {},
+): Unstamped<EventRecord> {
   return {
-    ts: event.ts,
     type: 'event',
     session: event.session,
     source: event.source,
     kind: event.kind,
     target: event.target,
-    ...(event.method === undefined ? {} : { method: event.method }),
+    method: event.method,
     approved: decision.approved,
     verdict: decision.verdict,
     boundary: decision.boundary,
     count: decision.count,
     reason: decision.reason,
-    ...(decision.approvedBy === null ? {} : { approvedBy: decision.approvedBy }),
-    ...(decision.counted === null ? {} : { counted: decision.counted }),
-    ...(event.denied === undefined ? {} : { denied: event.denied }),
+    approvedBy: decision.approvedBy ?? undefined,
+    counted: decision.counted ?? undefined,
+    denied: event.denied,
+    rid: request.rid,
+    held: request.held,
   };
 }

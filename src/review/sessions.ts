@@ -4,6 +4,13 @@ import { compileApproval } from '../guard/approvals.js';
 import type { Guard } from '../guard/guard.js';
 import type { JournalWriter } from '../journal/writer.js';
 
+/** Whether the client of a request still waits. */
+export interface Presence {
+  readonly gone: boolean;
+  /** Calls `fn` once when the client goes away; returns a function that cancels that. */
+  onGone(fn: () => void): () => void;
+}
+
 /** How a held request was let go. */
 export type Release = 'resume' | 'deny' | 'timeout' | 'gone' | 'shutdown';
 
@@ -60,10 +67,7 @@ export class Sessions {
   }
 
   /** Waits until an operator resumes or denies the session, the hold times out, or the client leaves. */
-  hold(
-    info: { session: string; what: string; rid: number },
-    signal: AbortSignal,
-  ): Promise<Release> {
+  hold(info: { session: string; what: string; rid: number }, client: Presence): Promise<Release> {
     return new Promise((resolve) => {
       const since = Date.now();
       const set = this.#held.get(info.session) ?? new Set<Entry>();
@@ -76,17 +80,15 @@ export class Sessions {
         settle: (release) => {
           if (!set.delete(entry)) return;
           clearTimeout(timer);
-          signal.removeEventListener('abort', onAbort);
+          cancel();
           if (set.size === 0 && this.#held.get(info.session) === set)
             this.#held.delete(info.session);
           resolve(release);
         },
       };
-      const onAbort = () => entry.settle('gone');
       const timer = setTimeout(() => entry.settle('timeout'), this.#holdTimeoutMs);
       set.add(entry);
-      if (signal.aborted) entry.settle('gone');
-      else signal.addEventListener('abort', onAbort, { once: true });
+      const cancel = client.onGone(() => entry.settle('gone'));
     });
   }
 

@@ -9,7 +9,7 @@ import { compilePolicy } from '../../src/guard/compile.js';
 import { Guard } from '../../src/guard/guard.js';
 import { openJournal } from '../../src/journal/open.js';
 import { readJournal } from '../../src/journal/reader.js';
-import type { ApproveRecord, JournalRecord } from '../../src/journal/records.js';
+import type { JournalRecord } from '../../src/journal/records.js';
 import { eventRecord } from '../../src/journal/records.js';
 import { JournalWriter } from '../../src/journal/writer.js';
 import { tempDir } from '../helpers/tmp.js';
@@ -48,7 +48,7 @@ function judge(
     { session, source: 'proxy', ts, workspace: guard.policy.workspaceFor(session) },
   );
   const decision = guard.inspect(event);
-  writer.append(eventRecord(event, decision), { sync: decision.verdict === 'PAUSE' });
+  writer.append(eventRecord(event, decision), { ts, sync: decision.verdict === 'PAUSE' });
   return decision;
 }
 
@@ -57,7 +57,7 @@ describe('journal writer and reader', () => {
     const path = freshPath();
     const w = new JournalWriter(path, { lastSeq: 0, fsyncMs: 100, now: () => 0 });
     w.append({ type: 'resume', session: 's', reset: false, by: 'op' });
-    w.append({ type: 'resume', session: 't', reset: true, by: 'op', ts: 86_400_000 });
+    w.append({ type: 'resume', session: 't', reset: true, by: 'op' }, { ts: 86_400_000 });
     w.close();
     const lines = readFileSync(path, 'utf8').split('\n');
     expect(lines[0]).toBe(
@@ -152,7 +152,7 @@ describe('restart: state is rebuilt from the journal', () => {
     judge(before, first.writer, 'a', 'network', 'https://example.test/api', 2);
     judge(before, first.writer, 'b', 'network', 'https://pkg.example.com/x', 3);
     judge(before, first.writer, 'c', 'write', '/etc/passwd', 4);
-    const approval = first.writer.append<ApproveRecord>({
+    first.writer.append({
       type: 'approve',
       session: 'b',
       pattern: 'example.test',
@@ -160,7 +160,7 @@ describe('restart: state is rebuilt from the journal', () => {
       expiresAt: new Date(10).toISOString(),
       by: 'op',
     });
-    before.approve({ pattern: approval.pattern, session: 'b', expiresAt: 10 });
+    before.approve({ pattern: 'example.test', session: 'b', expiresAt: 10 });
     first.writer.close();
 
     const after = new Guard(compilePolicy(config));
