@@ -67,23 +67,19 @@ export function upstreamRequestHeaders(
  * hop-by-hop ones removed (with any the upstream's Connection names), Via appended.
  */
 export function downstreamRawHeaders(raw: readonly (Buffer | string)[]): string[] {
-  const out: string[] = [];
   const connection: string[] = [];
+  for (let i = 0; i < raw.length; i += 2) {
+    if (String(raw[i]).toLowerCase() === 'connection') connection.push(String(raw[i + 1]));
+  }
+  const named = connectionTokens(connection.length === 0 ? undefined : connection);
+  const out: string[] = [];
   let via: string | null = null;
   for (let i = 0; i < raw.length; i += 2) {
     const name = String(raw[i]);
     const lower = name.toLowerCase();
-    const value = String(raw[i + 1]);
-    if (lower === 'connection') connection.push(value);
-    else if (lower === 'via') via = via === null ? value : `${via}, ${value}`;
-    else if (!HOP_BY_HOP.has(lower)) out.push(name, value);
+    if (lower === 'via') via = via === null ? String(raw[i + 1]) : `${via}, ${raw[i + 1]}`;
+    else if (!HOP_BY_HOP.has(lower) && !named?.has(lower)) out.push(name, String(raw[i + 1]));
   }
-  const named = connectionTokens(connection.length === 0 ? undefined : connection);
-  const kept: string[] = [];
-  for (let i = 0; i < out.length; i += 2) {
-    if (!named?.has((out[i] as string).toLowerCase()))
-      kept.push(out[i] as string, out[i + 1] as string);
-  }
-  kept.push('via', via === null ? VIA : `${via}, ${VIA}`);
-  return kept;
+  out.push('via', via === null ? VIA : `${via}, ${VIA}`);
+  return out;
 }
