@@ -11,10 +11,17 @@ import { TrajgateError } from './errors.js';
 import { compilePolicy } from './guard/compile.js';
 import { Guard } from './guard/guard.js';
 import { openJournal } from './journal/open.js';
+import { applyRecord } from './journal/rebuild.js';
 import type { JournalWriter } from './journal/writer.js';
 import { Identity } from './ingress/identity.js';
 import { createProxyServer } from './ingress/proxy.js';
 import { Pipeline } from './pipeline.js';
+import { createAdminServer } from './review/admin.js';
+import { adminTokens } from './review/admin-token.js';
+import { Api } from './review/api.js';
+import { Metrics } from './review/metrics.js';
+import { Notifier } from './review/notify.js';
+import { Review } from './review/review.js';
 import { Sessions } from './review/sessions.js';
 
 export interface RunningGateway {
@@ -22,9 +29,13 @@ export interface RunningGateway {
   readonly guard: Guard;
   readonly journal: JournalWriter;
   readonly sessions: Sessions;
+  readonly review: Review;
   readonly pipeline: Pipeline;
-  /** Where the proxy listens (the real port when the config said 0). */
+  /** Where the proxy and admin listeners are (real ports when the config said 0). */
   readonly proxy: HostPort;
+  readonly admin: HostPort;
+  /** The generated admin token's file, when the config names none. */
+  readonly adminTokenFile: string | null;
   /** Records read back from the journal at start. */
   readonly restored: number;
   /** Stops accepting, lets in-flight requests finish up to `limits.drainTimeout`, syncs the journal. */
@@ -44,20 +55,45 @@ export async function startGateway(
 ): Promise<RunningGateway> {
   const { log } = options;
   const guard = new Guard(compilePolicy(config));
-  const { writer: journal, restored } = openJournal(config.journal, guard, {
-    fsyncMs: config.journalFsync,
-    warn: (m) => log.warn(m),
+  const review = new Review(config, log);
+  let sessions: Sessions | undefined;
+  const metrics = new Metrics({
+    held: () => sessions?.heldCount() ?? 0,
+    paused: () => [...guard.sessions()].filter(([, s]) => s.pausedAt !== null).length,
   });
-  const sessions = new Sessions(guard, journal, config.policy.holdTimeout);
+  const { writer: journal, restored } = openJournal(
+    config.journal,
+    (record) => {
+      applyRecord(guard, record);
+      review.restore(record);
+    },
+    {
+      fsyncMs: config.journalFsync,
+      warn: (m) => log.warn(m),
+      onWrite: (s) => metrics.journalWrite.observe(s),
+    },
+  );
+  sessions = new Sessions(guard, journal, config.policy.holdTimeout, review);
+  const notifier = config.notify.webhook
+    ? new Notifier({ ...config.notify, webhook: config.notify.webhook }, log, () =>
+        metrics.webhookFailures.inc(),
+      )
+    : null;
+  if (notifier) {
+    if (config.notify.on.includes('pause'))
+      review.onPause((record) => notifier.send('pause', record));
+    if (config.notify.on.includes('review'))
+      review.onReview((summary) => notifier.send('review', { event: summary }));
+  }
   const egress = new Egress({
     allowPrivate: config.network.allowPrivate,
     timeoutMs: config.limits.connectTimeout,
     ...(options.lookup ? { lookup: options.lookup } : {}),
   });
   for (const l of Object.values(config.listen)) if (l.port !== 0) egress.addOwnPort(l.port);
-  const pipeline = new Pipeline(config, guard, journal, sessions, egress);
+  const pipeline = new Pipeline(config, guard, journal, sessions, egress, review, metrics);
   const forwarder = new Forwarder(config.limits);
-  const server = createProxyServer({
+  const proxyServer = createProxyServer({
     pipeline,
     identity: new Identity(config.agents),
     forwarder,
@@ -65,31 +101,46 @@ export async function startGateway(
     log,
     tunnels: new Map(),
   });
-  const sockets = new Set<Socket>();
-  server.on('connection', (socket: Socket) => {
-    sockets.add(socket);
-    socket.once('close', () => sockets.delete(socket));
+  const { tokens, file: adminTokenFile } = adminTokens(config);
+  const adminServer = createAdminServer({
+    api: new Api(config, guard, sessions, review),
+    metrics,
+    tokens,
+    log,
   });
+  const sockets = track(proxyServer);
   let proxy: HostPort;
+  let admin: HostPort;
   try {
-    proxy = await listen(server, config.listen.proxy);
+    proxy = await listen(proxyServer, config.listen.proxy);
+    admin = await listen(adminServer, config.listen.admin);
   } catch (err) {
+    proxyServer.close();
     journal.close();
     throw err;
   }
   egress.addOwnPort(proxy.port);
+  egress.addOwnPort(admin.port);
+  const held = sessions;
   return {
     config,
     guard,
     journal,
-    sessions,
+    sessions: held,
+    review,
     pipeline,
     proxy,
+    admin,
+    adminTokenFile,
     restored,
     async stop() {
-      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-      server.closeIdleConnections();
-      sessions.shutdown();
+      const closed = Promise.all([
+        new Promise<void>((resolve) => proxyServer.close(() => resolve())),
+        new Promise<void>((resolve) => adminServer.close(() => resolve())),
+      ]);
+      proxyServer.closeIdleConnections();
+      adminServer.closeIdleConnections();
+      held.shutdown();
       const deadline = new AbortController();
       const drained = await Promise.race([
         closed.then(() => true),
@@ -101,12 +152,24 @@ export async function startGateway(
           `stop: ${sockets.size} connection(s) still open after ${config.limits.drainTimeout} ms; closing them`,
         );
         for (const socket of sockets) socket.destroy();
+        adminServer.closeAllConnections();
         await closed;
       }
       await forwarder.close();
+      await notifier?.close();
       journal.close();
     },
   };
+}
+
+/** The server's open sockets, so a stop past its deadline can close them. */
+function track(server: Server): Set<Socket> {
+  const sockets = new Set<Socket>();
+  server.on('connection', (socket: Socket) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+  });
+  return sockets;
 }
 
 function listen(server: Server, at: HostPort): Promise<HostPort> {

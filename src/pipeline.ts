@@ -7,8 +7,11 @@ import { isTrajgateError } from './errors.js';
 import type { Event, EventInput, Source } from './event/event.js';
 import { normalizeEvent } from './event/normalize.js';
 import type { Decision, Guard } from './guard/guard.js';
+import type { Summary } from './journal/records.js';
 import { eventRecord } from './journal/records.js';
 import type { JournalWriter } from './journal/writer.js';
+import type { Metrics } from './review/metrics.js';
+import type { Review } from './review/review.js';
 import type { Presence, Sessions } from './review/sessions.js';
 
 /** One request as an ingress hands it over, once it knows the session. */
@@ -57,6 +60,8 @@ export class Pipeline {
     private readonly journal: JournalWriter,
     private readonly sessions: Sessions,
     private readonly egress: Egress,
+    private readonly review: Review,
+    private readonly metrics: Metrics,
   ) {}
 
   async judge(ask: Ask, rid: number | null = null): Promise<Ruling> {
@@ -93,10 +98,23 @@ export class Pipeline {
     // An approval counts nothing, so an approved preview is the decision (unless denied since).
     const decision =
       preview?.approved && event.denied === undefined ? preview : this.guard.inspect(event);
-    const id = this.#record(event, decision, rid, false);
-    if (id === null) return this.#failClosed(rid);
+    const written = this.#record(event, decision, rid, false);
+    if (written === null) return this.#failClosed(rid);
+    const id = written.rid;
     const { verdict } = decision;
     if (verdict === 'PAUSE') {
+      const since = Date.now();
+      const held =
+        this.config.policy.pause === 'hold'
+          ? [{ what: ask.what, since, deadline: since + this.config.policy.holdTimeout }]
+          : [];
+      const pause = this.review.paused(written.summary, held);
+      try {
+        this.journal.append({ type: 'pause', ...pause }, { sync: true });
+      } catch {
+        return this.#failClosed(id);
+      }
+      this.review.announce(pause);
       if (this.config.policy.pause === 'block') return this.#refuse(id, decision, ask, 'blocked');
       return this.#hold(ask, event, decision, id);
     }
@@ -123,6 +141,9 @@ export class Pipeline {
 
   /** Journals how a request ended (written with the next record: it decides nothing). */
   outcome(rid: number, session: string, transfer: Transfer, durationMs: number): void {
+    if (transfer.status === 502 || transfer.status === 504) {
+      this.metrics.upstreamErrors.inc({ status: String(transfer.status) });
+    }
     try {
       this.journal.appendLater({
         type: 'outcome',
@@ -169,8 +190,9 @@ export class Pipeline {
   ): Promise<Ruling> {
     let id = rid;
     if (decision === null) {
-      id = this.#record(event, HELD, rid, true);
-      if (id === null) return this.#failClosed(rid);
+      const written = this.#record(event, HELD, rid, true);
+      if (written === null) return this.#failClosed(rid);
+      id = written.rid;
     }
     const held = decision ?? HELD;
     if (this.config.policy.pause === 'block')
@@ -216,14 +238,22 @@ export class Pipeline {
   }
 
   /** Writes the event record; returns the request id, or null when the journal failed. */
-  #record(event: Event, decision: Decision, rid: number | null, held: boolean): number | null {
+  #record(
+    event: Event,
+    decision: Decision,
+    rid: number | null,
+    held: boolean,
+  ): { rid: number; summary: Summary } | null {
     const record = eventRecord(event, decision, { rid: rid ?? undefined, held: held || undefined });
+    let seq: number;
     try {
-      const seq = this.journal.append(record, { ts: event.ts, sync: decision.verdict === 'PAUSE' });
-      return rid ?? seq;
+      seq = this.journal.append(record, { ts: event.ts, sync: decision.verdict === 'PAUSE' });
     } catch (err) {
       if (isTrajgateError(err)) return null;
       throw err;
     }
+    const summary = this.review.observe({ ...record, seq, ts: event.ts });
+    this.metrics.events.inc({ source: event.source, kind: event.kind, verdict: decision.verdict });
+    return { rid: rid ?? seq, summary };
   }
 }

@@ -178,7 +178,17 @@ export const configSchema = z.strictObject({
     })
     .prefault({}),
   admin: z
-    .strictObject({ token: z.string().min(16, 'must be at least 16 characters').optional() })
+    .strictObject({
+      token: z.string().min(16, 'must be at least 16 characters').optional(),
+      tokens: z
+        .array(
+          z.strictObject({
+            name: name('a token name'),
+            token: z.string().min(16, 'must be at least 16 characters'),
+          }),
+        )
+        .default([]),
+    })
     .prefault({}),
   notify: z
     .strictObject({

@@ -1,9 +1,8 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { isTrajgateError, TrajgateError } from '../errors.js';
-import type { Guard } from '../guard/guard.js';
+import type { JournalRecord } from './records.js';
 import { readJournal } from './reader.js';
-import { applyRecord } from './rebuild.js';
 import { JournalWriter } from './writer.js';
 
 export interface OpenedJournal {
@@ -12,11 +11,16 @@ export interface OpenedJournal {
   readonly restored: number;
 }
 
-/** Reads an existing journal into the guard, then opens it for appending after the last record. */
+/** Reads an existing journal through `apply` (rebuilding state), then opens it for appending. */
 export function openJournal(
   path: string,
-  guard: Guard,
-  options: { fsyncMs: number; warn: (message: string) => void; now?: () => number },
+  apply: (record: JournalRecord) => void,
+  options: {
+    fsyncMs: number;
+    warn: (message: string) => void;
+    now?: () => number;
+    onWrite?: (seconds: number) => void;
+  },
 ): OpenedJournal {
   try {
     mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
@@ -30,7 +34,7 @@ export function openJournal(
     path,
     (record, line) => {
       try {
-        applyRecord(guard, record);
+        apply(record);
       } catch (err) {
         if (!isTrajgateError(err)) throw err;
         throw new TrajgateError(err.code, `${path}:${line}: ${err.message}`);
@@ -42,6 +46,7 @@ export function openJournal(
     lastSeq,
     fsyncMs: options.fsyncMs,
     ...(options.now ? { now: options.now } : {}),
+    ...(options.onWrite ? { onWrite: options.onWrite } : {}),
   });
   return { writer, restored: records };
 }

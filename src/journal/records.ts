@@ -56,6 +56,44 @@ export interface RefusalRecord extends RecordBase {
   readonly target?: string;
 }
 
+/** An event as operators see it: in rings of recent events and in pause records. */
+export interface Summary {
+  readonly seq: number;
+  readonly ts: string;
+  readonly session: string;
+  readonly source: Event['source'];
+  readonly kind: string;
+  readonly target: string;
+  readonly method?: string | undefined;
+  readonly verdict: Verdict;
+  readonly boundary: string | null;
+  readonly count: number;
+  readonly reason: string;
+  readonly approved: boolean;
+  readonly denied?: string | undefined;
+  readonly held?: true | undefined;
+}
+
+/** What an operator is handed when a session pauses (design § data path: pause record). */
+export interface PauseRecord {
+  readonly session: string;
+  readonly pausedAt: string;
+  readonly boundary: string | null;
+  readonly count: number;
+  readonly reason: string;
+  readonly trigger: Summary;
+  /** The session's last `policy.recentEvents` events, oldest first, the trigger last. */
+  readonly recent: readonly Summary[];
+  /** Requests held when it paused (ms timestamps). */
+  readonly held: readonly { what: string; since: number; deadline: number }[];
+  /** Read back after a restart: the held connections were lost with the old process. */
+  readonly restored: boolean;
+}
+
+export interface PauseJournalRecord extends RecordBase, PauseRecord {
+  readonly type: 'pause';
+}
+
 export interface DenyRecord extends RecordBase {
   readonly type: 'deny';
   readonly session: string;
@@ -81,7 +119,13 @@ export interface ResumeRecord extends RecordBase {
 }
 
 export type JournalRecord =
-  EventRecord | OutcomeRecord | RefusalRecord | ApproveRecord | ResumeRecord | DenyRecord;
+  | EventRecord
+  | OutcomeRecord
+  | RefusalRecord
+  | ApproveRecord
+  | ResumeRecord
+  | DenyRecord
+  | PauseJournalRecord;
 
 /** A record before the journal stamps it with `seq` and `ts`. */
 export type Unstamped<R extends RecordBase> = R extends RecordBase ? Omit<R, 'seq' | 'ts'> : never;

@@ -7,6 +7,7 @@ import {
   openSync,
   writeSync,
 } from 'node:fs';
+import { performance } from 'node:perf_hooks';
 import { TrajgateError } from '../errors.js';
 import type { JournalRecord, Unstamped } from './records.js';
 
@@ -17,6 +18,8 @@ export interface WriterOptions {
   readonly fsyncMs: number;
   /** Clock for records that carry no `ts` of their own. */
   readonly now?: () => number;
+  /** Told how long each write(2) took, in seconds (metrics). */
+  readonly onWrite?: (seconds: number) => void;
 }
 
 /**
@@ -40,6 +43,7 @@ export class JournalWriter {
   #timer: NodeJS.Timeout | null = null;
   readonly #fsyncMs: number;
   readonly #now: () => number;
+  readonly #onWrite: ((seconds: number) => void) | undefined;
 
   constructor(path: string, options: WriterOptions) {
     this.path = path;
@@ -55,6 +59,7 @@ export class JournalWriter {
     this.#seq = options.lastSeq;
     this.#fsyncMs = options.fsyncMs;
     this.#now = options.now ?? Date.now;
+    this.#onWrite = options.onWrite;
   }
 
   get lastSeq(): number {
@@ -134,6 +139,7 @@ export class JournalWriter {
     const data = this.#deferred + text;
     const size = Buffer.byteLength(data);
     let done = 0;
+    const start = this.#onWrite ? performance.now() : 0;
     try {
       done = writeSync(this.#fd, data);
       // A short write to a file is rare (disk full); finish it from the bytes.
@@ -154,6 +160,7 @@ export class JournalWriter {
         `${this.path}: journal write failed: ${(err as Error).message}`,
       );
     }
+    if (this.#onWrite) this.#onWrite((performance.now() - start) / 1000);
     this.#size += size;
     this.#deferred = '';
     this.#dirty = true;

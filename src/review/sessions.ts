@@ -3,6 +3,7 @@ import type { Approval, ApprovalSpec } from '../guard/approvals.js';
 import { compileApproval } from '../guard/approvals.js';
 import type { Guard } from '../guard/guard.js';
 import type { JournalWriter } from '../journal/writer.js';
+import type { Review } from './review.js';
 
 /** Whether the client of a request still waits. */
 export interface Presence {
@@ -52,13 +53,15 @@ export class Sessions {
   readonly #guard: Guard;
   readonly #journal: JournalWriter;
   readonly #holdTimeoutMs: number;
+  readonly #review: Review;
   readonly #held = new Map<string, Set<Entry>>();
   #nextId = 1;
 
-  constructor(guard: Guard, journal: JournalWriter, holdTimeoutMs: number) {
+  constructor(guard: Guard, journal: JournalWriter, holdTimeoutMs: number, review: Review) {
     this.#guard = guard;
     this.#journal = journal;
     this.#holdTimeoutMs = holdTimeoutMs;
+    this.#review = review;
   }
 
   isPaused(session: string): boolean {
@@ -90,6 +93,13 @@ export class Sessions {
       set.add(entry);
       const cancel = client.onGone(() => entry.settle('gone'));
     });
+  }
+
+  /** Requests held across all sessions. */
+  heldCount(): number {
+    let n = 0;
+    for (const set of this.#held.values()) n += set.size;
+    return n;
   }
 
   held(session: string): Held[] {
@@ -143,6 +153,7 @@ export class Sessions {
       { sync: true },
     );
     this.#guard.resume(id, reset);
+    this.#review.resumed(id);
     return this.#release(id, 'resume');
   }
 

@@ -8,6 +8,7 @@ import { normalizeEvent } from '../../src/event/normalize.js';
 import { compilePolicy } from '../../src/guard/compile.js';
 import { Guard } from '../../src/guard/guard.js';
 import { openJournal } from '../../src/journal/open.js';
+import { applyRecord } from '../../src/journal/rebuild.js';
 import { readJournal } from '../../src/journal/reader.js';
 import type { JournalRecord } from '../../src/journal/records.js';
 import { eventRecord } from '../../src/journal/records.js';
@@ -147,7 +148,10 @@ describe('restart: state is rebuilt from the journal', () => {
   it('gives the same next decision after dropping all process state', () => {
     const path = freshPath();
     const before = new Guard(compilePolicy(config));
-    const first = openJournal(path, before, { fsyncMs: 100, warn: () => undefined });
+    const first = openJournal(path, (r) => applyRecord(before, r), {
+      fsyncMs: 100,
+      warn: () => undefined,
+    });
     judge(before, first.writer, 'a', 'command', '/tmp/agent-demo/tests', 1);
     judge(before, first.writer, 'a', 'network', 'https://example.test/api', 2);
     judge(before, first.writer, 'b', 'network', 'https://pkg.example.com/x', 3);
@@ -164,7 +168,10 @@ describe('restart: state is rebuilt from the journal', () => {
     first.writer.close();
 
     const after = new Guard(compilePolicy(config));
-    const second = openJournal(path, after, { fsyncMs: 100, warn: () => undefined });
+    const second = openJournal(path, (r) => applyRecord(after, r), {
+      fsyncMs: 100,
+      warn: () => undefined,
+    });
     expect(second.restored).toBe(5);
     expect(second.writer.lastSeq).toBe(5);
     for (const s of ['a', 'b', 'c']) expect(after.session(s)).toEqual(before.session(s));

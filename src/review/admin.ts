@@ -1,0 +1,136 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import { createServer } from 'node:http';
+import type { Logger } from 'pino';
+import type { Api } from './api.js';
+import { ApiError, readJsonBody, sendError, sendJson } from './http-json.js';
+import type { Metrics } from './metrics.js';
+
+type Handler = (
+  req: IncomingMessage,
+  by: string,
+  id: string | null,
+  query: URLSearchParams,
+) => unknown;
+
+interface Route {
+  readonly method: string;
+  readonly pattern: RegExp;
+  readonly handler: Handler;
+  readonly status?: number;
+}
+
+const digest = (text: string) => createHash('sha256').update(text).digest();
+
+/**
+ * The admin listener: JSON under /api/, Prometheus text at /metrics. Every call carries
+ * `Authorization: Bearer TOKEN`; tokens are compared as SHA-256 digests in constant time and
+ * the matching token's name is recorded as who acted (`by`).
+ */
+export function createAdminServer(deps: {
+  api: Api;
+  metrics: Metrics;
+  tokens: readonly { name: string; token: string }[];
+  log: Logger;
+}): Server {
+  const { api, metrics, log } = deps;
+  const tokens = deps.tokens.map((t) => ({ name: t.name, digest: digest(t.token) }));
+  const session = (tail: string) => new RegExp(`^/api/sessions/([^/]+)${tail}$`);
+  const routes: Route[] = [
+    { method: 'GET', pattern: /^\/api\/sessions$/, handler: () => ({ sessions: api.list() }) },
+    { method: 'GET', pattern: session(''), handler: (_req, _by, id) => api.detail(id as string) },
+    {
+      method: 'GET',
+      pattern: session('/events'),
+      handler: (_r, _b, id, q) => api.events(id as string, q),
+    },
+    {
+      method: 'POST',
+      pattern: session('/approve'),
+      status: 201,
+      handler: async (req, by, id) => ({ approval: api.approve(id, await readJsonBody(req), by) }),
+    },
+    {
+      method: 'POST',
+      pattern: session('/resume'),
+      handler: async (req, by, id) => ({
+        resumed: true,
+        ...api.resume(id as string, await readJsonBody(req), by),
+      }),
+    },
+    {
+      method: 'POST',
+      pattern: session('/deny'),
+      handler: async (req, by, id) => {
+        await readJsonBody(req);
+        return { denied: true, ...api.deny(id as string, by) };
+      },
+    },
+    {
+      method: 'GET',
+      pattern: /^\/api\/approvals$/,
+      handler: () => ({ approvals: api.approvals() }),
+    },
+    {
+      method: 'POST',
+      pattern: /^\/api\/approvals$/,
+      status: 201,
+      handler: async (req, by) => ({ approval: api.approve(null, await readJsonBody(req), by) }),
+    },
+  ];
+
+  const who = (header: string | undefined): string | null => {
+    const m = /^Bearer\s+(\S+)\s*$/i.exec(header ?? '');
+    if (!m) return null;
+    const given = digest(m[1] as string);
+    let name: string | null = null;
+    // Every token is compared, so timing says nothing about which one matched.
+    for (const t of tokens) if (timingSafeEqual(given, t.digest)) name ??= t.name;
+    return name;
+  };
+
+  const handle = async (req: IncomingMessage, res: ServerResponse) => {
+    const url = new URL(req.url ?? '/', 'http://admin');
+    const by = who(req.headers.authorization);
+    if (by === null) {
+      res.setHeader('www-authenticate', 'Bearer realm="trajgate admin"');
+      throw new ApiError(
+        401,
+        'E_UNAUTHORIZED',
+        'missing or wrong admin token (Authorization: Bearer TOKEN)',
+      );
+    }
+    if (url.pathname === '/metrics' && req.method === 'GET') {
+      const text = await metrics.text();
+      res.writeHead(200, { 'content-type': metrics.contentType });
+      res.end(text);
+      return;
+    }
+    let allowed = false;
+    for (const route of routes) {
+      const m = route.pattern.exec(url.pathname);
+      if (!m) continue;
+      allowed = true;
+      if (route.method !== req.method) continue;
+      const id = m[1] === undefined ? null : decodeURIComponent(m[1]);
+      sendJson(res, route.status ?? 200, await route.handler(req, by, id, url.searchParams));
+      return;
+    }
+    if (allowed)
+      throw new ApiError(405, 'E_METHOD', `${req.method} is not allowed on ${url.pathname}`);
+    throw new ApiError(404, 'E_NOT_FOUND', `no route ${url.pathname}`);
+  };
+
+  return createServer({ headersTimeout: 10_000, requestTimeout: 30_000 }, (req, res) => {
+    handle(req, res).catch((err: unknown) => {
+      if (err instanceof ApiError) return sendError(res, err);
+      if (err instanceof URIError)
+        return sendError(
+          res,
+          new ApiError(400, 'E_BAD_FIELD', 'session id is not valid percent-encoding'),
+        );
+      log.error({ err }, 'admin: request failed');
+      sendError(res, new ApiError(500, 'E_INTERNAL', 'internal error; see the gateway log'));
+    });
+  });
+}

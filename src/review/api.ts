@@ -1,0 +1,241 @@
+import { parseDuration } from '../config/formats.js';
+import type { Config } from '../config/load.js';
+import { isTrajgateError } from '../errors.js';
+import { describe } from '../event/validate.js';
+import type { Approval } from '../guard/approvals.js';
+import type { Guard } from '../guard/guard.js';
+import { boundaryOfKey } from '../guard/policy.js';
+import type { EventRecord, PauseRecord, Summary } from '../journal/records.js';
+import { readBackwards } from '../journal/tail.js';
+import { ApiError } from './http-json.js';
+import type { Review } from './review.js';
+import type { Sessions } from './sessions.js';
+
+export interface SessionView {
+  readonly id: string;
+  readonly state: 'active' | 'paused';
+  /** Crossings per boundary (summed over destinations under `countBy: target`). */
+  readonly counts: Record<string, number>;
+  readonly pausedAt: string | null;
+  readonly pausedBy: string | null;
+  readonly held: number;
+  readonly lastActivity: string | null;
+  readonly events: number;
+}
+
+export interface SessionDetail extends SessionView {
+  readonly pause: PauseRecord | null;
+  readonly heldRequests: readonly HeldView[];
+  readonly recent: readonly Summary[];
+  readonly approvals: readonly ApprovalView[];
+}
+
+interface HeldView {
+  readonly id: number;
+  readonly what: string;
+  readonly since: string;
+  readonly deadline: string;
+  readonly waitedMs: number;
+  readonly timeoutInMs: number;
+}
+
+interface ApprovalView {
+  readonly pattern: string;
+  readonly kind: string;
+  readonly session: string | null;
+  readonly expiresAt: string | null;
+}
+
+const iso = (ms: number | null | undefined) => (ms ? new Date(ms).toISOString() : null);
+
+/** The admin API's behaviour, apart from HTTP: what each route reads or does. */
+export class Api {
+  constructor(
+    private readonly config: Config,
+    private readonly guard: Guard,
+    private readonly sessions: Sessions,
+    private readonly review: Review,
+  ) {}
+
+  list(): SessionView[] {
+    const ids = new Set<string>([
+      ...this.review.sessions(),
+      ...[...this.guard.sessions()].map(([id]) => id),
+      ...(this.config.agents ?? []).map((a) => a.id),
+    ]);
+    const views = [...ids].map((id) => this.#view(id));
+    // Paused sessions first, then the most recently active.
+    return views.sort(
+      (a, b) =>
+        Number(b.state === 'paused') - Number(a.state === 'paused') ||
+        (b.lastActivity ?? '').localeCompare(a.lastActivity ?? ''),
+    );
+  }
+
+  detail(id: string): SessionDetail {
+    this.#known(id);
+    const now = Date.now();
+    return {
+      ...this.#view(id),
+      pause: this.review.pauseRecord(id),
+      heldRequests: this.sessions.held(id).map((h) => ({
+        id: h.id,
+        what: h.what,
+        since: new Date(h.since).toISOString(),
+        deadline: new Date(h.deadline).toISOString(),
+        waitedMs: now - h.since,
+        timeoutInMs: Math.max(0, h.deadline - now),
+      })),
+      recent: this.review.recent(id),
+      approvals: this.guard.approvals.list(id, now).map(approvalView),
+    };
+  }
+
+  /** The session's event records from the journal, newest first. */
+  events(id: string, query: URLSearchParams): { events: EventRecord[]; next: number | null } {
+    this.#known(id);
+    const limit = intParam(query, 'limit', 100, 1, 10_000);
+    const before = intParam(query, 'before', Number.MAX_SAFE_INTEGER, 1, Number.MAX_SAFE_INTEGER);
+    const events: EventRecord[] = [];
+    readBackwards(this.config.journal, (r) => {
+      if (r.type === 'event' && r.session === id && r.seq < before) events.push(r);
+      return events.length < limit;
+    });
+    return { events, next: events.length === limit ? (events.at(-1)?.seq ?? null) : null };
+  }
+
+  approve(id: string | null, body: Record<string, unknown>, by: string): ApprovalView {
+    if (id !== null) this.#known(id);
+    const pattern = body.pattern;
+    if (typeof pattern !== 'string' || pattern.trim() === '') {
+      throw new ApiError(
+        400,
+        'E_BAD_FIELD',
+        `field "pattern" must be a non-empty string, got ${describe(pattern)}`,
+      );
+    }
+    const kind = body.kind ?? 'network';
+    if (typeof kind !== 'string' || !this.config.kinds.has(kind)) {
+      throw new ApiError(
+        400,
+        'E_BAD_FIELD',
+        `field "kind" must be one of ${[...this.config.kinds].join(', ')}, got ${describe(kind)}`,
+      );
+    }
+    let expiresAt: number | null = null;
+    if (body.ttl !== undefined) {
+      const ms = typeof body.ttl === 'string' ? parseDuration(body.ttl) : undefined;
+      if (ms === undefined || ms <= 0) {
+        throw new ApiError(
+          400,
+          'E_BAD_FIELD',
+          `field "ttl" must be a duration like 30m or 1h, got ${describe(body.ttl)}`,
+        );
+      }
+      expiresAt = Date.now() + ms;
+    }
+    let approval: Approval;
+    try {
+      approval = this.sessions.approve({ pattern, kind, session: id, expiresAt, by });
+    } catch (err) {
+      if (isTrajgateError(err) && err.code === 'E_PATTERN_INVALID') {
+        throw new ApiError(400, 'E_PATTERN_INVALID', err.message);
+      }
+      throw err;
+    }
+    return approvalView(approval);
+  }
+
+  approvals(): ApprovalView[] {
+    const now = Date.now();
+    const ids = [...this.guard.sessions()].map(([id]) => id);
+    const all = [
+      this.guard.approvals.list(null, now),
+      ...ids.map((id) => this.guard.approvals.list(id, now)),
+    ];
+    const seen = new Set<Approval>();
+    return all
+      .flat()
+      .filter((a) => !seen.has(a) && seen.add(a))
+      .map(approvalView);
+  }
+
+  resume(id: string, body: Record<string, unknown>, by: string): { released: number } {
+    this.#known(id);
+    if (body.reset !== undefined && typeof body.reset !== 'boolean') {
+      throw new ApiError(
+        400,
+        'E_BAD_FIELD',
+        `field "reset" must be true or false, got ${describe(body.reset)}`,
+      );
+    }
+    return this.#operate(() => this.sessions.resume(id, { reset: body.reset === true, by }));
+  }
+
+  deny(id: string, by: string): { released: number } {
+    this.#known(id);
+    return this.#operate(() => this.sessions.deny(id, { by }));
+  }
+
+  #operate(action: () => number): { released: number } {
+    try {
+      return { released: action() };
+    } catch (err) {
+      if (isTrajgateError(err) && err.code === 'E_NOT_PAUSED')
+        throw new ApiError(409, 'E_NOT_PAUSED', err.message);
+      throw err;
+    }
+  }
+
+  #view(id: string): SessionView {
+    const state = this.guard.session(id);
+    const counts: Record<string, number> = {};
+    for (const [key, n] of state?.counts ?? []) {
+      const b = boundaryOfKey(key);
+      counts[b] = (counts[b] ?? 0) + n;
+    }
+    const activity = this.review.activity(id);
+    return {
+      id,
+      state: state?.pausedAt != null ? 'paused' : 'active',
+      counts,
+      pausedAt: iso(state?.pausedAt),
+      pausedBy: state?.pausedBy ?? null,
+      held: this.sessions.held(id).length,
+      lastActivity: iso(activity?.lastActivity),
+      events: activity?.events ?? 0,
+    };
+  }
+
+  #known(id: string): void {
+    const known =
+      this.guard.session(id) !== undefined ||
+      this.review.activity(id) !== null ||
+      (this.config.agents ?? []).some((a) => a.id === id);
+    if (!known) throw new ApiError(404, 'E_UNKNOWN_SESSION', `no session ${JSON.stringify(id)}`);
+  }
+}
+
+function approvalView(a: Approval): ApprovalView {
+  return { pattern: a.pattern, kind: a.kind, session: a.session, expiresAt: iso(a.expiresAt) };
+}
+
+function intParam(
+  query: URLSearchParams,
+  name: string,
+  fallback: number,
+  min: number,
+  max: number,
+): number {
+  const text = query.get(name);
+  if (text === null) return fallback;
+  const n = Number(text);
+  if (!Number.isSafeInteger(n) || n < min || n > max) {
+    throw new ApiError(
+      400,
+      'E_BAD_FIELD',
+      `query "${name}" must be a whole number from ${min} to ${max}, got ${JSON.stringify(text)}`,
+    );
+  }
+  return n;
+}

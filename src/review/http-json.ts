@@ -1,0 +1,60 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+
+/** An API error as clients see it: HTTP status, stable code, one-line message. */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export const BODY_LIMIT = 64 * 1024;
+
+export function sendJson(res: ServerResponse, status: number, value: unknown): void {
+  const body = JSON.stringify(value);
+  res.writeHead(status, {
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(body),
+    'cache-control': 'no-store',
+  });
+  res.end(body);
+}
+
+export function sendError(res: ServerResponse, err: ApiError): void {
+  sendJson(res, err.status, { error: { code: err.code, message: err.message } });
+}
+
+/**
+ * The request's JSON object body (`{}` when empty), refused with 413 past BODY_LIMIT (before
+ * reading it when Content-Length says so) and 400 when it is not a JSON object.
+ */
+export async function readJsonBody(req: IncomingMessage): Promise<Record<string, unknown>> {
+  const declared = Number(req.headers['content-length'] ?? 0);
+  if (declared > BODY_LIMIT) throw tooLarge();
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > BODY_LIMIT) throw tooLarge();
+    chunks.push(chunk);
+  }
+  const text = Buffer.concat(chunks).toString('utf8').trim();
+  if (text === '') return {};
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (err) {
+    throw new ApiError(400, 'E_BAD_JSON', `body is not valid JSON: ${(err as Error).message}`);
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new ApiError(400, 'E_BAD_JSON', 'body must be a JSON object');
+  }
+  return value as Record<string, unknown>;
+}
+
+function tooLarge(): ApiError {
+  return new ApiError(413, 'E_TOO_LARGE', `body is larger than ${BODY_LIMIT} bytes`);
+}

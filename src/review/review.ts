@@ -1,0 +1,147 @@
+import type { Logger } from 'pino';
+import type { Config } from '../config/load.js';
+import type { EventRecord, JournalRecord, PauseRecord, Summary } from '../journal/records.js';
+
+/** What a session did lately, for pause records, the API and the review page. */
+interface Trail {
+  readonly recent: Summary[];
+  lastActivity: number;
+  events: number;
+  pause: PauseRecord | null;
+}
+
+export type PauseListener = (record: PauseRecord) => void;
+export type ReviewListener = (summary: Summary) => void;
+
+/**
+ * The operator's view of the trajectory: each session's latest events (a ring of
+ * `policy.recentEvents`), and the pause record built when a session pauses (the pipeline
+ * journals it before it is announced). Rebuilt from the journal like the guard.
+ */
+export class Review {
+  readonly #trails = new Map<string, Trail>();
+  readonly #size: number;
+  readonly #log: Logger;
+  readonly #onPause: PauseListener[] = [];
+  readonly #onReview: ReviewListener[] = [];
+
+  constructor(config: Config, log: Logger) {
+    this.#size = config.policy.recentEvents;
+    this.#log = log;
+  }
+
+  onPause(listener: PauseListener): void {
+    this.#onPause.push(listener);
+  }
+
+  onReview(listener: ReviewListener): void {
+    this.#onReview.push(listener);
+  }
+
+  /** Every event record, as it is journaled or read back. */
+  observe(record: Omit<EventRecord, 'ts'> & { ts: number | string }): Summary {
+    const summary = summarize(record);
+    const trail = this.#trail(record.session);
+    trail.recent.push(summary);
+    if (trail.recent.length > this.#size) trail.recent.shift();
+    trail.lastActivity = Date.parse(summary.ts);
+    trail.events++;
+    if (summary.verdict === 'REVIEW' && summary.held !== true) this.#emit(this.#onReview, summary);
+    return summary;
+  }
+
+  /** A session just paused on `trigger`: builds and keeps its pause record. */
+  paused(trigger: Summary, held: PauseRecord['held']): PauseRecord {
+    const trail = this.#trail(trigger.session);
+    const record: PauseRecord = {
+      session: trigger.session,
+      pausedAt: trigger.ts,
+      boundary: trigger.boundary,
+      count: trigger.count,
+      reason: trigger.reason,
+      trigger,
+      recent: [...trail.recent],
+      held,
+      restored: false,
+    };
+    trail.pause = record;
+    return record;
+  }
+
+  /** Tells listeners (webhook, metrics) of a pause record once it is journaled. */
+  announce(record: PauseRecord): void {
+    this.#emit(this.#onPause, record);
+  }
+
+  /** Rebuild: event records refill the rings, pause records come back (held requests lost). */
+  restore(record: JournalRecord): void {
+    if (record.type === 'event') this.observe(record);
+    else if (record.type === 'pause') {
+      const { seq: _seq, ts: _ts, type: _type, ...pause } = record;
+      this.#trail(record.session).pause = { ...pause, restored: true };
+    } else if (record.type === 'resume') {
+      const trail = this.#trails.get(record.session);
+      if (trail) trail.pause = null;
+    }
+  }
+
+  resumed(session: string): void {
+    const trail = this.#trails.get(session);
+    if (trail) trail.pause = null;
+  }
+
+  recent(session: string): Summary[] {
+    return [...(this.#trails.get(session)?.recent ?? [])];
+  }
+
+  pauseRecord(session: string): PauseRecord | null {
+    return this.#trails.get(session)?.pause ?? null;
+  }
+
+  activity(session: string): { lastActivity: number; events: number } | null {
+    const trail = this.#trails.get(session);
+    return trail ? { lastActivity: trail.lastActivity, events: trail.events } : null;
+  }
+
+  sessions(): IterableIterator<string> {
+    return this.#trails.keys();
+  }
+
+  #trail(session: string): Trail {
+    let trail = this.#trails.get(session);
+    if (!trail) {
+      trail = { recent: [], lastActivity: 0, events: 0, pause: null };
+      this.#trails.set(session, trail);
+    }
+    return trail;
+  }
+
+  #emit<T>(listeners: ((value: T) => void)[], value: T): void {
+    for (const listener of listeners) {
+      try {
+        listener(value);
+      } catch (err) {
+        this.#log.error({ err }, 'review listener failed');
+      }
+    }
+  }
+}
+
+function summarize(r: Omit<EventRecord, 'ts'> & { ts: number | string }): Summary {
+  return {
+    seq: r.seq,
+    ts: typeof r.ts === 'number' ? new Date(r.ts).toISOString() : r.ts,
+    session: r.session,
+    source: r.source,
+    kind: r.kind,
+    target: r.target,
+    method: r.method,
+    verdict: r.verdict,
+    boundary: r.boundary,
+    count: r.count,
+    reason: r.reason,
+    approved: r.approved,
+    denied: r.denied,
+    held: r.held,
+  };
+}
