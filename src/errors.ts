@@ -13,6 +13,7 @@ export type ErrorCode =
   | 'E_INPUT_READ'
   | 'E_NOT_PAUSED'
   | 'E_LISTEN'
+  | 'E_ADMIN_API'
   | 'E_USAGE';
 
 export class TrajgateError extends Error {

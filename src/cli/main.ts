@@ -2,13 +2,15 @@
 import { isTrajgateError } from '../errors.js';
 import { CHECK_CONFIG_USAGE, checkConfig } from './check-config.js';
 import { bufferedOutput } from './io.js';
+import { operator, OPERATOR_USAGE } from './operator.js';
 import { REPLAY_USAGE, replay } from './replay.js';
 import { START_USAGE, start } from './start.js';
 
 const USAGE = `usage:
   ${START_USAGE}
   ${REPLAY_USAGE}
-  ${CHECK_CONFIG_USAGE}`;
+  ${CHECK_CONFIG_USAGE}
+  ${OPERATOR_USAGE.join('\n  ')}`;
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
@@ -22,6 +24,12 @@ async function main(argv: string[]): Promise<number> {
         return await replay(rest, out);
       case 'check-config':
         return checkConfig(rest, (line) => process.stdout.write(line + '\n'));
+      case 'sessions':
+      case 'events':
+      case 'approve':
+      case 'resume':
+      case 'deny':
+        return await operator(command, rest, (line) => process.stdout.write(line + '\n'));
       case 'help':
       case '--help':
       case '-h':
