@@ -118,7 +118,7 @@ function adminClient(admin: string | undefined, configFile: string | undefined) 
       } catch (err) {
         const code = errnoCode(err) ?? (err as Error).message;
         throw new TrajgateError(
-          'E_USAGE',
+          'E_ADMIN_API',
           `cannot reach trajgate's admin API at ${base} (${code}): is \`trajgate start\` running? Use --admin URL to point elsewhere`,
         );
       }
@@ -126,13 +126,13 @@ function adminClient(admin: string | undefined, configFile: string | undefined) 
       const value = text === '' ? {} : (JSON.parse(text) as { error?: { message: string } });
       if (res.statusCode === 401) {
         throw new TrajgateError(
-          'E_USAGE',
+          'E_ADMIN_API',
           `the admin API refused the token: set TRAJGATE_ADMIN_TOKEN to the token in ${file} or in admin.token`,
         );
       }
       if (res.statusCode >= 400) {
         throw new TrajgateError(
-          'E_USAGE',
+          'E_ADMIN_API',
           `${method} ${path}: ${res.statusCode} ${value.error?.message ?? text}`,
         );
       }
