@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import { Egress } from './action/egress.js';
 import type { Lookup } from './action/egress.js';
 import { Forwarder } from './action/forward.js';
+import { ReverseProxy } from './action/reverse-proxy.js';
 import type { HostPort } from './config/formats.js';
 import type { Config } from './config/load.js';
 import { TrajgateError } from './errors.js';
@@ -13,6 +14,8 @@ import { Guard } from './guard/guard.js';
 import { openJournal } from './journal/open.js';
 import { applyRecord } from './journal/rebuild.js';
 import type { JournalWriter } from './journal/writer.js';
+import { toolMap } from './event/tool-map.js';
+import { createBridgeServer } from './ingress/bridge.js';
 import { Identity } from './ingress/identity.js';
 import { createProxyServer } from './ingress/proxy.js';
 import { Pipeline } from './pipeline.js';
@@ -31,8 +34,9 @@ export interface RunningGateway {
   readonly sessions: Sessions;
   readonly review: Review;
   readonly pipeline: Pipeline;
-  /** Where the proxy and admin listeners are (real ports when the config said 0). */
+  /** Where the proxy, bridge and admin listeners are (real ports when the config said 0). */
   readonly proxy: HostPort;
+  readonly bridge: HostPort;
   readonly admin: HostPort;
   /** The generated admin token's file, when the config names none. */
   readonly adminTokenFile: string | null;
@@ -93,13 +97,30 @@ export async function startGateway(
   for (const l of Object.values(config.listen)) if (l.port !== 0) egress.addOwnPort(l.port);
   const pipeline = new Pipeline(config, guard, journal, sessions, egress, review, metrics);
   const forwarder = new Forwarder(config.limits);
+  const identity = new Identity(config.agents);
   const proxyServer = createProxyServer({
     pipeline,
-    identity: new Identity(config.agents),
+    identity,
     forwarder,
     limits: config.limits,
     log,
     tunnels: new Map(),
+  });
+  const reverseProxy = config.bridge.upstream
+    ? new ReverseProxy({
+        upstream: config.bridge.upstream,
+        onePath: config.bridge.protocol === 'mcp',
+        timeoutMs: config.limits.upstreamTimeout,
+        forwardAuthorization: config.bridge.forwardAuthorization,
+      })
+    : null;
+  const bridgeServer = createBridgeServer({
+    config,
+    pipeline,
+    identity,
+    proxy: reverseProxy,
+    tools: toolMap(config.bridge.tools),
+    log,
   });
   const { tokens, file: adminTokenFile } = adminTokens(config);
   const adminServer = createAdminServer({
@@ -109,18 +130,21 @@ export async function startGateway(
     log,
   });
   const sockets = track(proxyServer);
+  const bridgeSockets = track(bridgeServer);
+  const servers = [proxyServer, bridgeServer, adminServer];
   let proxy: HostPort;
+  let bridge: HostPort;
   let admin: HostPort;
   try {
     proxy = await listen(proxyServer, config.listen.proxy);
+    bridge = await listen(bridgeServer, config.listen.bridge);
     admin = await listen(adminServer, config.listen.admin);
   } catch (err) {
-    proxyServer.close();
+    for (const server of servers) server.close();
     journal.close();
     throw err;
   }
-  egress.addOwnPort(proxy.port);
-  egress.addOwnPort(admin.port);
+  for (const l of [proxy, bridge, admin]) egress.addOwnPort(l.port);
   const held = sessions;
   return {
     config,
@@ -130,16 +154,15 @@ export async function startGateway(
     review,
     pipeline,
     proxy,
+    bridge,
     admin,
     adminTokenFile,
     restored,
     async stop() {
-      const closed = Promise.all([
-        new Promise<void>((resolve) => proxyServer.close(() => resolve())),
-        new Promise<void>((resolve) => adminServer.close(() => resolve())),
-      ]);
-      proxyServer.closeIdleConnections();
-      adminServer.closeIdleConnections();
+      const closed = Promise.all(
+        servers.map((server) => new Promise<void>((resolve) => server.close(() => resolve()))),
+      );
+      for (const server of servers) server.closeIdleConnections();
       held.shutdown();
       const deadline = new AbortController();
       const drained = await Promise.race([
@@ -151,11 +174,12 @@ export async function startGateway(
         log.warn(
           `stop: ${sockets.size} connection(s) still open after ${config.limits.drainTimeout} ms; closing them`,
         );
-        for (const socket of sockets) socket.destroy();
+        for (const socket of [...sockets, ...bridgeSockets]) socket.destroy();
         adminServer.closeAllConnections();
         await closed;
       }
       await forwarder.close();
+      reverseProxy?.close();
       await notifier?.close();
       journal.close();
     },

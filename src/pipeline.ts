@@ -33,9 +33,17 @@ export type Ruling =
       readonly kind: 'forward';
       readonly rid: number;
       readonly event: Event;
+      readonly decision: Decision;
+      /** The checked address to connect to (network events only). */
       readonly address: string | null;
     }
-  | { readonly kind: 'refuse'; readonly rid: number | null; readonly refusal: Refusal }
+  | {
+      readonly kind: 'refuse';
+      readonly rid: number | null;
+      readonly refusal: Refusal;
+      /** The verdict behind a policy refusal; absent for malformed input or upstream failure. */
+      readonly decision?: Decision;
+    }
   | { readonly kind: 'gone'; readonly rid: number | null };
 
 const HELD: Decision = {
@@ -136,7 +144,7 @@ export class Pipeline {
         };
       address = check.address;
     }
-    return { kind: 'forward', rid: id, event, address };
+    return { kind: 'forward', rid: id, event, decision, address };
   }
 
   /** Journals how a request ended (written with the next record: it decides nothing). */
@@ -214,6 +222,7 @@ export class Pipeline {
       kind: 'refuse',
       rid,
       refusal: verdictRefusal(verdict, boundary, ask.what, decision.reason, end),
+      decision: { ...decision, verdict, boundary },
     };
   }
 

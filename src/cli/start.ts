@@ -23,6 +23,9 @@ export async function start(argv: string[], say: (line: string) => void): Promis
     `trajgate: journal ${config.journal} (${gateway.restored} records restored, ${paused} session(s) paused)`,
   );
   say(`trajgate: proxy listening on http://${proxy}`);
+  say(
+    `trajgate: tool bridge on http://${formatHostPort(gateway.bridge)}/ (${config.bridge.upstream ? `${config.bridge.protocol} → ${config.bridge.upstream}` : 'ingest only: POST /events'})`,
+  );
   say(`trajgate: admin API on http://${formatHostPort(gateway.admin)}/api/ (metrics at /metrics)`);
   if (gateway.adminTokenFile)
     say(`  admin token (Authorization: Bearer …) is in ${gateway.adminTokenFile}`);

@@ -107,7 +107,7 @@ function validate(
   if (details.length > 0 || !result.success) {
     throw new TrajgateError('E_CONFIG_INVALID', `${source}: ${details.length} error(s)`, details);
   }
-  const raw = result.data;
+  const raw = withToolBoundary(result.data);
   const workspace = realDir(raw.workspace ?? '.', baseDir);
   const listen = {
     proxy: parseHostPort(raw.listen.proxy) as HostPort,
@@ -128,6 +128,19 @@ function validate(
     tls: { ...raw.tls, ca: resolve(baseDir, raw.tls.ca) },
     kinds: knownKinds(raw),
   };
+}
+
+/**
+ * Tool calls the bridge cannot map are `tool` events; `bridge.unmapped` sets how they count,
+ * as a boundary of their own, unless the policy declares a `tool` boundary itself.
+ */
+function withToolBoundary(raw: RawConfig): RawConfig {
+  if (raw.policy.boundaries.tool !== undefined || raw.bridge.unmapped === 'allow') return raw;
+  const tool =
+    raw.bridge.unmapped === 'pause'
+      ? { kinds: ['tool'], pauseAt: 1 }
+      : { kinds: ['tool'], reviewAt: 1, pauseAt: 2 };
+  return { ...raw, policy: { ...raw.policy, boundaries: { ...raw.policy.boundaries, tool } } };
 }
 
 interface YamlSource {

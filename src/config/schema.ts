@@ -100,6 +100,17 @@ function checkBoundary(key: string, b: z.output<typeof boundary>, ctx: z.Refinem
   }
 }
 
+/** Where a tool call's target is: an argument path; `[]` after a name takes each element. */
+const toolEvent = z.strictObject({
+  kind: name('a kind'),
+  target: z
+    .string()
+    .regex(
+      /^[A-Za-z0-9_-]+(\[\])?(\.[A-Za-z0-9_-]+(\[\])?)*$/,
+      'expected an argument path like path, options.cwd or paths[]',
+    ),
+});
+
 const agent = z.strictObject({
   id: name('an agent id'),
   token: z.string().min(16, 'must be at least 16 characters (use a random secret)'),
@@ -201,6 +212,27 @@ export const configSchema = z.strictObject({
     .strictObject({
       upstream: z.url({ protocol: /^https?$/ }).optional(),
       protocol: z.enum(['mcp', 'http']).default('mcp'),
+      forwardAuthorization: z.boolean().default(false),
+      unmapped: z.enum(['allow', 'review', 'pause']).default('review'),
+      tools: z
+        .record(z.string().min(1), z.union([toolEvent, z.array(toolEvent).min(1)]))
+        .default({}),
+      routes: z
+        .array(
+          z.strictObject({
+            method: z.string().regex(/^[A-Za-z]{1,16}$/, 'expected an HTTP method'),
+            path: z.string().startsWith('/', 'expected a path starting with /'),
+            kind: name('a kind'),
+            target: z
+              .string()
+              .regex(
+                /^(\$(\.[A-Za-z0-9_-]+)+|query:[A-Za-z0-9_.-]+|segment:\d+)$/,
+                'expected $.field, query:name or segment:N',
+              ),
+          }),
+        )
+        .default([]),
+      maxBodyBytes: z.number().int().min(1024).max(67_108_864).default(1_048_576),
     })
     .prefault({}),
   tls: z
@@ -223,5 +255,8 @@ export type RawConfig = z.output<typeof configSchema>;
 export function knownKinds(raw: RawConfig): Set<string> {
   const kinds = new Set(BUILTIN_KINDS);
   for (const b of Object.values(raw.policy.boundaries)) for (const k of b.kinds) kinds.add(k);
+  for (const t of Object.values(raw.bridge.tools)) for (const e of [t].flat()) kinds.add(e.kind);
+  for (const r of raw.bridge.routes) kinds.add(r.kind);
+  kinds.add('tool');
   return kinds;
 }

@@ -44,6 +44,20 @@ export class Identity {
     return this.#check(decoded.slice(0, colon), decoded.slice(colon + 1));
   }
 
+  /**
+   * `Authorization: Bearer TOKEN` on the bridge (RFC 6750): the token alone names the agent,
+   * so it is compared against every agent's token.
+   */
+  fromBearer(header: string | undefined, client: string): Identified {
+    if (this.#byId === null) return { ok: true, session: client };
+    const m = /^bearer\s+(\S+)\s*$/i.exec(header ?? '');
+    if (!m) return { ok: false, reason: 'agent token required (Authorization: Bearer TOKEN)' };
+    const given = digest(m[1] as string);
+    let session: string | null = null;
+    for (const [id, expected] of this.#byId) if (timingSafeEqual(given, expected)) session ??= id;
+    return session === null ? { ok: false, reason: 'wrong agent token' } : { ok: true, session };
+  }
+
   #check(id: string, token: string): Identified {
     const expected = (this.#byId as Map<string, Buffer>).get(id);
     const given = digest(token);

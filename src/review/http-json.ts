@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { BodyTooLarge, readBody } from '../ingress/body.js';
 
 /** An API error as clients see it: HTTP status, stable code, one-line message. */
 export class ApiError extends Error {
@@ -32,16 +33,14 @@ export function sendError(res: ServerResponse, err: ApiError): void {
  * reading it when Content-Length says so) and 400 when it is not a JSON object.
  */
 export async function readJsonBody(req: IncomingMessage): Promise<Record<string, unknown>> {
-  const declared = Number(req.headers['content-length'] ?? 0);
-  if (declared > BODY_LIMIT) throw tooLarge();
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > BODY_LIMIT) throw tooLarge();
-    chunks.push(chunk);
+  let body: Buffer;
+  try {
+    body = await readBody(req, BODY_LIMIT);
+  } catch (err) {
+    if (err instanceof BodyTooLarge) throw new ApiError(413, 'E_TOO_LARGE', err.message);
+    throw err;
   }
-  const text = Buffer.concat(chunks).toString('utf8').trim();
+  const text = body.toString('utf8').trim();
   if (text === '') return {};
   let value: unknown;
   try {
@@ -53,8 +52,4 @@ export async function readJsonBody(req: IncomingMessage): Promise<Record<string,
     throw new ApiError(400, 'E_BAD_JSON', 'body must be a JSON object');
   }
   return value as Record<string, unknown>;
-}
-
-function tooLarge(): ApiError {
-  return new ApiError(413, 'E_TOO_LARGE', `body is larger than ${BODY_LIMIT} bytes`);
 }

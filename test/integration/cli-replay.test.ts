@@ -82,7 +82,7 @@ describe('trajgate replay', () => {
     [
       'unknown kind',
       '{"kind":"teleport","target":"x"}\n',
-      /bad\.jsonl:1: unknown kind "teleport" \(known: read, write, command, network\)/,
+      /bad\.jsonl:1: unknown kind "teleport" \(known: read, write, command, network, tool\)/,
       '',
     ],
     [

@@ -1,0 +1,113 @@
+import { Agent } from 'node:http';
+import type { ClientRequest, IncomingMessage, ServerResponse } from 'node:http';
+import { Readable } from 'node:stream';
+import httpProxy from 'http-proxy';
+import type { Transfer } from './transfer.js';
+import { upstreamFailure } from './transfer.js';
+
+/** An upstream failure the caller answers in its own protocol (JSON-RPC or plain HTTP). */
+export interface Failure {
+  readonly status: 502 | 504;
+  readonly reason: string;
+}
+
+interface Flight {
+  readonly body: Buffer | null;
+  bytesDown: number;
+}
+
+/**
+ * The tool bridge's reverse proxy. http-proxy is unmaintained since 2020, so it stays behind
+ * this one module: every error is handled (an unhandled 'error' event would kill the process),
+ * the upstream has a timeout, and responses are piped as they come (MCP answers may be
+ * Server-Sent Events: nothing is buffered). Request bodies arrive already read (the bridge had
+ * to parse them) and are replayed with their exact length.
+ */
+export class ReverseProxy {
+  readonly #proxy: httpProxy;
+  readonly #flights = new WeakMap<IncomingMessage, Flight>();
+  readonly #agent = new Agent({ keepAlive: true, maxSockets: 256 });
+  readonly #timeoutMs: number;
+  readonly #upstream: URL;
+
+  constructor(options: {
+    upstream: string;
+    onePath: boolean;
+    timeoutMs: number;
+    forwardAuthorization: boolean;
+  }) {
+    this.#upstream = new URL(options.upstream);
+    this.#timeoutMs = options.timeoutMs;
+    this.#proxy = httpProxy.createProxyServer({
+      target: options.upstream,
+      ignorePath: options.onePath,
+      changeOrigin: true,
+      xfwd: false,
+      proxyTimeout: options.timeoutMs,
+      agent: this.#agent,
+    });
+    this.#proxy.on('proxyReq', (proxyReq: ClientRequest, req: IncomingMessage) => {
+      const flight = this.#flights.get(req);
+      proxyReq.removeHeader('proxy-authorization');
+      if (!options.forwardAuthorization) proxyReq.removeHeader('authorization');
+      if (flight?.body) {
+        proxyReq.removeHeader('transfer-encoding');
+        proxyReq.setHeader('content-length', flight.body.length);
+      }
+    });
+    this.#proxy.on('proxyRes', (proxyRes: IncomingMessage, req: IncomingMessage) => {
+      const flight = this.#flights.get(req);
+      if (flight) proxyRes.on('data', (chunk: Buffer) => (flight.bytesDown += chunk.length));
+    });
+    // Errors also reach each request's callback below; this listener keeps one from crashing.
+    this.#proxy.on('error', () => undefined);
+  }
+
+  get upstream(): string {
+    return this.#upstream.href;
+  }
+
+  /** Sends the request on; resolves when the response is done, or with the failure to report. */
+  forward(
+    req: IncomingMessage,
+    res: ServerResponse,
+    body: Buffer | null,
+  ): Promise<{ transfer: Transfer; failure?: Failure }> {
+    const flight: Flight = { body, bytesDown: 0 };
+    this.#flights.set(req, flight);
+    const bytesUp = body?.length ?? 0;
+    const started = Date.now();
+    return new Promise((resolve) => {
+      res.once('close', () =>
+        resolve({ transfer: { status: res.statusCode, bytesUp, bytesDown: flight.bytesDown } }),
+      );
+      this.#proxy.web(req, res, body ? { buffer: Readable.from([body]) } : {}, (err: Error) => {
+        const timedOut = Date.now() - started >= this.#timeoutMs;
+        const failure = timedOut
+          ? { status: 504 as const, reason: `upstream ${this.#upstream.host} timed out` }
+          : upstreamFailure(err, this.#upstream.host);
+        if (res.headersSent) {
+          res.destroy();
+          resolve({
+            transfer: {
+              status: res.statusCode,
+              bytesUp,
+              bytesDown: flight.bytesDown,
+              error: failure.reason,
+            },
+          });
+          return;
+        }
+        resolve({
+          transfer: { status: failure.status, bytesUp, bytesDown: 0, error: failure.reason },
+          failure,
+        });
+      });
+    });
+  }
+
+  close(): void {
+    this.#proxy.close();
+    this.#agent.destroy();
+  }
+}

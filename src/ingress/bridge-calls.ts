@@ -1,0 +1,77 @@
+import type { Logger } from 'pino';
+import type { Refusal } from '../action/respond.js';
+import type { ReverseProxy } from '../action/reverse-proxy.js';
+import type { Transfer } from '../action/transfer.js';
+import type { Config } from '../config/load.js';
+import type { EventInput, Source } from '../event/event.js';
+import type { ToolMap } from '../event/tool-map.js';
+import type { Decision } from '../guard/guard.js';
+import type { Pipeline } from '../pipeline.js';
+import type { Presence } from '../review/sessions.js';
+import type { Identity } from './identity.js';
+
+/** What the bridge's handlers share. */
+export interface BridgeContext {
+  readonly config: Config;
+  readonly pipeline: Pipeline;
+  readonly identity: Identity;
+  /** null when no `bridge.upstream` is configured (only ingest is served). */
+  readonly proxy: ReverseProxy | null;
+  readonly tools: ToolMap;
+  readonly log: Logger;
+}
+
+/** The verdict on every event a call makes: forwarded only if all were allowed. */
+export interface CallRuling {
+  readonly allowed: boolean;
+  /** Ids of the requests judged (one per event), each owed one outcome. */
+  readonly rids: readonly number[];
+  readonly refusal?: Refusal;
+  readonly decision?: Decision;
+  readonly gone?: boolean;
+}
+
+/**
+ * Judges a call's events in order and stops at the first refused one: a `move_file` from
+ * inside to outside the workspace is refused as a whole, and both crossings are recorded. A
+ * paused session holds the call on its first event, like any request.
+ */
+export async function judgeCall(
+  pipeline: Pipeline,
+  events: readonly EventInput[],
+  who: { session: string; client: string; source: Source; waiting: Presence; what: string },
+): Promise<CallRuling> {
+  const rids: number[] = [];
+  let decision: Decision | undefined;
+  for (const input of events) {
+    const ruling = await pipeline.judge({
+      ...who,
+      input,
+      what: `${who.what} (${input.kind} ${input.target})`,
+      connect: false,
+    });
+    if (ruling.rid !== null) rids.push(ruling.rid);
+    if (ruling.kind === 'gone') return { allowed: false, rids, gone: true };
+    if (ruling.kind === 'refuse') {
+      return {
+        allowed: false,
+        rids,
+        refusal: ruling.refusal,
+        ...(ruling.decision ? { decision: ruling.decision } : {}),
+      };
+    }
+    decision = ruling.decision;
+  }
+  return { allowed: true, rids, ...(decision ? { decision } : {}) };
+}
+
+/** One outcome per judged event of the call. */
+export function callOutcome(
+  pipeline: Pipeline,
+  rids: readonly number[],
+  session: string,
+  transfer: Transfer,
+  start: number,
+): void {
+  for (const rid of rids) pipeline.outcome(rid, session, transfer, performance.now() - start);
+}
