@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 import { isTrajgateError } from '../errors.js';
+import { check, CHECK_USAGE, readStdin } from './check.js';
 import { CHECK_CONFIG_USAGE, checkConfig } from './check-config.js';
 import { bufferedOutput } from './io.js';
 import { operator, OPERATOR_USAGE } from './operator.js';
@@ -10,6 +11,7 @@ const USAGE = `usage:
   ${START_USAGE}
   ${REPLAY_USAGE}
   ${CHECK_CONFIG_USAGE}
+  ${CHECK_USAGE}
   ${OPERATOR_USAGE.join('\n  ')}`;
 
 async function main(argv: string[]): Promise<number> {
@@ -22,6 +24,8 @@ async function main(argv: string[]): Promise<number> {
         return await start(rest, log);
       case 'replay':
         return await replay(rest, out);
+      case 'check':
+        return await check(rest, log, readStdin);
       case 'check-config':
         return checkConfig(rest, (line) => process.stdout.write(line + '\n'));
       case 'sessions':

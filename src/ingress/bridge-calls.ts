@@ -39,7 +39,13 @@ export interface CallRuling {
 export async function judgeCall(
   pipeline: Pipeline,
   events: readonly EventInput[],
-  who: { session: string; client: string; source: Source; waiting: Presence; what: string },
+  who: {
+    session: string;
+    client: string;
+    source: Source;
+    waiting: Presence;
+    what: (input: EventInput) => string;
+  },
 ): Promise<CallRuling> {
   const rids: number[] = [];
   let decision: Decision | undefined;
@@ -47,7 +53,7 @@ export async function judgeCall(
     const ruling = await pipeline.judge({
       ...who,
       input,
-      what: `${who.what} (${input.kind} ${input.target})`,
+      what: who.what(input),
       connect: false,
     });
     if (ruling.rid !== null) rids.push(ruling.rid);

@@ -59,7 +59,7 @@ export async function handleHttpTool(
     ...who,
     source: 'bridge',
     waiting: presence(req.socket),
-    what: `${method} ${url.pathname}`,
+    what: (e) => `${method} ${url.pathname} (${e.kind} ${e.target})`,
   });
   let transfer;
   if (ruling.gone) {

@@ -47,7 +47,7 @@ export async function handleMcp(
     ...who,
     source: 'bridge',
     waiting: presence(req.socket),
-    what: `tools/call ${message.tool}`,
+    what: (e) => `tools/call ${message.tool} (${e.kind} ${e.target})`,
   });
   if (ruling.gone) {
     const transfer = {

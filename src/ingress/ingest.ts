@@ -42,7 +42,7 @@ export async function handleIngest(
     ...who,
     source: 'ingest',
     waiting: presence(req.socket),
-    what: `${input.kind} ${input.target}`,
+    what: (e) => `${e.kind} ${e.target}`,
   });
   if (ruling.gone)
     return callOutcome(
