@@ -1,4 +1,4 @@
-import { realpathSync } from 'node:fs';
+import { lstatSync, readlinkSync, realpathSync } from 'node:fs';
 import { isAbsolute, join, posix } from 'node:path';
 import { errnoCode } from '../errors.js';
 
@@ -13,8 +13,11 @@ const MISSING = new Set(['ENOENT', 'ENOTDIR']);
  * Returns null when the path cannot be resolved (a loop, no permission): callers treat that
  * as outside, failing closed.
  */
-export function physicalPath(target: string, base: string): string | null {
+export function physicalPath(target: string, base: string, depth = 0): string | null {
+  if (depth > MAX_LINKS) return null;
   const abs = isAbsolute(target) ? target : join(base, target);
+  const quick = PLAIN.test(abs) ? plainPath(abs) : undefined;
+  if (quick !== undefined) return quick;
   const whole = tryRealpath(abs);
   if (whole !== undefined) return whole;
   let cur = '/';
@@ -33,10 +36,55 @@ export function physicalPath(target: string, base: string): string | null {
     }
     const real = tryRealpath(next);
     if (real === null) return null;
-    if (real === undefined) exists = false;
+    if (real === undefined) {
+      // A dangling link still leads somewhere: writing through it creates its target.
+      const link = linkTarget(next);
+      if (link === null) return null;
+      if (link !== undefined) {
+        const followed = physicalPath(link, cur, depth + 1);
+        if (followed === null) return null;
+        cur = followed;
+        continue;
+      }
+      exists = false;
+    }
     cur = real ?? next;
   }
   return cur;
+}
+
+/** Links followed before giving up, as the kernel's ELOOP limit (40 on Linux). */
+const MAX_LINKS = 40;
+
+/** No `.` or `..` segments: the common case, resolved without walking. */
+const PLAIN = /^\/(?!.*(?:^|\/)\.\.?(?:\/|$))/;
+
+/**
+ * Two syscalls and no exception for the usual target, an existing file or a new file in an
+ * existing folder (a thrown ENOENT costs more than the syscall). Undefined: walk instead.
+ */
+function plainPath(abs: string): string | null | undefined {
+  let stat;
+  try {
+    stat = lstatSync(abs, { throwIfNoEntry: false });
+  } catch {
+    return undefined;
+  }
+  if (stat !== undefined)
+    return stat.isSymbolicLink() ? (tryRealpath(abs) ?? undefined) : tryRealpath(abs);
+  const dir = tryRealpath(posix.dirname(abs));
+  if (typeof dir !== 'string') return dir === null ? null : undefined;
+  return dir === '/' ? `/${posix.basename(abs)}` : `${dir}/${posix.basename(abs)}`;
+}
+
+/** Where a link points (undefined: not a link; null: unreadable). */
+function linkTarget(p: string): string | null | undefined {
+  try {
+    const stat = lstatSync(p, { throwIfNoEntry: false });
+    return stat?.isSymbolicLink() ? readlinkSync(p) : undefined;
+  } catch {
+    return null;
+  }
 }
 
 /** realpath, or undefined when missing, or null when unresolvable for another reason. */
