@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-import { isTrajgateError } from '../errors.js';
+import { errnoCode, isTrajgateError } from '../errors.js';
 import { check, CHECK_USAGE, readStdin } from './check.js';
 import { CHECK_CONFIG_USAGE, checkConfig } from './check-config.js';
 import { bufferedOutput } from './io.js';
@@ -45,6 +45,10 @@ async function main(argv: string[]): Promise<number> {
     }
   } catch (err) {
     if (out.progress) process.stderr.write('\n');
+    if (errnoCode(err)?.startsWith('ERR_PARSE_ARGS')) {
+      log(`trajgate ${command}: ${(err as Error).message}\n${USAGE}`);
+      return 2;
+    }
     if (!isTrajgateError(err)) throw err;
     log(`trajgate: ${err.message}`);
     for (const detail of err.details) log(`  ${detail}`);

@@ -123,7 +123,15 @@ function adminClient(admin: string | undefined, configFile: string | undefined) 
         );
       }
       const text = await res.body.text();
-      const value = text === '' ? {} : (JSON.parse(text) as { error?: { message: string } });
+      let value: { error?: { message: string } };
+      try {
+        value = text === '' ? {} : (JSON.parse(text) as typeof value);
+      } catch {
+        throw new TrajgateError(
+          'E_ADMIN_API',
+          `${base} answered ${res.statusCode} with something other than JSON: is it trajgate's admin listener (listen.admin)?`,
+        );
+      }
       if (res.statusCode === 401) {
         throw new TrajgateError(
           'E_ADMIN_API',

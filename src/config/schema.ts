@@ -206,6 +206,9 @@ export const configSchema = z.strictObject({
       webhook: z.url({ protocol: /^https?$/ }).optional(),
       on: z.array(z.enum(['pause', 'review'])).default(['pause']),
       headers: z.record(z.string(), z.string()).default({}),
+      timeout: duration.default(5_000),
+      attempts: z.number().int().min(1).max(10).default(3),
+      backoff: duration.default(500),
     })
     .prefault({}),
   bridge: z

@@ -36,7 +36,10 @@ export const FILESYSTEM_TOOLS: ToolMap = {
 export function toolMap(
   configured: Readonly<Record<string, ToolEventSpec | readonly ToolEventSpec[]>>,
 ): ToolMap {
-  const map: Record<string, readonly ToolEventSpec[]> = { ...FILESYSTEM_TOOLS };
+  const map: Record<string, readonly ToolEventSpec[]> = Object.assign(
+    Object.create(null),
+    FILESYSTEM_TOOLS,
+  );
   for (const [name, spec] of Object.entries(configured)) map[name] = [spec].flat();
   return map;
 }
@@ -51,8 +54,9 @@ export function toolEvents(
   name: string,
   args: Record<string, unknown>,
 ): EventInput[] | null {
-  const specs = map[name];
-  if (specs === undefined) return null;
+  // Own keys only: a tool named `constructor` or `__proto__` is unmapped, not Object's.
+  if (!Object.hasOwn(map, name)) return null;
+  const specs = map[name] as readonly ToolEventSpec[];
   const events: EventInput[] = [];
   for (const spec of specs) {
     for (const target of argumentValues(args, spec.target, name))

@@ -11,6 +11,8 @@ export interface ApprovalSpec {
   readonly session?: string | null;
   /** Milliseconds since the epoch, judged against the event's own `ts`; null never expires. */
   readonly expiresAt?: number | null;
+  /** `config` for `network.allow`, else `operator` (an approval someone added). */
+  readonly origin?: 'config' | 'operator';
 }
 
 export interface Approval {
@@ -18,6 +20,7 @@ export interface Approval {
   readonly kind: string;
   readonly session: string | null;
   readonly expiresAt: number | null;
+  readonly origin: 'config' | 'operator';
   /** A network approval whose pattern names its port (see NetworkPattern.portNamed). */
   readonly namesPort: boolean;
   test(event: Event): boolean;
@@ -34,6 +37,7 @@ export function compileApproval(spec: ApprovalSpec): Approval {
     kind,
     session: spec.session ?? null,
     expiresAt: spec.expiresAt ?? null,
+    origin: spec.origin ?? 'operator',
     namesPort: false,
   };
   if (kind === 'network') {
@@ -76,6 +80,13 @@ export class ApprovalSet {
 
   match(event: Event): Approval | undefined {
     return find(this.#global, event) ?? find(this.#bySession.get(event.session), event);
+  }
+
+  /** Every approval unexpired at `now`, global ones first. */
+  all(now: number): Approval[] {
+    return [...this.#global, ...[...this.#bySession.values()].flat()].filter(
+      (a) => a.expiresAt === null || a.expiresAt > now,
+    );
   }
 
   /** The approvals that apply to a session (global ones included), unexpired at `now`. */

@@ -23,7 +23,7 @@ export function compilePolicy(config: Config): GuardPolicy {
   return {
     countBy: config.policy.countBy,
     boundaries,
-    allow: config.network.allow.map((pattern) => compileApproval({ pattern })),
+    allow: config.network.allow.map((pattern) => compileApproval({ pattern, origin: 'config' })),
     workspaceFor: (session) => workspaces.get(session) ?? config.workspace,
   };
 }

@@ -35,8 +35,17 @@ export async function handleHttpTool(
   who: { session: string; client: string },
 ): Promise<void> {
   const start = performance.now();
-  const url = new URL(req.url ?? '/', 'http://bridge');
+  const raw = req.url ?? '/';
+  const url = new URL(raw, 'http://bridge');
   const method = req.method ?? 'GET';
+  if (!raw.startsWith('/') || raw.startsWith('//') || url.pathname !== raw.split('?')[0]) {
+    // The path judged must be the path the server gets: no dot segments, no `//`.
+    const reason = `${method} ${raw.slice(0, 200)}: the path is not in normal form (no ., .. or //)`;
+    return sendRefusal(
+      res,
+      ctx.pipeline.refusal({ source: 'bridge', ...who, method, target: raw }, 400, reason),
+    );
+  }
   const body = await readBody(req, ctx.config.bridge.maxBodyBytes);
   const route = routes.find((r) => r.method === method && r.path.test(url.pathname));
   let input: EventInput;
@@ -103,7 +112,9 @@ function targetOf(spec: string, url: URL, body: Buffer): string | null {
           : undefined;
     }
   } else if (spec.startsWith('query:')) {
-    value = url.searchParams.get(spec.slice(6));
+    // A repeated parameter is ambiguous: servers differ on which value they take.
+    const values = url.searchParams.getAll(spec.slice(6));
+    value = values.length === 1 ? values[0] : null;
   } else {
     try {
       value = decodeURIComponent(url.pathname.split('/')[Number(spec.slice(8))] ?? '');

@@ -6,7 +6,7 @@ import type { BridgeContext } from './bridge-calls.js';
 import { callOutcome, judgeCall } from './bridge-calls.js';
 import { presence } from './context.js';
 import type { JsonRpcId } from './mcp.js';
-import { jsonRpcError, readMcpMessage, REFUSED } from './mcp.js';
+import { INVALID_REQUEST, jsonRpcError, readMcpMessage, REFUSED } from './mcp.js';
 
 /** JSON-RPC code for an upstream that failed (implementation-defined range). */
 const UPSTREAM_FAILED = -32002;
@@ -26,8 +26,27 @@ export async function handleMcp(
 ): Promise<void> {
   const start = performance.now();
   if (req.method !== 'POST') {
-    await forward(ctx, proxy, req, res, null, null);
-    return;
+    // Streamable HTTP: GET opens a server stream, DELETE ends a session; neither has a body,
+    // and a body on them (or any other method) would reach the server unjudged.
+    const bodyless =
+      req.headers['content-length'] === undefined || req.headers['content-length'] === '0';
+    if (
+      (req.method === 'GET' || req.method === 'DELETE') &&
+      bodyless &&
+      req.headers['transfer-encoding'] === undefined
+    ) {
+      await forward(ctx, proxy, req, res, null, null, who);
+      return;
+    }
+    const reason = `${req.method} with a body is not part of MCP's streamable HTTP (POST, GET, DELETE)`;
+    ctx.pipeline.refusal(
+      { source: 'bridge', ...who, method: req.method ?? '', target: req.url ?? '/' },
+      405,
+      reason,
+    );
+    res.setHeader('allow', 'POST, GET, DELETE');
+    res.setHeader('connection', 'close');
+    return answer(res, 405, jsonRpcError(null, INVALID_REQUEST, `trajgate: ${reason}`));
   }
   const body = await readBody(req, ctx.config.bridge.maxBodyBytes);
   const message = readMcpMessage(body, req.headers, ctx.tools);
@@ -40,7 +59,7 @@ export async function handleMcp(
     return answer(res, 400, jsonRpcError(message.id, message.code, message.message));
   }
   if (message.kind === 'pass') {
-    await forward(ctx, proxy, req, res, body, null);
+    await forward(ctx, proxy, req, res, body, message.id, who);
     return;
   }
   const ruling = await judgeCall(ctx.pipeline, message.events, {
@@ -75,7 +94,7 @@ export async function handleMcp(
     };
     return callOutcome(ctx.pipeline, ruling.rids, who.session, transfer, start);
   }
-  const transfer = await forward(ctx, proxy, req, res, body, message.id);
+  const transfer = await forward(ctx, proxy, req, res, body, message.id, who);
   callOutcome(ctx.pipeline, ruling.rids, who.session, transfer, start);
 }
 
@@ -86,10 +105,15 @@ async function forward(
   res: ServerResponse,
   body: Buffer | null,
   id: JsonRpcId,
+  who: { session: string; client: string },
 ) {
   const { transfer, failure } = await proxy.forward(req, res, body);
   if (failure) {
-    ctx.log.warn(`bridge: ${failure.reason}`);
+    ctx.pipeline.refusal(
+      { source: 'bridge', ...who, method: req.method ?? '', target: req.url ?? '/' },
+      failure.status,
+      failure.reason,
+    );
     answer(res, failure.status, jsonRpcError(id, UPSTREAM_FAILED, `trajgate: ${failure.reason}`));
   }
   return transfer;

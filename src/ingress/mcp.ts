@@ -9,7 +9,7 @@ export type JsonRpcId = string | number | null;
 /** What the bridge does with one MCP message. */
 export type McpMessage =
   /** Not a tool call (initialize, tools/list, notifications, responses): forwarded untouched. */
-  | { readonly kind: 'pass' }
+  | { readonly kind: 'pass'; readonly id: JsonRpcId }
   /** A tools/call: forwarded only if every event it makes is allowed. */
   | {
       readonly kind: 'call';
@@ -71,7 +71,7 @@ export function readMcpMessage(
   const id = typeof msg.id === 'string' || typeof msg.id === 'number' ? msg.id : null;
   const mismatch = checkStandardHeaders(msg, headers);
   if (mismatch) return invalid(id, INVALID_REQUEST, mismatch);
-  if (msg.method !== 'tools/call') return { kind: 'pass' };
+  if (msg.method !== 'tools/call') return { kind: 'pass', id };
   const params = msg.params;
   if (typeof params !== 'object' || params === null || Array.isArray(params)) {
     return invalid(id, INVALID_PARAMS, 'tools/call needs params with a "name"');

@@ -44,6 +44,8 @@ interface ApprovalView {
   readonly kind: string;
   readonly session: string | null;
   readonly expiresAt: string | null;
+  /** `config` (network.allow) or `operator`. */
+  readonly origin: 'config' | 'operator';
 }
 
 const iso = (ms: number | null | undefined) => (ms ? new Date(ms).toISOString() : null);
@@ -147,17 +149,7 @@ export class Api {
   }
 
   approvals(): ApprovalView[] {
-    const now = Date.now();
-    const ids = [...this.guard.sessions()].map(([id]) => id);
-    const all = [
-      this.guard.approvals.list(null, now),
-      ...ids.map((id) => this.guard.approvals.list(id, now)),
-    ];
-    const seen = new Set<Approval>();
-    return all
-      .flat()
-      .filter((a) => !seen.has(a) && seen.add(a))
-      .map(approvalView);
+    return this.guard.approvals.all(Date.now()).map(approvalView);
   }
 
   resume(id: string, body: Record<string, unknown>, by: string): { released: number } {
@@ -217,7 +209,13 @@ export class Api {
 }
 
 function approvalView(a: Approval): ApprovalView {
-  return { pattern: a.pattern, kind: a.kind, session: a.session, expiresAt: iso(a.expiresAt) };
+  return {
+    pattern: a.pattern,
+    kind: a.kind,
+    session: a.session,
+    expiresAt: iso(a.expiresAt),
+    origin: a.origin,
+  };
 }
 
 function intParam(

@@ -3,32 +3,28 @@ import type { Logger } from 'pino';
 import { Agent, request } from 'undici';
 import type { Config } from '../config/load.js';
 
-const ATTEMPTS = 3;
-const TIMEOUT_MS = 5_000;
-const BACKOFF_MS = 500;
-
 /**
  * Posts pause records (and, if asked, reviews) to `notify.webhook`. Fire and forget: a webhook
- * that is slow or down is retried with backoff, logged and counted, and never delays or fails
- * a request of the agent.
+ * that is slow or down is retried with backoff (`notify.attempts`, `notify.backoff`, each try
+ * bounded by `notify.timeout`), logged and counted, and never delays or fails a request of the
+ * agent. Stopping the gateway abandons deliveries still under way (counted as failed).
  */
 export class Notifier {
-  readonly #url: string;
+  readonly #config: Config['notify'] & { webhook: string };
   readonly #headers: Record<string, string>;
   readonly #log: Logger;
   readonly #failed: () => void;
-  readonly #agent = new Agent({
-    headersTimeout: TIMEOUT_MS,
-    bodyTimeout: TIMEOUT_MS,
-    connect: { timeout: TIMEOUT_MS },
-  });
+  readonly #agent: Agent;
+  readonly #closing = new AbortController();
   readonly #pending = new Set<Promise<void>>();
 
   constructor(config: Config['notify'] & { webhook: string }, log: Logger, failed: () => void) {
-    this.#url = config.webhook;
+    this.#config = config;
     this.#headers = { ...config.headers, 'content-type': 'application/json' };
     this.#log = log;
     this.#failed = failed;
+    const t = config.timeout;
+    this.#agent = new Agent({ headersTimeout: t, bodyTimeout: t, connect: { timeout: t } });
   }
 
   send(kind: 'pause' | 'review', payload: object): void {
@@ -37,22 +33,24 @@ export class Notifier {
     this.#pending.add(delivery);
   }
 
-  /** Waits for deliveries under way (at shutdown), then closes the connection pool. */
+  /** Abandons deliveries under way, then closes the connection pool. */
   async close(): Promise<void> {
+    this.#closing.abort();
     await Promise.allSettled(this.#pending);
-    await this.#agent.close();
+    await this.#agent.destroy();
   }
 
   async #deliver(kind: string, body: string): Promise<void> {
+    const { attempts, backoff, timeout } = this.#config;
     let why = '';
-    for (let attempt = 1; attempt <= ATTEMPTS; attempt++) {
+    for (let attempt = 1; attempt <= attempts && !this.#closing.signal.aborted; attempt++) {
       try {
-        const res = await request(this.#url, {
+        const res = await request(this.#config.webhook, {
           method: 'POST',
           headers: this.#headers,
           body,
           dispatcher: this.#agent,
-          signal: AbortSignal.timeout(TIMEOUT_MS),
+          signal: AbortSignal.any([this.#closing.signal, AbortSignal.timeout(timeout)]),
         });
         await res.body.dump();
         if (res.statusCode < 300) return;
@@ -60,9 +58,14 @@ export class Notifier {
       } catch (err) {
         why = (err as Error).message;
       }
-      if (attempt < ATTEMPTS) await sleep(BACKOFF_MS * 2 ** (attempt - 1));
+      if (attempt < attempts) {
+        await sleep(backoff * 2 ** (attempt - 1), undefined, {
+          signal: this.#closing.signal,
+        }).catch(() => undefined);
+      }
     }
+    if (this.#closing.signal.aborted) why = `gateway stopping (${why || 'not sent'})`;
     this.#failed();
-    this.#log.warn(`notify: ${kind} webhook failed after ${ATTEMPTS} attempts (${why})`);
+    this.#log.warn(`notify: ${kind} webhook failed (${why})`);
   }
 }

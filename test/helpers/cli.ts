@@ -1,4 +1,4 @@
-import { spawn, spawnSync } from 'node:child_process';
+import { execFile, spawn, spawnSync } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 
@@ -23,6 +23,29 @@ export function runCli(
     timeout: 15_000,
   });
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+/**
+ * Runs the built CLI to completion without blocking this process's event loop: needed when
+ * the gateway under test runs in this process (spawnSync would deadlock it).
+ */
+export function runCliAsync(
+  args: string[],
+  options: { cwd?: string; env?: NodeJS.ProcessEnv; timeoutMs?: number } = {},
+): Promise<RunResult> {
+  return new Promise((resolve) => {
+    const child = execFile(
+      process.execPath,
+      [CLI, ...args],
+      {
+        cwd: options.cwd,
+        env: { ...process.env, ...options.env },
+        encoding: 'utf8',
+        timeout: options.timeoutMs ?? 15_000,
+      },
+      (_err, stdout, stderr) => resolve({ status: child.exitCode, stdout, stderr }),
+    );
+  });
 }
 
 /** Starts the built CLI in the background; `waitFor` resolves when stderr shows the text. */
@@ -76,4 +99,30 @@ export function spawnCli(args: string[], options: { cwd?: string; env?: NodeJS.P
       });
     },
   };
+}
+
+/**
+ * runCliAsync with `input` written to the CLI's standard input (hooks read JSON there) and
+ * the exit code (null when killed by `timeoutMs`).
+ */
+export function runCliPiped(
+  args: string[],
+  options: { input?: string; env?: NodeJS.ProcessEnv; timeoutMs?: number } = {},
+): Promise<RunResult> {
+  return new Promise((resolve) => {
+    const child = execFile(
+      process.execPath,
+      [CLI, ...args],
+      {
+        env: { ...process.env, ...options.env },
+        encoding: 'utf8',
+        timeout: options.timeoutMs ?? 15_000,
+      },
+      (err, stdout, stderr) => {
+        const status = err ? (typeof err.code === 'number' ? err.code : null) : 0;
+        resolve({ status, stdout, stderr });
+      },
+    );
+    child.stdin?.end(options.input ?? '');
+  });
 }

@@ -43,7 +43,12 @@ describe('valid configs', () => {
     expect(config.agents?.[1]?.workspace).toBe(join(fixtures, 'valid', 'ws'));
     expect(config.journal).toBe(join(fixtures, 'valid', 'data/journal.jsonl'));
     expect(config.policy.holdTimeout).toBe(2000);
-    expect(Object.keys(config.policy.boundaries)).toEqual(['workspace', 'network', 'deploy', 'tool']);
+    expect(Object.keys(config.policy.boundaries)).toEqual([
+      'workspace',
+      'network',
+      'deploy',
+      'tool',
+    ]);
     expect(config.policy.boundaries.network).toMatchObject({ reviewAt: 1, pauseAt: 2 });
     expect([...config.kinds]).toContain('deploy');
   });

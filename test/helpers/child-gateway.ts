@@ -1,0 +1,61 @@
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll } from 'vitest';
+import { stringify } from 'yaml';
+import { spawnCli } from './cli.js';
+
+/** `trajgate start` in a child process, with the ports it printed on stderr. */
+export interface ChildGateway {
+  readonly pid: number;
+  readonly proxyPort: number;
+  readonly adminPort: number;
+  readonly proxyUrl: string;
+  /** Everything it printed on stderr up to the admin line (the start banner). */
+  readonly banner: string;
+  readonly exited: Promise<number | null>;
+  readonly signalled: Promise<NodeJS.Signals | null>;
+  kill(signal: NodeJS.Signals): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+const running = new Set<ChildGateway>();
+afterAll(async () => {
+  for (const c of running) await c.kill('SIGKILL');
+});
+
+/** Writes `config` as YAML to `dir/trajgate.yaml` and returns its path. */
+export function writeConfig(dir: string, config: Record<string, unknown>): string {
+  const file = join(dir, 'trajgate.yaml');
+  writeFileSync(file, stringify(config));
+  return file;
+}
+
+/** Starts the built CLI on a config whose listeners use port 0; resolves once both listen. */
+export async function startChild(configFile: string, ms = 10_000): Promise<ChildGateway> {
+  const cli = spawnCli(['start', '--config', configFile]);
+  const signalled = new Promise<NodeJS.Signals | null>((r) =>
+    cli.child.once('exit', (_code, signal) => r(signal)),
+  );
+  const all = await cli.waitFor(/admin API on http:\/\/127\.0\.0\.1:\d+\/api\//, ms);
+  const port = (re: RegExp) => Number(re.exec(all)?.[1]);
+  const proxyPort = port(/proxy listening on http:\/\/127\.0\.0\.1:(\d+)/);
+  const adminPort = port(/admin API on http:\/\/127\.0\.0\.1:(\d+)\/api\//);
+  const child: ChildGateway = {
+    pid: cli.child.pid as number,
+    proxyPort,
+    adminPort,
+    proxyUrl: `http://127.0.0.1:${proxyPort}`,
+    banner: cli.output().stderr,
+    exited: cli.exited,
+    signalled,
+    async kill(signal) {
+      if (cli.child.exitCode === null && cli.child.signalCode === null) cli.child.kill(signal);
+      const timer = setTimeout(() => cli.child.kill('SIGKILL'), 10_000);
+      const [code, sig] = await Promise.all([cli.exited, signalled]);
+      clearTimeout(timer);
+      running.delete(child);
+      return { code, signal: sig };
+    },
+  };
+  running.add(child);
+  return child;
+}

@@ -1,0 +1,186 @@
+import { execFileSync, spawn } from 'node:child_process';
+import { createServer } from 'node:http';
+import type { IncomingHttpHeaders } from 'node:http';
+import { connect } from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ListRootsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { afterAll } from 'vitest';
+import { freePort } from './raw.js';
+
+const BIN = join(import.meta.dirname, '../../node_modules/.bin');
+
+export interface Supergateway {
+  readonly port: number;
+  /** `http://127.0.0.1:PORT/mcp` */
+  readonly url: string;
+  stop(): Promise<void>;
+}
+
+/** Accepts a TCP connection on 127.0.0.1:port within `ms`, or throws. */
+async function waitForPort(port: number, ms: number): Promise<void> {
+  const until = Date.now() + ms;
+  for (;;) {
+    const ok = await new Promise<boolean>((resolve) => {
+      const s = connect({ host: '127.0.0.1', port });
+      s.once('connect', () => {
+        s.destroy();
+        resolve(true);
+      });
+      s.once('error', () => resolve(false));
+    });
+    if (ok) return;
+    if (Date.now() > until) throw new Error(`nothing listens on 127.0.0.1:${port} after ${ms} ms`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** Process ids whose parent is `pid` (supergateway's per-session `sh -c` children). */
+function childrenOf(pid: number): number[] {
+  try {
+    return execFileSync('ps', ['-o', 'pid=', '--ppid', String(pid)], { encoding: 'utf8' })
+      .split('\n')
+      .map((l) => Number(l.trim()))
+      .filter((n) => n > 0);
+  } catch {
+    return [];
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The official @modelcontextprotocol/server-filesystem (stdio) allowed on `dirs`, exposed over
+ * stateful streamable HTTP by supergateway on a free loopback port. Supergateway starts one
+ * child per MCP session, each in its own process group; stop() sends SIGTERM to supergateway,
+ * then SIGKILL to whatever of it and of those groups is still alive (bounded, by id only).
+ */
+export async function startSupergateway(dirs: readonly string[]): Promise<Supergateway> {
+  const port = await freePort();
+  const child = spawn(
+    join(BIN, 'supergateway'),
+    [
+      '--stdio',
+      [join(BIN, 'mcp-server-filesystem'), ...dirs].join(' '),
+      '--outputTransport',
+      'streamableHttp',
+      '--port',
+      String(port),
+      '--stateful',
+      '--logLevel',
+      'none',
+    ],
+    { stdio: ['ignore', 'ignore', 'pipe'] },
+  );
+  let stderr = '';
+  child.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
+  const exited = new Promise<void>((r) => child.once('exit', () => r()));
+  const groups = new Set<number>();
+  const timer = setInterval(() => {
+    if (child.pid) for (const p of childrenOf(child.pid)) groups.add(p);
+  }, 200);
+  let stopped: Promise<void> | undefined;
+  const stop = () =>
+    (stopped ??= (async () => {
+      clearInterval(timer);
+      if (child.pid) for (const p of childrenOf(child.pid)) groups.add(p);
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill('SIGTERM');
+        await Promise.race([exited, new Promise((r) => setTimeout(r, 3_000))]);
+        if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      }
+      for (const pgid of groups) {
+        try {
+          process.kill(-pgid, 'SIGKILL');
+        } catch {
+          // already gone
+        }
+      }
+      const until = Date.now() + 3_000;
+      while ([...groups].some(alive) && Date.now() < until)
+        await new Promise((r) => setTimeout(r, 25));
+    })());
+  afterAll(stop);
+  try {
+    await waitForPort(port, 15_000);
+  } catch (err) {
+    await stop();
+    throw new Error(`${(err as Error).message}; supergateway stderr: ${stderr}`);
+  }
+  return { port, url: `http://127.0.0.1:${port}/mcp`, stop };
+}
+
+/**
+ * The official MCP client over streamable HTTP, with the agent's bearer token. With `roots`,
+ * it declares the roots capability and answers the server's roots/list with those URIs.
+ */
+export async function mcpClient(
+  url: string,
+  token: string,
+  options: { roots?: readonly string[] } = {},
+): Promise<Client> {
+  const { roots } = options;
+  const client = new Client(
+    { name: 'trajgate-test', version: '0.0.0' },
+    roots ? { capabilities: { roots: { listChanged: true } } } : {},
+  );
+  if (roots)
+    client.setRequestHandler(ListRootsRequestSchema, () => ({
+      roots: roots.map((uri) => ({ uri })),
+    }));
+  const transport = new StreamableHTTPClientTransport(new URL(url), {
+    requestInit: { headers: { authorization: `Bearer ${token}` } },
+  });
+  await client.connect(transport);
+  return client;
+}
+
+export interface McpEcho {
+  readonly port: number;
+  readonly url: string;
+  /** Every request it received: headers and the parsed JSON body (or the raw text). */
+  readonly seen: { method: string; headers: IncomingHttpHeaders; body: unknown }[];
+}
+
+/**
+ * A minimal JSON-RPC upstream on loopback port 0: records each request and answers requests
+ * with `{result: {echo: <method>}}` (notifications with 202), so tests can see what the bridge
+ * let through.
+ */
+export async function startMcpEcho(): Promise<McpEcho> {
+  const seen: McpEcho['seen'] = [];
+  const server = createServer((req, res) => {
+    let text = '';
+    req.setEncoding('utf8');
+    req.on('data', (c: string) => (text += c));
+    req.on('end', () => {
+      let body: unknown = text;
+      try {
+        body = JSON.parse(text);
+      } catch {
+        // keep the raw text
+      }
+      seen.push({ method: req.method ?? '', headers: req.headers, body });
+      const msg = body as { id?: unknown; method?: unknown };
+      if (msg?.id === undefined) return res.writeHead(202).end();
+      const out = JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: { echo: msg.method } });
+      res.writeHead(200, { 'content-type': 'application/json' }).end(out);
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const port = (server.address() as AddressInfo).port;
+  afterAll(() => {
+    server.closeAllConnections();
+    return new Promise<void>((r) => server.close(() => r()));
+  });
+  return { port, url: `http://127.0.0.1:${port}/mcp`, seen };
+}

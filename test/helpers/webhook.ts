@@ -1,0 +1,54 @@
+import { createServer } from 'node:http';
+import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll } from 'vitest';
+
+export interface Delivery {
+  readonly headers: IncomingHttpHeaders;
+  readonly body: any;
+  /** When it arrived (ms since the epoch). */
+  readonly at: number;
+}
+
+export interface WebhookReceiver {
+  readonly port: number;
+  readonly url: string;
+  /** Every POST it received, parsed as JSON, in order. */
+  readonly deliveries: Delivery[];
+  /** Status to answer with; `null` reads the request and never answers. */
+  status: number | null;
+}
+
+/** A loopback webhook receiver on port 0; closes everything after the test file. */
+export async function startWebhook(status: number | null = 204): Promise<WebhookReceiver> {
+  const hanging = new Set<ServerResponse>();
+  const receiver: WebhookReceiver = { port: 0, url: '', deliveries: [], status };
+  const server = createServer((req, res) => {
+    let text = '';
+    req.setEncoding('utf8');
+    req.on('data', (c: string) => (text += c));
+    req.on('end', () => {
+      let body: unknown = text;
+      try {
+        body = JSON.parse(text);
+      } catch {
+        // kept as text
+      }
+      receiver.deliveries.push({ headers: req.headers, body, at: Date.now() });
+      if (receiver.status === null) {
+        hanging.add(res);
+        return;
+      }
+      res.writeHead(receiver.status).end();
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const port = (server.address() as AddressInfo).port;
+  Object.assign(receiver, { port, url: `http://127.0.0.1:${port}/hook` });
+  afterAll(() => {
+    hanging.clear();
+    server.closeAllConnections();
+    return new Promise<void>((r) => server.close(() => r()));
+  });
+  return receiver;
+}

@@ -1,0 +1,178 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import type { AdminClient } from '../helpers/admin.js';
+import { adminClient, agentAuth, eventually, viaProxy } from '../helpers/admin.js';
+import type { TestGateway } from '../helpers/gateway.js';
+import { startTestGateway } from '../helpers/gateway.js';
+import { freePort, startSilentServer } from '../helpers/raw.js';
+import { startUpstream } from '../helpers/upstream.js';
+import { startWebhook } from '../helpers/webhook.js';
+import type { Summary } from '../../src/journal/records.js';
+
+/**
+ * notify.webhook: the pause record (and, if asked, each REVIEW) is POSTed as JSON; a webhook
+ * that is down, failing or silent never delays the agent's answer and is counted in metrics.
+ * The silent-webhook test shortens notify.timeout so its retries run out in about a second.
+ */
+const other = await startUpstream();
+const ADMIN = 'operator-admin-token-0123456789';
+const AGENT = { id: 'agent-1', token: 'agent-1-token-0123456789abcdef' };
+const auth = agentAuth(AGENT.id, AGENT.token);
+
+let gateway: TestGateway | undefined;
+afterEach(async () => {
+  await gateway?.stop();
+  gateway = undefined;
+});
+
+async function start(notify: Record<string, unknown>, limits: Record<string, unknown> = {}) {
+  const g = (gateway = await startTestGateway({
+    agents: [AGENT],
+    policy: { holdTimeout: '30s' },
+    network: { allowPrivate: ['127.0.0.1/32'] },
+    admin: { token: ADMIN },
+    notify,
+    limits,
+  }));
+  return { g, api: adminClient(g.gw.admin.port, ADMIN) };
+}
+
+/** REVIEW (timed), then PAUSE with the second request held (time until the API shows it). */
+async function review_then_pause(g: TestGateway, api: AdminClient) {
+  let t = Date.now();
+  const review = await viaProxy(g.proxyUrl, `${other.url}/first`, auth);
+  const reviewMs = Date.now() - t;
+  expect(review.status).toBe(403);
+  t = Date.now();
+  const held = viaProxy(g.proxyUrl, `${other.url}/second`, auth);
+  await eventually(async () => (await api.get('/api/sessions/agent-1')).json.held === 1, 2_000);
+  return { reviewMs, heldMs: Date.now() - t, held };
+}
+
+async function failures(api: AdminClient): Promise<number> {
+  const text = (await api.get('/metrics')).text;
+  return Number(/^trajgate_webhook_failures_total (\d+)$/m.exec(text)?.[1] ?? NaN);
+}
+
+describe('webhook notification', () => {
+  it('POSTs the pause record as JSON on PAUSE (with notify.headers), not on REVIEW by default', async () => {
+    const hook = await startWebhook();
+    const { g, api } = await start({ webhook: hook.url, headers: { 'x-hook-secret': 's3cret' } });
+    const { held } = await review_then_pause(g, api);
+    await eventually(async () => hook.deliveries.length === 1, 3_000);
+    const [d] = hook.deliveries;
+    expect(d!.headers['content-type']).toBe('application/json');
+    expect(d!.headers['x-hook-secret']).toBe('s3cret');
+    const body = d!.body;
+    expect(body).toMatchObject({
+      kind: 'pause',
+      session: 'agent-1',
+      boundary: 'network',
+      count: 2,
+      restored: false,
+    });
+    expect(body.trigger).toMatchObject({ verdict: 'PAUSE', target: `${other.url}/second` });
+    expect((body.recent as Summary[]).map((e) => [e.verdict, e.target])).toEqual([
+      ['REVIEW', `${other.url}/first`],
+      ['PAUSE', `${other.url}/second`],
+    ]);
+    expect(body.held).toEqual([
+      expect.objectContaining({ what: `GET ${other.url}/second`, since: expect.any(Number) }),
+    ]);
+    // the same record as the API's
+    const detail = await api.get('/api/sessions/agent-1');
+    const { kind: _kind, ...record } = body;
+    expect(detail.json.pause).toEqual(record);
+    expect(await failures(api)).toBe(0);
+    await api.post('/api/sessions/agent-1/deny');
+    expect((await held).status).toBe(403);
+    expect(hook.deliveries).toHaveLength(1);
+  });
+
+  it('with notify.on [pause, review] it also POSTs each REVIEW', async () => {
+    const hook = await startWebhook(200);
+    const { g, api } = await start({ webhook: hook.url, on: ['pause', 'review'] });
+    const { held } = await review_then_pause(g, api);
+    await eventually(async () => hook.deliveries.length === 2, 3_000);
+    const kinds = hook.deliveries.map((d) => d.body.kind).sort();
+    expect(kinds).toEqual(['pause', 'review']);
+    const review = hook.deliveries.find((d) => d.body.kind === 'review')!.body;
+    expect(review.event).toMatchObject({
+      session: 'agent-1',
+      verdict: 'REVIEW',
+      boundary: 'network',
+      count: 1,
+      target: `${other.url}/first`,
+    });
+    await api.post('/api/sessions/agent-1/deny');
+    await held;
+  });
+
+  it('a failing webhook (500) is retried 3 times with growing backoff, then counted', async () => {
+    const hook = await startWebhook(500);
+    const { g, api } = await start({ webhook: hook.url });
+    const { held } = await review_then_pause(g, api);
+    await eventually(async () => (await failures(api)) === 1, 5_000);
+    expect(hook.deliveries).toHaveLength(3);
+    const [a, b, c] = hook.deliveries.map((d) => d.at);
+    expect(b! - a!).toBeGreaterThanOrEqual(450);
+    expect(c! - b!).toBeGreaterThanOrEqual(950);
+    expect(hook.deliveries.every((d) => d.body.kind === 'pause')).toBe(true);
+    await api.post('/api/sessions/agent-1/deny');
+    await held;
+  });
+
+  it('a webhook that is down does not delay the agent; the failure is counted', async () => {
+    const { g, api } = await start({
+      webhook: `http://127.0.0.1:${await freePort()}/hook`,
+      on: ['pause', 'review'],
+    });
+    const { reviewMs, heldMs, held } = await review_then_pause(g, api);
+    expect(reviewMs).toBeLessThan(500);
+    expect(heldMs).toBeLessThan(500);
+    const t = Date.now();
+    await api.post('/api/sessions/agent-1/deny');
+    expect((await held).status).toBe(403);
+    expect(Date.now() - t).toBeLessThan(500);
+    await eventually(async () => (await failures(api)) === 2, 5_000);
+  });
+
+  it('a silent webhook (never answers) does not delay the agent; counted after the timeouts', async () => {
+    const silent = await startSilentServer();
+    const { g, api } = await start({
+      webhook: `http://127.0.0.1:${silent.port}/hook`,
+      on: ['pause', 'review'],
+      timeout: '300ms',
+      backoff: '100ms',
+    });
+    const { reviewMs, heldMs, held } = await review_then_pause(g, api);
+    expect(reviewMs).toBeLessThan(500);
+    expect(heldMs).toBeLessThan(500);
+    await eventually(async () => silent.connections >= 2, 2_000);
+    // the agent is answered at once while the webhook still hangs
+    const t = Date.now();
+    await api.post('/api/sessions/agent-1/deny');
+    expect((await held).status).toBe(403);
+    expect(Date.now() - t).toBeLessThan(500);
+    const started = Date.now();
+    await eventually(async () => (await failures(api)) === 2, 10_000);
+    // 3 attempts of 0.3 s each, with 0.1 s and 0.2 s between them
+    expect(Date.now() - started).toBeGreaterThan(500);
+    expect(silent.connections).toBeGreaterThanOrEqual(6);
+  }, 20_000);
+
+  it('stopping the gateway is not held up by a webhook that never answers', async () => {
+    const silent = await startSilentServer();
+    const { g, api } = await start(
+      { webhook: `http://127.0.0.1:${silent.port}/hook` },
+      { drainTimeout: '1s' },
+    );
+    const { held } = await review_then_pause(g, api);
+    await eventually(async () => silent.connections >= 1, 2_000);
+    const t = Date.now();
+    gateway = undefined;
+    await g.stop();
+    // Stopping abandons deliveries under way (counted as failed) instead of waiting them out.
+    expect(Date.now() - t).toBeLessThan(3_000);
+    expect((await held).status).toBe(403);
+  }, 30_000);
+});

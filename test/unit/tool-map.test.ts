@@ -1,0 +1,141 @@
+import { describe, expect, it } from 'vitest';
+import { isTrajgateError } from '../../src/errors.js';
+import { FILESYSTEM_TOOLS, toolEvents, toolMap } from '../../src/event/tool-map.js';
+
+/** toolEvents: which events a tool call makes, by the built-in map and config overrides. */
+const builtin = toolMap({});
+
+describe('built-in mapping (@modelcontextprotocol/server-filesystem)', () => {
+  const writes = ['write_file', 'edit_file', 'create_directory'];
+  const reads = [
+    'read_file',
+    'read_text_file',
+    'read_media_file',
+    'list_directory',
+    'list_directory_with_sizes',
+    'directory_tree',
+    'search_files',
+    'get_file_info',
+  ];
+  it.each(writes)('%s → write at path', (name) => {
+    expect(toolEvents(builtin, name, { path: '/w/a', content: 'x' })).toEqual([
+      { kind: 'write', target: '/w/a' },
+    ]);
+  });
+  it.each(reads)('%s → read at path', (name) => {
+    expect(toolEvents(builtin, name, { path: '/w/a', pattern: '*.ts' })).toEqual([
+      { kind: 'read', target: '/w/a' },
+    ]);
+  });
+  it('move_file → write at source and at destination, in that order', () => {
+    expect(toolEvents(builtin, 'move_file', { source: '/w/a', destination: '/o/b' })).toEqual([
+      { kind: 'write', target: '/w/a' },
+      { kind: 'write', target: '/o/b' },
+    ]);
+  });
+  it('read_multiple_files → one read per element of paths[]', () => {
+    expect(toolEvents(builtin, 'read_multiple_files', { paths: ['/a', 'b', '/c'] })).toEqual([
+      { kind: 'read', target: '/a' },
+      { kind: 'read', target: 'b' },
+      { kind: 'read', target: '/c' },
+    ]);
+    expect(toolEvents(builtin, 'read_multiple_files', { paths: [] })).toEqual([]);
+  });
+  it('list_allowed_directories makes no event; an unknown tool is null', () => {
+    expect(toolEvents(builtin, 'list_allowed_directories', {})).toEqual([]);
+    expect(toolEvents(builtin, 'format_disk', { path: '/' })).toBeNull();
+  });
+  // Names of Object.prototype members are not tools the map knows: unmapped, not inherited.
+  it.each(['toString', 'constructor', '__proto__', 'hasOwnProperty'])(
+    'a tool named %s is unmapped (null), not an inherited property',
+    (name) => {
+      expect(toolEvents(builtin, name, {})).toBeNull();
+    },
+  );
+  it('the built-in table itself is not changed by toolMap', () => {
+    toolMap({ write_file: { kind: 'read', target: 'path' } });
+    expect(FILESYSTEM_TOOLS.write_file).toEqual([{ kind: 'write', target: 'path' }]);
+  });
+});
+
+describe('configuration overrides and extends', () => {
+  const map = toolMap({
+    write_file: { kind: 'read', target: 'path' },
+    run_command: { kind: 'command', target: 'cwd' },
+    exec: { kind: 'command', target: 'options.cwd' },
+    deploy: [
+      { kind: 'deploy', target: 'env' },
+      { kind: 'write', target: 'files[].path' },
+    ],
+    copy_all: { kind: 'write', target: 'pairs[].to[]' },
+  });
+  it('an entry replaces the built-in one', () => {
+    expect(toolEvents(map, 'write_file', { path: '/x' })).toEqual([{ kind: 'read', target: '/x' }]);
+  });
+  it('built-in entries not named stay', () => {
+    expect(toolEvents(map, 'edit_file', { path: '/x' })).toEqual([{ kind: 'write', target: '/x' }]);
+  });
+  it('a command takes its target from cwd, also nested (options.cwd)', () => {
+    expect(toolEvents(map, 'run_command', { cwd: '/w', command: 'ls' })).toEqual([
+      { kind: 'command', target: '/w' },
+    ]);
+    expect(toolEvents(map, 'exec', { options: { cwd: '/w/sub' }, argv: ['ls'] })).toEqual([
+      { kind: 'command', target: '/w/sub' },
+    ]);
+  });
+  it('several events per call, in spec order; arrays of objects', () => {
+    const files = [{ path: '/w/a' }, { path: '/o/b' }];
+    expect(toolEvents(map, 'deploy', { env: 'prod', files })).toEqual([
+      { kind: 'deploy', target: 'prod' },
+      { kind: 'write', target: '/w/a' },
+      { kind: 'write', target: '/o/b' },
+    ]);
+  });
+  it('nested arrays (pairs[].to[])', () => {
+    const pairs = [{ to: ['/a', '/b'] }, { to: ['/c'] }];
+    expect((toolEvents(map, 'copy_all', { pairs }) ?? []).map((e) => e.target)).toEqual([
+      '/a',
+      '/b',
+      '/c',
+    ]);
+  });
+});
+
+describe('missing or non-string targets are errors naming the argument', () => {
+  const map = toolMap({
+    exec: { kind: 'command', target: 'options.cwd' },
+    deploy: { kind: 'write', target: 'files[].path' },
+  });
+  it.each([
+    ['write_file', {}, /tool write_file: argument "path" must be a non-empty string, got/],
+    ['write_file', { path: 5 }, /argument "path" must be a non-empty string/],
+    ['write_file', { path: '' }, /argument "path" must be a non-empty string/],
+    ['write_file', { path: null }, /argument "path"/],
+    ['write_file', { path: ['/a'] }, /argument "path"/],
+    ['write_file', { path: { toString: '/a' } }, /argument "path"/],
+    ['move_file', { source: '/w/a' }, /argument "destination"/],
+    ['move_file', { source: 1, destination: '/b' }, /argument "source"/],
+    ['read_multiple_files', {}, /argument "paths\[\]" must be an array/],
+    ['read_multiple_files', { paths: '/etc/passwd' }, /argument "paths\[\]" must be an array/],
+    [
+      'read_multiple_files',
+      { paths: ['/a', 7] },
+      /argument "paths\[\]" must be a non-empty string/,
+    ],
+    ['exec', { cwd: '/w' }, /tool exec: argument "options.cwd"/],
+    ['exec', { options: '/w' }, /argument "options.cwd"/],
+    ['exec', { options: { cwd: 3 } }, /argument "options.cwd"/],
+    ['deploy', { files: [{ path: '/a' }, {}] }, /argument "files\[\].path"/],
+    ['deploy', { files: [null] }, /argument "files\[\].path"/],
+  ])('%s %j', (name, args, says) => {
+    let thrown: unknown;
+    try {
+      toolEvents(map, name, args as Record<string, unknown>);
+    } catch (err) {
+      thrown = err;
+    }
+    expect(isTrajgateError(thrown)).toBe(true);
+    expect((thrown as { code: string }).code).toBe('E_EVENT_INVALID');
+    expect((thrown as Error).message).toMatch(says);
+  });
+});
