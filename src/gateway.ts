@@ -1,5 +1,8 @@
+import { readFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import { dirname, join } from 'node:path';
+import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { Egress } from './action/egress.js';
@@ -17,7 +20,12 @@ import type { JournalWriter } from './journal/writer.js';
 import { toolMap } from './event/tool-map.js';
 import { createBridgeServer } from './ingress/bridge.js';
 import { Identity } from './ingress/identity.js';
+import type { ProxyContext } from './ingress/context.js';
+import { serveHttp } from './ingress/http.js';
+import { Interceptor } from './ingress/intercept.js';
 import { createProxyServer } from './ingress/proxy.js';
+import { loadCa } from './tls/ca.js';
+import { LeafCache } from './tls/leaves.js';
 import { Pipeline } from './pipeline.js';
 import { createAdminServer } from './review/admin.js';
 import { adminTokens } from './review/admin-token.js';
@@ -96,16 +104,25 @@ export async function startGateway(
   });
   for (const l of Object.values(config.listen)) if (l.port !== 0) egress.addOwnPort(l.port);
   const pipeline = new Pipeline(config, guard, journal, sessions, egress, review, metrics);
-  const forwarder = new Forwarder(config.limits);
+  const forwarder = new Forwarder(config.limits, egress, readCaFiles(config.tls.upstreamCa));
   const identity = new Identity(config.agents);
-  const proxyServer = createProxyServer({
+  const proxyContext: ProxyContext = {
     pipeline,
     identity,
     forwarder,
     limits: config.limits,
     log,
     tunnels: new Map(),
-  });
+    capture: config.capture.bodies
+      ? {
+          dir: join(dirname(config.journal), 'captures'),
+          maxBytes: config.capture.maxBytes,
+          redact: config.capture.redact,
+        }
+      : null,
+    intercept: config.tls.intercept.length > 0 ? interceptor(config, () => proxyContext) : null,
+  };
+  const proxyServer = createProxyServer(proxyContext);
   const reverseProxy = config.bridge.upstream
     ? new ReverseProxy({
         upstream: config.bridge.upstream,
@@ -180,10 +197,50 @@ export async function startGateway(
       }
       await forwarder.close();
       reverseProxy?.close();
+      proxyContext.intercept?.close();
       await notifier?.close();
       journal.close();
     },
   };
+}
+
+function readCaFiles(files: readonly string[]): string[] {
+  return files.map((file) => {
+    try {
+      return readFileSync(file, 'utf8');
+    } catch (err) {
+      throw new TrajgateError(
+        'E_CONFIG_READ',
+        `tls.upstreamCa: cannot read ${file}: ${(err as Error).message}`,
+      );
+    }
+  });
+}
+
+/** TLS interception with the local CA (`trajgate ca init`), serving inner requests like plain ones. */
+function interceptor(config: Config, ctx: () => ProxyContext): Interceptor {
+  return new Interceptor(config, new LeafCache(loadCa(config.tls.ca)), {
+    serve: (req, res, url, tunnel) =>
+      serveHttp(
+        ctx(),
+        req,
+        res,
+        url,
+        { session: tunnel.session, client: tunnel.client },
+        performance.now(),
+      ),
+    refuse: (tunnel, status, reason, target) =>
+      ctx().pipeline.refusal(
+        {
+          source: 'proxy',
+          client: tunnel.client,
+          session: tunnel.session,
+          target: target ?? `${tunnel.host}:${tunnel.port}`,
+        },
+        status,
+        reason,
+      ),
+  });
 }
 
 /** The server's open sockets, so a stop past its deadline can close them. */

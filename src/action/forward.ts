@@ -1,7 +1,11 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { isIP } from 'node:net';
 import { Readable } from 'node:stream';
+import { connect as tlsConnect, rootCertificates } from 'node:tls';
 import { Agent } from 'undici';
 import type { Dispatcher } from 'undici';
+import type { Capture } from './capture.js';
+import type { Egress } from './egress.js';
 import { downstreamRawHeaders, upstreamRequestHeaders } from './headers.js';
 import { plainRefusal, sendRefusal } from './respond.js';
 import type { Transfer } from './transfer.js';
@@ -18,25 +22,63 @@ export function authority(address: string, port: number): string {
 }
 
 /**
- * Forwards a plain HTTP request through a pooled keep-alive undici Agent. The connection goes
- * to the address egress checked, never to a fresh lookup of the name; Host carries the name.
- * The response is written to the agent as undici parses it (dispatch handler: no stream or
- * promise per request), with backpressure; nothing is buffered.
+ * Forwards HTTP requests through pooled keep-alive undici Agents. Plain HTTP goes to the
+ * address egress checked (origin `http://IP:port`, Host carries the name): never a fresh
+ * lookup. HTTPS (intercepted TLS) keeps the name in the origin for SNI and certificate checks,
+ * and its connector resolves and checks every new connection the same way, verifying the
+ * server's certificate against the system CAs plus `tls.upstreamCa`. Responses are written as
+ * undici parses them (dispatch handler: no stream or promise per request), with backpressure.
  */
 export class Forwarder {
-  readonly #agent: Agent;
+  readonly #plain: Agent;
+  readonly #tls: Agent;
 
-  constructor(limits: ForwardLimits) {
-    this.#agent = new Agent({
-      connect: { timeout: limits.connectTimeout },
+  constructor(limits: ForwardLimits, egress: Egress, upstreamCa: readonly string[] = []) {
+    const timeouts = {
       headersTimeout: limits.upstreamTimeout,
       bodyTimeout: limits.upstreamTimeout,
       keepAliveTimeout: 4_000,
+    };
+    this.#plain = new Agent({ ...timeouts, connect: { timeout: limits.connectTimeout } });
+    const ca = [...rootCertificates, ...upstreamCa];
+    this.#tls = new Agent({
+      ...timeouts,
+      connect: (opts, callback) => {
+        const port = Number(opts.port) || 443;
+        egress.check(opts.hostname, port).then(
+          (check) => {
+            if (!check.ok)
+              return callback(Object.assign(new Error(check.reason), { code: 'E_EGRESS' }), null);
+            const socket = tlsConnect({
+              host: check.address,
+              port,
+              ...(isIP(opts.hostname) ? {} : { servername: opts.hostname }),
+              ca,
+              ALPNProtocols: ['http/1.1'],
+              timeout: limits.connectTimeout,
+            });
+            socket.once('secureConnect', () => callback(null, socket));
+            socket.once('error', (err) => callback(err, null));
+            socket.once('timeout', () =>
+              socket.destroy(Object.assign(new Error('connect timed out'), { code: 'ETIMEDOUT' })),
+            );
+          },
+          (err: Error) => callback(err, null),
+        );
+      },
     });
   }
 
-  forward(req: IncomingMessage, res: ServerResponse, url: URL, address: string): Promise<Transfer> {
-    const upstream = authority(address, url.port === '' ? 80 : Number(url.port));
+  forward(
+    req: IncomingMessage,
+    res: ServerResponse,
+    url: URL,
+    address: string,
+    capture?: Capture,
+  ): Promise<Transfer> {
+    const tls = url.protocol === 'https:';
+    const port = url.port === '' ? (tls ? 443 : 80) : Number(url.port);
+    const upstream = tls ? url.host : authority(address, port);
     const hasBody =
       req.headers['transfer-encoding'] !== undefined ||
       (req.headers['content-length'] !== undefined && req.headers['content-length'] !== '0');
@@ -45,6 +87,7 @@ export class Forwarder {
       // Counted as undici pulls it: a 'data' listener would start the stream before undici reads.
       for await (const chunk of req as AsyncIterable<Buffer>) {
         bytesUp += chunk.length;
+        capture?.request(chunk);
         yield chunk;
       }
     }
@@ -62,12 +105,15 @@ export class Forwarder {
         onHeaders(statusCode, raw, resume) {
           if (statusCode < 200) return true; // informational: the final response follows
           status = statusCode;
-          res.writeHead(statusCode, downstreamRawHeaders(raw as unknown as Buffer[]));
+          const headers = downstreamRawHeaders(raw as unknown as Buffer[]);
+          capture?.responseStart(statusCode, headers);
+          res.writeHead(statusCode, headers);
           res.on('drain', () => resume());
           return true;
         },
         onData(chunk) {
           bytesDown += chunk.length;
+          capture?.response(chunk);
           return res.write(chunk);
         },
         onComplete() {
@@ -86,9 +132,9 @@ export class Forwarder {
           done(failure.reason);
         },
       };
-      this.#agent.dispatch(
+      (tls ? this.#tls : this.#plain).dispatch(
         {
-          origin: `http://${upstream}`,
+          origin: `${url.protocol}//${upstream}`,
           path: url.pathname + url.search,
           method: req.method as Dispatcher.HttpMethod,
           headers: upstreamRequestHeaders(req.rawHeaders, url.host),
@@ -99,7 +145,7 @@ export class Forwarder {
     });
   }
 
-  close(): Promise<void> {
-    return this.#agent.close();
+  async close(): Promise<void> {
+    await Promise.all([this.#plain.close(), this.#tls.close()]);
   }
 }

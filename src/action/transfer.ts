@@ -27,6 +27,14 @@ export function upstreamFailure(
     return { status: 504, reason: `upstream ${upstream} timed out` };
   }
   const code = errnoCode(err);
+  if (code !== undefined && /^(CERT_|ERR_TLS_|DEPTH_ZERO|SELF_SIGNED|UNABLE_TO_)/.test(code)) {
+    return {
+      status: 502,
+      reason: `upstream ${upstream} presented a certificate that does not verify (${code})`,
+    };
+  }
+  if (code === 'E_EGRESS')
+    return { status: 502, reason: `upstream ${upstream}: ${(err as Error).message}` };
   const why =
     code === 'ECONNREFUSED'
       ? 'refused the connection'

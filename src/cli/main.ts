@@ -1,5 +1,8 @@
 #!/usr/bin/env node
+import { readFileSync } from 'node:fs';
 import { errnoCode, isTrajgateError } from '../errors.js';
+import { ca, CA_USAGE } from './ca.js';
+import { EXPORT_USAGE, exportCommand } from './export.js';
 import { check, CHECK_USAGE, readStdin } from './check.js';
 import { CHECK_CONFIG_USAGE, checkConfig } from './check-config.js';
 import { bufferedOutput } from './io.js';
@@ -7,11 +10,19 @@ import { operator, OPERATOR_USAGE } from './operator.js';
 import { REPLAY_USAGE, replay } from './replay.js';
 import { START_USAGE, start } from './start.js';
 
+const VERSION = (
+  JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+    version: string;
+  }
+).version;
+
 const USAGE = `usage:
   ${START_USAGE}
   ${REPLAY_USAGE}
   ${CHECK_CONFIG_USAGE}
   ${CHECK_USAGE}
+  ${CA_USAGE}
+  ${EXPORT_USAGE}
   ${OPERATOR_USAGE.join('\n  ')}`;
 
 async function main(argv: string[]): Promise<number> {
@@ -24,6 +35,10 @@ async function main(argv: string[]): Promise<number> {
         return await start(rest, log);
       case 'replay':
         return await replay(rest, out);
+      case 'ca':
+        return ca(rest, (line) => process.stdout.write(line + '\n'));
+      case 'export':
+        return exportCommand(rest, (line) => process.stdout.write(line + '\n'), VERSION);
       case 'check':
         return await check(rest, log, readStdin);
       case 'check-config':

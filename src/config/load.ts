@@ -125,7 +125,11 @@ function validate(
         ...a,
         workspace: a.workspace ? realDir(a.workspace, baseDir) : workspace,
       })) ?? null,
-    tls: { ...raw.tls, ca: resolve(baseDir, raw.tls.ca) },
+    tls: {
+      ...raw.tls,
+      ca: resolve(baseDir, raw.tls.ca),
+      upstreamCa: raw.tls.upstreamCa.map((f) => resolve(baseDir, f)),
+    },
     kinds: knownKinds(raw),
   };
 }

@@ -241,6 +241,7 @@ export const configSchema = z.strictObject({
   tls: z
     .strictObject({
       intercept: z.array(networkPattern).default([]),
+      upstreamCa: z.array(z.string().min(1)).default([]),
       ca: z.string().default('./certs'),
     })
     .prefault({}),
@@ -248,6 +249,7 @@ export const configSchema = z.strictObject({
     .strictObject({
       bodies: z.boolean().default(false),
       maxBytes: z.number().int().min(0).default(65_536),
+      redact: z.boolean().default(true),
     })
     .prefault({}),
 });

@@ -1,6 +1,8 @@
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
+import type { CaptureOptions } from '../action/capture.js';
 import type { Forwarder } from '../action/forward.js';
+import type { Interceptor } from './intercept.js';
 import type { Config } from '../config/load.js';
 import type { Pipeline } from '../pipeline.js';
 import type { Presence } from '../review/sessions.js';
@@ -15,6 +17,10 @@ export interface ProxyContext {
   readonly log: Logger;
   /** Open tunnels per session, for `limits.tunnelsPerSession`. */
   readonly tunnels: Map<string, number>;
+  /** Where and how to capture bodies; null unless `capture.bodies`. */
+  readonly capture: CaptureOptions | null;
+  /** TLS interception, for CONNECT targets matching `tls.intercept`; null when none. */
+  readonly intercept: Interceptor | null;
 }
 
 /** RFC 9110 § 11.7.1: a 407 names the scheme the proxy accepts. */

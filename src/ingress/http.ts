@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
+import { Capture } from '../action/capture.js';
 import { sendRefusal } from '../action/respond.js';
 import type { ProxyContext } from './context.js';
 import { presence, PROXY_AUTHENTICATE } from './context.js';
@@ -58,18 +59,35 @@ export async function handleHttp(
   }
   const who = ctx.identity.fromProxyAuthorization(req.headers['proxy-authorization'], client);
   if (!who.ok) return refuse(407, who.reason, undefined, PROXY_AUTHENTICATE);
+  await serveHttp(ctx, req, res, url, { session: who.session, client }, start);
+}
+
+/**
+ * Judges one HTTP request whose URL is known (plain absolute-form, or inside an intercepted
+ * TLS tunnel) and forwards, refuses or holds it; journals its outcome, and its capture when
+ * `capture.bodies` is on.
+ */
+export async function serveHttp(
+  ctx: ProxyContext,
+  req: IncomingMessage,
+  res: ServerResponse,
+  url: URL,
+  who: { session: string; client: string },
+  start: number,
+): Promise<void> {
+  const method = req.method ?? 'GET';
   const ruling = await ctx.pipeline.judge({
-    session: who.session,
+    ...who,
     source: 'proxy',
-    client,
-    input: { kind: 'network', target, method, url },
-    what: `${method} ${target}`,
+    input: { kind: 'network', target: url.href, method, url },
+    what: `${method} ${url.href}`,
     connect: false,
     waiting: presence(req.socket),
   });
   if (ruling.kind === 'gone') {
-    if (ruling.rid !== null)
+    if (ruling.rid !== null) {
       ctx.pipeline.outcome(ruling.rid, who.session, closedWhileHeld, performance.now() - start);
+    }
     return;
   }
   if (ruling.kind === 'refuse') {
@@ -85,8 +103,14 @@ export async function handleHttp(
     }
     return;
   }
-  const transfer = await ctx.forwarder.forward(req, res, url, ruling.address as string);
+  const capture = ctx.capture
+    ? new Capture(ctx.capture, method, url.href, req.rawHeaders)
+    : undefined;
+  const transfer = await ctx.forwarder.forward(req, res, url, ruling.address as string, capture);
   ctx.pipeline.outcome(ruling.rid, who.session, transfer, performance.now() - start);
+  capture?.save(ruling.rid, who.session, (err) =>
+    ctx.log.warn({ err }, 'capture could not be written'),
+  );
 }
 
 export const closedWhileHeld = {

@@ -1,0 +1,29 @@
+import { resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { defaultConfig, loadConfigFile } from '../config/load.js';
+import { TrajgateError } from '../errors.js';
+import { initCa, loadCa, trustInstructions } from '../tls/ca.js';
+
+export const CA_USAGE = 'trajgate ca init|show [--dir certs] [--config FILE] [--force]';
+
+/** `ca init` creates the local CA for TLS interception; `ca show` says where it is and how to trust it. */
+export function ca(argv: string[], print: (line: string) => void): number {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: { dir: { type: 'string' }, config: { type: 'string' }, force: { type: 'boolean' } },
+  });
+  const [action, extra] = positionals;
+  if ((action !== 'init' && action !== 'show') || extra !== undefined) {
+    throw new TrajgateError('E_USAGE', `usage: ${CA_USAGE}`);
+  }
+  const dir =
+    values.dir !== undefined
+      ? resolve(values.dir)
+      : (values.config === undefined ? defaultConfig() : loadConfigFile(values.config)).tls.ca;
+  const authority = action === 'init' ? initCa(dir, values.force === true) : loadCa(dir);
+  if (action === 'init')
+    print(`created a CA in ${dir} (the key is ca-key.pem, mode 0600: keep it secret)`);
+  print(trustInstructions(authority));
+  return 0;
+}

@@ -1,0 +1,44 @@
+import { writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { defaultConfig, loadConfigFile } from '../config/load.js';
+import { TrajgateError } from '../errors.js';
+import { exportHar } from '../review/har.js';
+
+export const EXPORT_USAGE =
+  'trajgate export --session ID --har FILE [--since TIME] [--config FILE]';
+
+/** Writes a session's HTTP exchanges from the journal (and captures) as a HAR 1.2 file. */
+export function exportCommand(
+  argv: string[],
+  print: (line: string) => void,
+  version: string,
+): number {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      session: { type: 'string' },
+      har: { type: 'string' },
+      since: { type: 'string' },
+      config: { type: 'string' },
+    },
+  });
+  if (positionals.length > 0 || values.session === undefined || values.har === undefined) {
+    throw new TrajgateError('E_USAGE', `usage: ${EXPORT_USAGE}`);
+  }
+  const since = values.since === undefined ? 0 : Date.parse(values.since);
+  if (Number.isNaN(since))
+    throw new TrajgateError('E_USAGE', `--since ${values.since}: expected an ISO 8601 time`);
+  const config = values.config === undefined ? defaultConfig() : loadConfigFile(values.config);
+  const har = exportHar(
+    config.journal,
+    join(dirname(config.journal), 'captures'),
+    values.session,
+    since,
+    version,
+  );
+  writeFileSync(values.har, JSON.stringify(har, null, 2) + '\n');
+  print(`wrote ${har.log.entries.length} entries for ${values.session} to ${values.har}`);
+  return 0;
+}

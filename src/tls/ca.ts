@@ -1,0 +1,98 @@
+import { createHash, createPrivateKey, generateKeyPairSync } from 'node:crypto';
+import type { KeyObject } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import forge from 'node-forge';
+import { errnoCode, TrajgateError } from '../errors.js';
+import { issueCertificate } from './x509.js';
+
+export const CA_CERT = 'ca.pem';
+export const CA_KEY = 'ca-key.pem';
+
+export interface Ca {
+  readonly certPath: string;
+  readonly certPem: string;
+  readonly cert: forge.pki.Certificate;
+  readonly key: KeyObject;
+  /** SHA-256 of the DER certificate, colon-separated hex (as browsers and openssl show it). */
+  readonly fingerprint: string;
+}
+
+const DAY = 86_400_000;
+
+/**
+ * Creates the local CA in `dir`: an RSA 2048 key from node:crypto (mode 0600) and a
+ * self-signed certificate valid for 10 years, allowed only to sign certificates. An existing
+ * CA is never overwritten without `force`.
+ */
+export function initCa(dir: string, force = false): Ca {
+  const certPath = join(dir, CA_CERT);
+  const keyPath = join(dir, CA_KEY);
+  if (!force && (existsSync(certPath) || existsSync(keyPath))) {
+    throw new TrajgateError(
+      'E_USAGE',
+      `${dir} already holds a CA (${CA_CERT}, ${CA_KEY}); use --force to replace it`,
+    );
+  }
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+  const now = Date.now();
+  const pem = issueCertificate(
+    {
+      subject: 'trajgate local CA',
+      issuer: null,
+      publicKey,
+      notBefore: new Date(now - DAY),
+      notAfter: new Date(now + 3650 * DAY),
+      extensions: [
+        { name: 'basicConstraints', cA: true, pathLenConstraint: 0, critical: true },
+        { name: 'keyUsage', keyCertSign: true, cRLSign: true, critical: true },
+        { name: 'subjectKeyIdentifier' },
+      ],
+    },
+    privateKey,
+  );
+  writeFileSync(keyPath, privateKey.export({ type: 'pkcs8', format: 'pem' }), { mode: 0o600 });
+  writeFileSync(certPath, pem, { mode: 0o644 });
+  return loadCa(dir);
+}
+
+export function loadCa(dir: string): Ca {
+  const certPath = join(dir, CA_CERT);
+  let certPem: string;
+  let keyPem: string;
+  try {
+    certPem = readFileSync(certPath, 'utf8');
+    keyPem = readFileSync(join(dir, CA_KEY), 'utf8');
+  } catch (err) {
+    const why =
+      errnoCode(err) === 'ENOENT'
+        ? `no CA in ${dir}: run \`trajgate ca init --dir ${dir}\``
+        : (err as Error).message;
+    throw new TrajgateError('E_CONFIG_READ', why);
+  }
+  const cert = forge.pki.certificateFromPem(certPem);
+  const der = forge.asn1.toDer(forge.pki.certificateToAsn1(cert)).getBytes();
+  const hex = createHash('sha256').update(Buffer.from(der, 'binary')).digest('hex').toUpperCase();
+  return {
+    certPath,
+    certPem,
+    cert,
+    key: createPrivateKey(keyPem),
+    fingerprint: hex.match(/../g)?.join(':') ?? hex,
+  };
+}
+
+/** How to make agents trust the CA, for `trajgate ca show`. */
+export function trustInstructions(ca: Ca): string {
+  return [
+    `CA certificate: ${ca.certPath}`,
+    `SHA-256 fingerprint: ${ca.fingerprint}`,
+    '',
+    'Trust it in an agent container (mount the file read-only, e.g. at /etc/trajgate/ca.pem):',
+    '  Node.js:         NODE_EXTRA_CA_CERTS=/etc/trajgate/ca.pem',
+    '  OpenSSL, curl:   SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt after the step below, or curl --cacert',
+    '  Python requests: REQUESTS_CA_BUNDLE=/etc/ssl/certs/ca-certificates.crt (after the step below)',
+    '  Debian/Ubuntu:   cp /etc/trajgate/ca.pem /usr/local/share/ca-certificates/trajgate.crt && update-ca-certificates',
+  ].join('\n');
+}
