@@ -226,6 +226,7 @@ function interceptor(config: Config, ctx: () => ProxyContext): Interceptor {
         req,
         res,
         url,
+        url.href,
         { session: tunnel.session, client: tunnel.client },
         performance.now(),
       ),

@@ -1,7 +1,10 @@
+import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import type { CaptureOptions } from '../action/capture.js';
+import type { Refusal } from '../action/respond.js';
 import type { Forwarder } from '../action/forward.js';
+import { clientAddress } from './identity.js';
 import type { Interceptor } from './intercept.js';
 import type { Config } from '../config/load.js';
 import type { Pipeline } from '../pipeline.js';
@@ -21,6 +24,32 @@ export interface ProxyContext {
   readonly capture: CaptureOptions | null;
   /** TLS interception, for CONNECT targets matching `tls.intercept`; null when none. */
   readonly intercept: Interceptor | null;
+}
+
+/**
+ * A refusal before judging (malformed, no credentials, too many tunnels), journaled, from the
+ * request line and client: the caller sends it on its response or raw socket.
+ */
+export function earlyRefusal(
+  ctx: ProxyContext,
+  req: IncomingMessage,
+  status: number,
+  reason: string,
+  session?: string,
+  headers: Record<string, string> = {},
+): Refusal {
+  const refusal = ctx.pipeline.refusal(
+    {
+      source: 'proxy',
+      client: clientAddress(req.socket.remoteAddress),
+      method: req.method ?? '',
+      target: req.url ?? '',
+      ...(session === undefined ? {} : { session }),
+    },
+    status,
+    reason,
+  );
+  return { ...refusal, headers: { ...refusal.headers, ...headers } };
 }
 
 /** RFC 9110 § 11.7.1: a 407 names the scheme the proxy accepts. */

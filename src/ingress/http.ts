@@ -3,7 +3,7 @@ import { performance } from 'node:perf_hooks';
 import { Capture } from '../action/capture.js';
 import { sendRefusal } from '../action/respond.js';
 import type { ProxyContext } from './context.js';
-import { presence, PROXY_AUTHENTICATE } from './context.js';
+import { earlyRefusal, presence, PROXY_AUTHENTICATE } from './context.js';
 import { clientAddress } from './identity.js';
 
 const ABSOLUTE = /^[a-zA-Z][a-zA-Z0-9+.-]*:\/\//;
@@ -17,20 +17,12 @@ export async function handleHttp(
   const start = performance.now();
   const client = clientAddress(req.socket.remoteAddress);
   const target = req.url ?? '';
-  const method = req.method ?? 'GET';
   const refuse = (
     status: number,
     reason: string,
     session?: string,
-    headers: Record<string, string> = {},
-  ) => {
-    const refusal = ctx.pipeline.refusal(
-      { source: 'proxy', client, method, target, ...(session === undefined ? {} : { session }) },
-      status,
-      reason,
-    );
-    sendRefusal(res, { ...refusal, headers: { ...refusal.headers, ...headers } });
-  };
+    headers?: Record<string, string>,
+  ) => sendRefusal(res, earlyRefusal(ctx, req, status, reason, session, headers));
   if (!ABSOLUTE.test(target)) {
     return refuse(
       400,
@@ -59,12 +51,12 @@ export async function handleHttp(
   }
   const who = ctx.identity.fromProxyAuthorization(req.headers['proxy-authorization'], client);
   if (!who.ok) return refuse(407, who.reason, undefined, PROXY_AUTHENTICATE);
-  await serveHttp(ctx, req, res, url, { session: who.session, client }, start);
+  await serveHttp(ctx, req, res, url, target, { session: who.session, client }, start);
 }
 
 /**
  * Judges one HTTP request whose URL is known (plain absolute-form, or inside an intercepted
- * TLS tunnel) and forwards, refuses or holds it; journals its outcome, and its capture when
+ * TLS tunnel; `target` is the URL as the agent wrote it, for the journal) and forwards, refuses or holds it; journals its outcome, and its capture when
  * `capture.bodies` is on.
  */
 export async function serveHttp(
@@ -72,6 +64,7 @@ export async function serveHttp(
   req: IncomingMessage,
   res: ServerResponse,
   url: URL,
+  target: string,
   who: { session: string; client: string },
   start: number,
 ): Promise<void> {
@@ -79,8 +72,8 @@ export async function serveHttp(
   const ruling = await ctx.pipeline.judge({
     ...who,
     source: 'proxy',
-    input: { kind: 'network', target: url.href, method, url },
-    what: `${method} ${url.href}`,
+    input: { kind: 'network', target, method, url },
+    what: `${method} ${target}`,
     connect: false,
     waiting: presence(req.socket),
   });

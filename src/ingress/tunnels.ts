@@ -11,7 +11,7 @@ import { upstreamFailure } from '../action/transfer.js';
 import { connectUpstream, splice } from '../action/tunnel.js';
 import type { Ruling } from '../pipeline.js';
 import type { ProxyContext } from './context.js';
-import { presence, PROXY_AUTHENTICATE } from './context.js';
+import { earlyRefusal, presence, PROXY_AUTHENTICATE } from './context.js';
 import { closedWhileHeld } from './http.js';
 import { clientAddress } from './identity.js';
 
@@ -36,15 +36,8 @@ export async function handleRaw(
     status: number,
     reason: string,
     session?: string,
-    headers: Record<string, string> = {},
-  ) => {
-    const r = ctx.pipeline.refusal(
-      { source: 'proxy', client, method, target, ...(session === undefined ? {} : { session }) },
-      status,
-      reason,
-    );
-    writeRawRefusal(socket, { ...r, headers: { ...r.headers, ...headers } });
-  };
+    headers?: Record<string, string>,
+  ) => writeRawRefusal(socket, earlyRefusal(ctx, req, status, reason, session, headers));
   let url: URL | null = null;
   if (mode === 'upgrade') {
     url = URL.canParse(target) ? new URL(target) : null;

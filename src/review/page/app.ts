@@ -1,0 +1,219 @@
+// The review page: token form, routing between the sessions list and one session, and the
+// polling loop (every second; every two while the API is down) that keeps both live.
+
+import { ApiFailure, call, Down, token, Unauthorized } from './api.js';
+import { byId, clock, setText } from './dom.js';
+import { SessionPage } from './session.js';
+import { SessionsList } from './sessions.js';
+import type { SessionView } from './types.js';
+
+const POLL_MS = 1_000;
+const RETRY_MS = 2_000;
+
+type Route = { kind: 'list' } | { kind: 'session'; id: string };
+
+function currentRoute(): Route {
+  const m = /^#\/session\/(.+)$/.exec(location.hash);
+  if (m) {
+    try {
+      return { kind: 'session', id: decodeURIComponent(m[1] as string) };
+    } catch {
+      // a malformed id: the list
+    }
+  }
+  return { kind: 'list' };
+}
+const routeKey = (r: Route) => (r.kind === 'list' ? 'list' : `session:${r.id}`);
+
+const view = byId('view');
+const login = byId('login');
+const loginForm = byId<HTMLFormElement>('login-form');
+const tokenInput = byId<HTMLInputElement>('token-input');
+const loginError = byId('login-error');
+const banner = byId('banner');
+const conn = byId('conn');
+const connText = byId('conn-text');
+const pausedLink = byId<HTMLAnchorElement>('nav-paused');
+const signOut = byId<HTMLButtonElement>('sign-out');
+
+const list = new SessionsList();
+const sessionPage = new SessionPage({ refresh: () => wake(), unauthorized: () => refused() });
+
+let down: { since: number; attempts: number; last: number } | null = null;
+let lastOk = 0;
+
+function setConn(state: 'live' | 'down' | 'signed-out', text: string): void {
+  conn.dataset.state = state;
+  setText(connText, text);
+}
+
+function showLogin(message: string | null): void {
+  view.replaceChildren();
+  login.hidden = false;
+  signOut.hidden = true;
+  pausedLink.hidden = true;
+  banner.hidden = true;
+  down = null;
+  setConn('signed-out', 'Not signed in');
+  setText(loginError, message ?? '');
+  loginError.hidden = message === null;
+  document.title = 'trajgate review';
+  tokenInput.focus();
+}
+
+function refused(): void {
+  token.clear();
+  showLogin(
+    'The admin API refused this token (401 Unauthorized), so nothing is shown. Use admin.token from the config, or the admin-token file that `trajgate start` names.',
+  );
+}
+
+function mount(): void {
+  if (token.get() === null) return showLogin(null);
+  login.hidden = true;
+  signOut.hidden = false;
+  const r = currentRoute();
+  if (r.kind === 'list') {
+    if (view.firstChild !== list.element) view.replaceChildren(list.element);
+    document.title = 'Sessions · trajgate review';
+    return;
+  }
+  if (sessionPage.id !== r.id) sessionPage.show(r.id);
+  if (view.firstChild !== sessionPage.element) view.replaceChildren(sessionPage.element);
+  document.title = `${r.id} · trajgate review`;
+}
+
+function setDown(reason: string): void {
+  const now = Date.now();
+  down = down ? { ...down, attempts: down.attempts + 1, last: now } : { since: now, attempts: 1, last: now };
+  setConn('down', 'API down · retrying');
+  banner.hidden = false;
+  banner.dataset.tone = 'down';
+  setText(
+    banner,
+    `The admin API is down or unreachable (${reason}). Retrying every ${RETRY_MS / 1000} s — attempt ${down.attempts}, last at ${clock(now)}.` +
+      (lastOk ? ` What is shown is from ${clock(lastOk)}; actions are disabled.` : ''),
+  );
+  sessionPage.setDown(true);
+  view.classList.add('is-stale');
+}
+
+function setUp(): void {
+  lastOk = Date.now();
+  if (down) {
+    down = null;
+    sessionPage.setDown(false);
+  }
+  view.classList.remove('is-stale');
+  if (banner.dataset.tone === 'down') banner.hidden = true;
+  setConn('live', `Live · ${clock(lastOk)}`);
+}
+
+function problem(text: string): void {
+  banner.hidden = false;
+  banner.dataset.tone = 'error';
+  setText(banner, text);
+}
+
+async function loadSessions(): Promise<void> {
+  const { sessions } = await call<{ sessions: SessionView[] }>('GET', '/api/sessions');
+  list.update(sessions);
+  const paused = sessions.filter((s) => s.state === 'paused').length;
+  pausedLink.hidden = paused === 0;
+  setText(pausedLink, `${paused} paused`);
+}
+
+/** One poll of what the current view shows; the delay before the next (-1: wait for a wake). */
+async function poll(): Promise<number> {
+  if (token.get() === null) {
+    showLogin(null);
+    return -1;
+  }
+  const r = currentRoute();
+  try {
+    if (r.kind === 'list') await loadSessions();
+    else await Promise.all([sessionPage.load(), loadSessions()]);
+    setUp();
+    if (banner.dataset.tone === 'error') banner.hidden = true;
+    return POLL_MS;
+  } catch (err) {
+    if (err instanceof Unauthorized) {
+      refused();
+      return -1;
+    }
+    if (err instanceof Down) {
+      setDown(err.message);
+      return RETRY_MS;
+    }
+    if (err instanceof ApiFailure) {
+      setUp();
+      if (r.kind === 'session' && err.status === 404 && routeKey(currentRoute()) === routeKey(r)) {
+        sessionPage.missing(err.message);
+        return RETRY_MS;
+      }
+      problem(`The admin API answered ${err.status} ${err.code}: ${err.message}`);
+      return RETRY_MS;
+    }
+    problem(`Unexpected error in the page: ${String(err)}`);
+    return RETRY_MS;
+  }
+}
+
+let woken = false;
+let wakeUp: (() => void) | null = null;
+
+/** Polls now (after the one in flight, if any). */
+function wake(): void {
+  woken = true;
+  wakeUp?.();
+}
+
+async function loop(): Promise<never> {
+  for (;;) {
+    woken = false;
+    const delay = await poll();
+    if (woken) continue;
+    await new Promise<void>((resolve) => {
+      const timer = delay >= 0 ? setTimeout(resolve, delay) : undefined;
+      wakeUp = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+    wakeUp = null;
+  }
+}
+
+loginForm.addEventListener('submit', (e) => {
+  e.preventDefault();
+  const value = tokenInput.value.trim();
+  if (value === '') {
+    setText(loginError, 'Paste the admin token first.');
+    loginError.hidden = false;
+    return;
+  }
+  token.set(value);
+  tokenInput.value = '';
+  mount();
+  wake();
+});
+
+signOut.addEventListener('click', () => {
+  token.clear();
+  showLogin(null);
+});
+
+window.addEventListener('hashchange', () => {
+  mount();
+  if (token.get() !== null) {
+    byId('main').focus({ preventScroll: true });
+    wake();
+  }
+});
+
+setInterval(() => {
+  if (token.get() !== null && down === null && currentRoute().kind === 'session') sessionPage.tick();
+}, 1_000);
+
+mount();
+void loop();

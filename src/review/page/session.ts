@@ -1,0 +1,552 @@
+// One session: its trajectory as a timeline, the pause record, what is held, and the actions.
+
+import { Actions } from './actions.js';
+import type { ActionsOptions } from './actions.js';
+import { call, sessionPath } from './api.js';
+import { ago, clock, clockMs, duration, fill, h, plural, setText, stamp } from './dom.js';
+import { Timeline } from './timeline.js';
+import type { ApprovalView, EventsPage, HeldView, SessionDetail, TrajEvent } from './types.js';
+
+/** The events route's own limit: the newest 10,000 events are drawn. */
+const MAX_EVENTS = 10_000;
+
+export class SessionPage {
+  readonly element: HTMLElement;
+  readonly actions: Actions;
+  readonly timeline: Timeline;
+  readonly #title: HTMLElement;
+  readonly #badge: HTMLElement;
+  readonly #meta: HTMLElement;
+  readonly #counts: HTMLElement;
+  readonly #timelineNote: HTMLElement;
+  readonly #details: HTMLElement;
+  readonly #pauseTitle: HTMLElement;
+  readonly #pauseMeta: HTMLElement;
+  readonly #recentBody: HTMLTableSectionElement;
+  readonly #heldTitle: HTMLElement;
+  readonly #heldList: HTMLElement;
+  readonly #approvals: HTMLElement;
+  readonly #missing: HTMLElement;
+  readonly #body: HTMLElement;
+  #id = '';
+  #detail: SessionDetail | null = null;
+  #fetchedAt = 0;
+  #events: TrajEvent[] = [];
+  #counted = -1;
+  #recentKey = '';
+  #heldKey = '';
+  #approvalsKey = '';
+  #countsKey = '';
+  #autoSelected = false;
+  readonly #heldRows = new Map<
+    number,
+    { waited: HTMLElement; left: HTMLElement; bar: HTMLElement }
+  >();
+
+  constructor(options: ActionsOptions) {
+    this.actions = new Actions(options);
+    this.timeline = new Timeline({ onSelect: (e) => this.#onSelect(e) });
+
+    this.#title = h('h1', { class: 'session-title mono' });
+    this.#badge = h('span', { class: 'badge' });
+    this.#meta = h('p', { class: 'session-meta' });
+    this.#counts = h('div', { class: 'chips' });
+    const head = h(
+      'div',
+      { class: 'view-head session-head' },
+      h('a', { class: 'back', attrs: { href: '#/' }, text: '← All sessions' }),
+      h('div', { class: 'title-row' }, this.#title, this.#badge),
+      h('div', { class: 'meta-row' }, this.#meta, this.#counts),
+    );
+
+    // Timeline
+    const mode = (value: 'time' | 'order', label: string, pressed: boolean) =>
+      h('button', {
+        class: 'seg',
+        text: label,
+        attrs: { type: 'button', 'aria-pressed': String(pressed), 'data-mode': value },
+        on: {
+          click: (e) => {
+            for (const b of (e.currentTarget as HTMLElement).parentElement?.children ?? [])
+              b.setAttribute('aria-pressed', String(b === e.currentTarget));
+            this.timeline.setMode(value);
+          },
+        },
+      });
+    const tool = (label: string, title: string, fn: () => void) =>
+      h('button', {
+        class: 'btn btn-small',
+        text: label,
+        attrs: { type: 'button', title, 'aria-label': title },
+        on: { click: fn },
+      });
+    this.#timelineNote = h('span', { class: 'timeline-note' });
+    this.#details = h('div', {
+      class: 'event-details',
+      attrs: { 'aria-live': 'polite', id: 'event-details' },
+    });
+    const timelineCard = h(
+      'section',
+      { class: 'card timeline-card', attrs: { 'aria-labelledby': 'timeline-title' } },
+      h(
+        'div',
+        { class: 'card-head' },
+        h('h2', { attrs: { id: 'timeline-title' }, text: 'Trajectory' }),
+        legend(),
+        h(
+          'div',
+          { class: 'card-tools' },
+          h(
+            'div',
+            { class: 'segmented', attrs: { role: 'group', 'aria-label': 'Horizontal axis' } },
+            mode('time', 'Time', true),
+            mode('order', 'Order', false),
+          ),
+          tool('−', 'Zoom out', () => this.timeline.zoom(2)),
+          tool('+', 'Zoom in', () => this.timeline.zoom(0.5)),
+          tool('Fit', 'Show all events', () => this.timeline.fit()),
+        ),
+      ),
+      this.timeline.element,
+      h(
+        'p',
+        { class: 'help timeline-help', attrs: { id: 'timeline-help' } },
+        'Hover or click a mark to see the event; with the timeline focused, ← → select events, + − zoom, 0 fits. Drag to pan when zoomed. ',
+        this.#timelineNote,
+      ),
+      this.#details,
+    );
+
+    // Pause record
+    this.#pauseTitle = h('h2', { attrs: { id: 'pause-title' }, text: 'Pause record' });
+    this.#pauseMeta = h('div', { class: 'pause-meta' });
+    this.#recentBody = h('tbody');
+    const th = (text: string, cls = '') => h('th', { attrs: { scope: 'col' }, class: cls, text });
+    const pauseCard = h(
+      'section',
+      { class: 'card pause-card', attrs: { 'aria-labelledby': 'pause-title' } },
+      h('div', { class: 'card-head' }, this.#pauseTitle),
+      this.#pauseMeta,
+      h(
+        'div',
+        { class: 'table-scroll' },
+        h(
+          'table',
+          { class: 'events' },
+          h('caption', { class: 'visually-hidden', text: 'Recent events, oldest first' }),
+          h(
+            'thead',
+            {},
+            h(
+              'tr',
+              {},
+              th('#', 'col-seq'),
+              th('Time', 'col-time'),
+              th('Kind', 'col-kind'),
+              th('Verdict', 'col-verdict'),
+              th('Target'),
+              th('Reason', 'col-reason'),
+            ),
+          ),
+          this.#recentBody,
+        ),
+      ),
+    );
+
+    // Held requests and approvals
+    this.#heldTitle = h('h2', { attrs: { id: 'held-title' }, text: 'Held requests' });
+    this.#heldList = h('ul', { class: 'held-list' });
+    const heldCard = h(
+      'section',
+      { class: 'card held-card', attrs: { 'aria-labelledby': 'held-title' } },
+      this.#heldTitle,
+      this.#heldList,
+    );
+    this.#approvals = h('ul', { class: 'approval-list' });
+    const approvalsCard = h(
+      'section',
+      { class: 'card approvals-card', attrs: { 'aria-labelledby': 'approvals-title' } },
+      h('h2', { attrs: { id: 'approvals-title' }, text: 'Approvals in force' }),
+      this.#approvals,
+    );
+
+    this.#missing = h('div', { class: 'card empty', attrs: { hidden: '' } });
+    this.#body = h(
+      'div',
+      { class: 'session-grid' },
+      h('div', { class: 'session-main' }, timelineCard, pauseCard),
+      h(
+        'aside',
+        { class: 'session-side', attrs: { 'aria-label': 'Held requests and actions' } },
+        heldCard,
+        this.actions.element,
+        approvalsCard,
+      ),
+    );
+    this.element = h('section', { class: 'view view-session' }, head, this.#missing, this.#body);
+  }
+
+  get id(): string {
+    return this.#id;
+  }
+
+  /** Shows another session: forgets the previous one's data. */
+  show(id: string): void {
+    this.#id = id;
+    this.#detail = null;
+    this.#events = [];
+    this.#counted = -1;
+    this.#recentKey = this.#heldKey = this.#approvalsKey = this.#countsKey = '';
+    this.#autoSelected = false;
+    this.#heldRows.clear();
+    setText(this.#title, id);
+    setText(this.#meta, 'Loading…');
+    this.#badge.className = 'badge';
+    setText(this.#badge, '');
+    fill(this.#counts);
+    fill(this.#heldList);
+    fill(this.#approvals);
+    fill(this.#recentBody);
+    fill(this.#pauseMeta);
+    this.#missing.hidden = true;
+    this.#body.hidden = false;
+    this.actions.show(id);
+    this.#onSelect(null);
+    this.timeline.setEvents([], null);
+    document.title = `${id} · trajgate review`;
+  }
+
+  /** The session was not found (404): says so instead of showing stale data. */
+  missing(message: string): void {
+    this.#body.hidden = true;
+    this.#missing.hidden = false;
+    setText(this.#meta, '');
+    fill(
+      this.#missing,
+      h('p', { class: 'empty-title', text: 'No such session' }),
+      h('p', { text: message }),
+      h('p', {}, h('a', { attrs: { href: '#/' }, text: 'Back to all sessions' })),
+    );
+  }
+
+  /** Fetches the detail and, when the session has new events, the new events. */
+  async load(): Promise<void> {
+    const id = this.#id;
+    const detail = await call<SessionDetail>('GET', sessionPath(id));
+    const delta = detail.events - this.#counted;
+    let events = this.#events;
+    if (this.#counted < 0 || delta < 0 || delta > MAX_EVENTS) {
+      const page = await call<EventsPage>('GET', `${sessionPath(id)}/events?limit=${MAX_EVENTS}`);
+      events = page.events.reverse();
+    } else if (delta > 0) {
+      const page = await call<EventsPage>('GET', `${sessionPath(id)}/events?limit=${delta}`);
+      const last = events.at(-1)?.seq ?? -1;
+      const newer = page.events.filter((e) => e.seq > last).reverse();
+      events = events.concat(newer);
+      if (events.length > MAX_EVENTS) events = events.slice(events.length - MAX_EVENTS);
+    }
+    if (id !== this.#id) return; // the operator moved on meanwhile
+    this.#fetchedAt = Date.now();
+    const eventsChanged = events !== this.#events || this.#counted < 0;
+    this.#counted = detail.events;
+    this.#events = events;
+    this.#detail = detail;
+    this.#missing.hidden = true;
+    this.#body.hidden = false;
+    this.#render(detail, eventsChanged);
+  }
+
+  /** The API is down (or back): actions are disabled while it is. */
+  setDown(down: boolean): void {
+    this.element.classList.toggle('is-stale', down);
+    const d = this.#detail;
+    this.actions.update(d?.state === 'paused', d?.heldRequests.length ?? 0, down);
+  }
+
+  /** Every second: the held requests' clocks move on between polls. */
+  tick(): void {
+    const d = this.#detail;
+    if (!d) return;
+    const elapsed = Date.now() - this.#fetchedAt;
+    for (const held of d.heldRequests) {
+      const row = this.#heldRows.get(held.id);
+      if (!row) continue;
+      const waited = held.waitedMs + elapsed;
+      const left = Math.max(0, held.timeoutInMs - elapsed);
+      setText(row.waited, `waited ${duration(waited)}`);
+      setText(row.left, left > 0 ? `times out in ${duration(left)}` : 'timing out');
+      row.bar.style.width = `${Math.min(100, (waited / Math.max(1, waited + left)) * 100).toFixed(1)}%`;
+    }
+    if (d.lastActivity) this.#renderMeta(d);
+  }
+
+  #render(d: SessionDetail, eventsChanged: boolean): void {
+    const paused = d.state === 'paused';
+    this.element.classList.toggle('is-paused', paused);
+    this.#badge.className = paused ? 'badge badge-pause badge-lg' : 'badge badge-active badge-lg';
+    setText(this.#badge, paused ? 'Paused' : 'Active');
+    this.#renderMeta(d);
+    const counts = Object.entries(d.counts).sort(([a], [b]) => a.localeCompare(b));
+    const countsKey = JSON.stringify(counts);
+    if (countsKey !== this.#countsKey) {
+      this.#countsKey = countsKey;
+      fill(
+        this.#counts,
+        ...counts.map(([b, n]) =>
+          h(
+            'span',
+            { class: `chip${paused && b === d.pausedBy ? ' chip-pause' : ''}` },
+            h('span', { class: 'chip-name', text: b }),
+            h('span', { class: 'chip-count', text: String(n) }),
+          ),
+        ),
+      );
+    }
+
+    if (eventsChanged) {
+      const trigger = d.pause?.trigger ?? null;
+      this.timeline.setEvents(this.#events, trigger ? { seq: trigger.seq, ts: trigger.ts } : null);
+      const total = d.events;
+      setText(
+        this.#timelineNote,
+        total > this.#events.length
+          ? `Showing the newest ${this.#events.length.toLocaleString('en')} of ${total.toLocaleString('en')} events.`
+          : `${plural(total, 'event')}.`,
+      );
+      if (!this.#autoSelected && this.#events.length > 0) {
+        this.#autoSelected = true;
+        // Start where the operator is needed: the pause trigger, else the latest non-ALLOW.
+        const pick =
+          trigger?.seq ?? [...this.#events].reverse().find((e) => e.verdict !== 'ALLOW')?.seq;
+        if (pick !== undefined) this.timeline.selectSeq(pick);
+      }
+    }
+
+    this.#renderPause(d);
+    this.#renderHeld(d.heldRequests);
+    this.#renderApprovals(d.approvals);
+    this.actions.update(paused, d.heldRequests.length, false);
+    this.tick();
+  }
+
+  #renderMeta(d: SessionDetail): void {
+    const parts =
+      d.state === 'paused' && d.pausedAt
+        ? [`paused ${ago(d.pausedAt)} on ${d.pausedBy ?? 'a held request'}`]
+        : [];
+    parts.push(plural(d.events, 'event'), `last activity ${ago(d.lastActivity)}`);
+    setText(this.#meta, parts.join(' · '));
+  }
+
+  #renderPause(d: SessionDetail): void {
+    const p = d.pause;
+    const rows = p ? p.recent : d.recent;
+    setText(this.#pauseTitle, p ? 'Pause record' : 'Recent events');
+    const key = JSON.stringify([p?.pausedAt ?? null, p?.restored ?? null, rows.map((e) => e.seq)]);
+    if (key === this.#recentKey) return;
+    this.#recentKey = key;
+    if (p) {
+      fill(
+        this.#pauseMeta,
+        h(
+          'dl',
+          { class: 'facts' },
+          h('dt', { text: 'Paused at' }),
+          h('dd', { text: stamp(p.pausedAt) }),
+          h('dt', { text: 'Boundary' }),
+          h('dd', { text: `${p.boundary ?? '—'} (count ${p.count})` }),
+          h('dt', { text: 'Reason' }),
+          h('dd', { text: p.reason }),
+          h('dt', { text: 'Trigger' }),
+          h(
+            'dd',
+            { class: 'mono' },
+            p.trigger.method ? `${p.trigger.method} ` : '',
+            p.trigger.target,
+          ),
+        ),
+        p.restored
+          ? h('p', {
+              class: 'notice',
+              text: 'Restored after a restart: the requests held then were lost with the old process.',
+            })
+          : null,
+      );
+    } else {
+      fill(
+        this.#pauseMeta,
+        h('p', {
+          class: 'help',
+          text: 'The session is not paused. Its latest events, oldest first:',
+        }),
+      );
+    }
+    const trigger = p?.trigger.seq;
+    fill(
+      this.#recentBody,
+      ...(rows.length === 0
+        ? [
+            h(
+              'tr',
+              {},
+              h('td', { class: 'muted', attrs: { colspan: '6' }, text: 'No events yet.' }),
+            ),
+          ]
+        : rows.map((e) => this.#eventRow(e, e.seq === trigger))),
+    );
+  }
+
+  #eventRow(e: TrajEvent, isTrigger: boolean): HTMLTableRowElement {
+    const tr = h(
+      'tr',
+      { class: isTrigger ? 'is-trigger' : '', attrs: { tabindex: '0', 'data-seq': String(e.seq) } },
+      h('td', { class: 'col-seq mono', text: String(e.seq) }),
+      h('td', { class: 'col-time mono', text: clockMs(e.ts), attrs: { title: stamp(e.ts) } }),
+      h('td', { class: 'col-kind', text: e.kind }),
+      h(
+        'td',
+        { class: 'col-verdict' },
+        verdictBadge(e.verdict),
+        e.held ? h('span', { class: 'flag', text: 'held' }) : null,
+      ),
+      h(
+        'td',
+        { class: 'col-target mono' },
+        e.method ? h('span', { class: 'method', text: e.method }) : null,
+        e.target,
+      ),
+      h('td', { class: 'col-reason', text: e.reason }),
+    );
+    const pick = () => this.timeline.selectSeq(e.seq);
+    tr.addEventListener('click', pick);
+    tr.addEventListener('keydown', (k) => {
+      if (k.key === 'Enter' || k.key === ' ') {
+        k.preventDefault();
+        pick();
+      }
+    });
+    tr.title = 'Select on the timeline';
+    return tr;
+  }
+
+  #renderHeld(held: readonly HeldView[]): void {
+    setText(this.#heldTitle, held.length ? `Held requests (${held.length})` : 'Held requests');
+    const key = held.map((x) => x.id).join(',');
+    if (key === this.#heldKey) return;
+    this.#heldKey = key;
+    this.#heldRows.clear();
+    if (held.length === 0) {
+      fill(this.#heldList, h('li', { class: 'muted', text: 'Nothing is held.' }));
+      return;
+    }
+    fill(
+      this.#heldList,
+      ...held.map((x) => {
+        const waited = h('span');
+        const left = h('span');
+        const bar = h('span', { class: 'bar-fill' });
+        this.#heldRows.set(x.id, { waited, left, bar });
+        return h(
+          'li',
+          { class: 'held' },
+          h('div', { class: 'held-what mono', text: x.what }),
+          h('div', { class: 'held-times' }, waited, left),
+          h('div', { class: 'bar', attrs: { 'aria-hidden': 'true' } }, bar),
+          h('div', {
+            class: 'held-since',
+            text: `since ${clock(x.since)}, deadline ${clock(x.deadline)}`,
+          }),
+        );
+      }),
+    );
+  }
+
+  #renderApprovals(approvals: readonly ApprovalView[]): void {
+    const key = JSON.stringify(approvals);
+    if (key === this.#approvalsKey) return;
+    this.#approvalsKey = key;
+    if (approvals.length === 0) {
+      fill(this.#approvals, h('li', { class: 'muted', text: 'None: nothing is approved.' }));
+      return;
+    }
+    // This session's own first, then global ones, then the config's allowlist.
+    const rank = (a: ApprovalView) => (a.origin === 'config' ? 2 : a.session === null ? 1 : 0);
+    const sorted = [...approvals].sort((a, b) => rank(a) - rank(b));
+    fill(
+      this.#approvals,
+      ...sorted.map((a) =>
+        h(
+          'li',
+          { class: 'approval' },
+          h('span', { class: 'approval-pattern mono', text: a.pattern }),
+          h(
+            'span',
+            { class: 'approval-meta' },
+            `${a.kind} · ${a.origin === 'config' ? 'allowlist (config)' : a.session === null ? 'all sessions' : 'this session'}`,
+            ` · ${a.expiresAt ? `expires ${clock(a.expiresAt)}` : 'no expiry'}`,
+          ),
+        ),
+      ),
+    );
+  }
+
+  #onSelect(e: TrajEvent | null): void {
+    this.actions.prefill(e);
+    for (const row of this.#recentBody.querySelectorAll('tr.is-selected'))
+      row.classList.remove('is-selected');
+    if (e) this.#recentBody.querySelector(`tr[data-seq="${e.seq}"]`)?.classList.add('is-selected');
+    if (!e) {
+      fill(
+        this.#details,
+        h('p', {
+          class: 'details-empty',
+          text: 'No event selected. Click a mark, or focus the timeline and use the arrow keys.',
+        }),
+      );
+      return;
+    }
+    const row = (k: string, ...v: (Node | string)[]) => [h('dt', { text: k }), h('dd', {}, ...v)];
+    fill(
+      this.#details,
+      h(
+        'dl',
+        { class: 'details' },
+        ...row(
+          'Event',
+          `#${e.seq} · ${stamp(e.ts)}.${String(new Date(e.ts).getMilliseconds()).padStart(3, '0')}`,
+        ),
+        ...row(
+          'Verdict',
+          verdictBadge(e.verdict),
+          e.boundary ? ` ${e.boundary} · count ${e.count}` : '',
+          e.approved ? ` · approved${e.approvedBy ? ` by ${e.approvedBy}` : ''}` : '',
+          e.held ? ' · held while paused' : '',
+        ),
+        ...row('Kind', `${e.kind} (via ${e.source})`),
+        ...row('Target', h('span', { class: 'mono target', text: e.target })),
+        ...row('Method', e.method ?? '—'),
+        ...row('Status', e.status != null ? String(e.status) : 'not recorded'),
+        ...row('Reason', e.reason),
+        ...(e.denied ? row('Refused', e.denied) : []),
+      ),
+    );
+  }
+}
+
+function verdictBadge(v: string): HTMLElement {
+  return h('span', { class: `verdict verdict-${v.toLowerCase()}`, text: v });
+}
+
+function legend(): HTMLElement {
+  const item = (cls: string, label: string) =>
+    h('li', {}, h('span', { class: `swatch ${cls}`, attrs: { 'aria-hidden': 'true' } }), label);
+  return h(
+    'ul',
+    { class: 'legend', attrs: { 'aria-label': 'Legend' } },
+    item('swatch-allow', 'ALLOW'),
+    item('swatch-review', 'REVIEW'),
+    item('swatch-pause', 'PAUSE'),
+    item('swatch-held', 'held'),
+    item('swatch-paused', 'pause point'),
+  );
+}

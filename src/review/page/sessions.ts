@@ -1,0 +1,168 @@
+// The sessions list: one row per session, paused first. Rows are kept by session id and only
+// their changed text is touched on each poll, so live updates neither flicker nor shift.
+
+import { ago, clock, fill, h, plural, setText, stamp } from './dom.js';
+import type { SessionView } from './types.js';
+
+interface Row {
+  readonly tr: HTMLTableRowElement;
+  readonly link: HTMLAnchorElement;
+  readonly state: HTMLElement;
+  readonly stateNote: HTMLElement;
+  readonly counts: HTMLElement;
+  readonly held: HTMLElement;
+  readonly events: HTMLElement;
+  readonly last: HTMLElement;
+  countsKey: string;
+}
+
+export const sessionHref = (id: string) => `#/session/${encodeURIComponent(id)}`;
+
+export class SessionsList {
+  readonly element: HTMLElement;
+  readonly #summary: HTMLElement;
+  readonly #tbody: HTMLTableSectionElement;
+  readonly #table: HTMLTableElement;
+  readonly #empty: HTMLElement;
+  readonly #rows = new Map<string, Row>();
+  #order = '';
+
+  constructor() {
+    this.#summary = h('p', { class: 'list-summary', attrs: { id: 'sessions-summary' } });
+    this.#tbody = h('tbody');
+    const th = (text: string, cls = '') => h('th', { attrs: { scope: 'col' }, class: cls, text });
+    this.#table = h(
+      'table',
+      { class: 'sessions', attrs: { 'aria-describedby': 'sessions-summary' } },
+      h('caption', { class: 'visually-hidden', text: 'Sessions, paused first' }),
+      h(
+        'thead',
+        {},
+        h(
+          'tr',
+          {},
+          th('Session', 'col-id'),
+          th('State', 'col-state'),
+          th('Crossings by boundary', 'col-counts'),
+          th('Held', 'col-num'),
+          th('Events', 'col-num'),
+          th('Last activity', 'col-last'),
+        ),
+      ),
+      this.#tbody,
+    );
+    this.#empty = h(
+      'div',
+      { class: 'empty', attrs: { hidden: '' } },
+      h('p', { class: 'empty-title', text: 'No sessions yet' }),
+      h('p', {
+        text: 'Sessions appear here as soon as an agent sends its first request through the proxy or the tool bridge.',
+      }),
+    );
+    this.element = h(
+      'section',
+      { class: 'view view-list', attrs: { 'aria-labelledby': 'sessions-title' } },
+      h(
+        'div',
+        { class: 'view-head' },
+        h('h1', { attrs: { id: 'sessions-title' }, text: 'Sessions' }),
+        this.#summary,
+      ),
+      h('div', { class: 'card card-flush' }, this.#table, this.#empty),
+    );
+  }
+
+  update(sessions: readonly SessionView[], now = Date.now()): void {
+    const paused = sessions.filter((s) => s.state === 'paused');
+    const held = sessions.reduce((n, s) => n + s.held, 0);
+    setText(
+      this.#summary,
+      `${plural(sessions.length, 'session')} · ${paused.length} paused · ${plural(held, 'held request')}`,
+    );
+    this.#empty.hidden = sessions.length > 0;
+    this.#table.hidden = sessions.length === 0;
+    const seen = new Set<string>();
+    for (const s of sessions) {
+      seen.add(s.id);
+      let row = this.#rows.get(s.id);
+      if (!row) {
+        row = this.#row(s.id);
+        this.#rows.set(s.id, row);
+      }
+      this.#updateRow(row, s, now);
+    }
+    for (const [id, row] of this.#rows) {
+      if (seen.has(id)) continue;
+      row.tr.remove();
+      this.#rows.delete(id);
+    }
+    // Re-append only when the order changed: moving rows would drop the keyboard focus.
+    const order = sessions.map((s) => s.id).join('\n');
+    if (order !== this.#order) {
+      this.#order = order;
+      const focused = document.activeElement;
+      for (const s of sessions) this.#tbody.appendChild((this.#rows.get(s.id) as Row).tr);
+      if (focused instanceof HTMLElement && focused !== document.activeElement) focused.focus();
+    }
+  }
+
+  #row(id: string): Row {
+    const link = h('a', { class: 'session-link', text: id, attrs: { href: sessionHref(id) } });
+    const state = h('span', { class: 'badge' });
+    const stateNote = h('span', { class: 'state-note' });
+    const counts = h('span', { class: 'chips' });
+    const held = h('td', { class: 'col-num', attrs: { 'data-label': 'Held' } });
+    const events = h('td', { class: 'col-num', attrs: { 'data-label': 'Events' } });
+    const last = h('td', { class: 'col-last', attrs: { 'data-label': 'Last activity' } });
+    const tr = h(
+      'tr',
+      { class: 'session-row' },
+      h('th', { class: 'col-id', attrs: { scope: 'row' } }, link),
+      h('td', { class: 'col-state', attrs: { 'data-label': 'State' } }, state, stateNote),
+      h('td', { class: 'col-counts', attrs: { 'data-label': 'Crossings' } }, counts),
+      held,
+      events,
+      last,
+    );
+    // The whole row opens the session; the link inside keeps it keyboard reachable.
+    tr.addEventListener('click', (e) => {
+      if (!(e.target instanceof Element && e.target.closest('a'))) link.click();
+    });
+    return { tr, link, state, stateNote, counts, held, events, last, countsKey: '' };
+  }
+
+  #updateRow(row: Row, s: SessionView, now: number): void {
+    const paused = s.state === 'paused';
+    row.tr.classList.toggle('is-paused', paused);
+    row.state.className = paused ? 'badge badge-pause' : 'badge badge-active';
+    setText(row.state, paused ? 'Paused' : 'Active');
+    setText(
+      row.stateNote,
+      paused && s.pausedAt ? `${s.pausedBy ?? 'held'} · since ${clock(s.pausedAt)}` : '',
+    );
+    row.stateNote.title = s.pausedAt ? `paused at ${stamp(s.pausedAt)}` : '';
+    const entries = Object.entries(s.counts).sort(([a], [b]) => a.localeCompare(b));
+    const key = JSON.stringify(entries);
+    if (key !== row.countsKey) {
+      row.countsKey = key;
+      fill(
+        row.counts,
+        ...(entries.length === 0
+          ? [h('span', { class: 'muted', text: 'none' })]
+          : entries.map(([b, n]) =>
+              h(
+                'span',
+                { class: `chip${paused && b === s.pausedBy ? ' chip-pause' : ''}` },
+                h('span', { class: 'chip-name', text: b }),
+                h('span', { class: 'chip-count', text: String(n) }),
+              ),
+            )),
+      );
+    }
+    setText(row.held, s.held > 0 ? String(s.held) : '–');
+    row.held.classList.toggle('has-held', s.held > 0);
+    setText(row.events, s.events.toLocaleString('en'));
+    setText(row.last, ago(s.lastActivity, now));
+    row.last.title = s.lastActivity ? stamp(s.lastActivity) : '';
+  }
+}
