@@ -261,8 +261,10 @@ export class Pipeline {
       if (isTrajgateError(err)) return null;
       throw err;
     }
-    const summary = this.review.observe({ ...record, seq, ts: event.ts });
-    this.metrics.events.inc({ source: event.source, kind: event.kind, verdict: decision.verdict });
+    // Stamped in place: the journal line is written, the object now serves the operators' view.
+    const summary = Object.assign(record, { seq, ts: this.journal.iso(event.ts) }) as Summary;
+    this.review.observe(summary, event.ts);
+    this.metrics.event(event.source, event.kind, decision.verdict);
     return { rid: rid ?? seq, summary };
   }
 }

@@ -56,23 +56,8 @@ export interface RefusalRecord extends RecordBase {
   readonly target?: string;
 }
 
-/** An event as operators see it: in rings of recent events and in pause records. */
-export interface Summary {
-  readonly seq: number;
-  readonly ts: string;
-  readonly session: string;
-  readonly source: Event['source'];
-  readonly kind: string;
-  readonly target: string;
-  readonly method?: string | undefined;
-  readonly verdict: Verdict;
-  readonly boundary: string | null;
-  readonly count: number;
-  readonly reason: string;
-  readonly approved: boolean;
-  readonly denied?: string | undefined;
-  readonly held?: true | undefined;
-}
+/** An event as operators see it (rings of recent events, pause records): its journal record. */
+export type Summary = EventRecord;
 
 /** What an operator is handed when a session pauses (design § data path: pause record). */
 export interface PauseRecord {

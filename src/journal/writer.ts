@@ -122,11 +122,11 @@ export class JournalWriter {
     if (this.#fd < 0) throw new TrajgateError('E_JOURNAL_WRITE', `${this.path}: journal is closed`);
     const seq = ++this.#seq;
     const body = JSON.stringify(record);
-    return [seq, `{"seq":${seq},"ts":"${this.#iso(ts ?? this.#now())}",${body.slice(1)}\n`];
+    return [seq, `{"seq":${seq},"ts":"${this.iso(ts ?? this.#now())}",${body.slice(1)}\n`];
   }
 
-  /** Many records share a millisecond under load: format each one once. */
-  #iso(ms: number): string {
+  /** ISO 8601 of `ms`; many records share a millisecond under load, so each is formatted once. */
+  iso(ms: number): string {
     if (ms !== this.#isoMs) {
       this.#isoMs = ms;
       this.#isoText = new Date(ms).toISOString();

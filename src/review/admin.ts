@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import type { Api } from './api.js';
 import { ApiError, readJsonBody, sendError, sendJson } from './http-json.js';
 import type { Metrics } from './metrics.js';
+import { reviewPage } from './page.js';
 
 type Handler = (
   req: IncomingMessage,
@@ -23,7 +24,8 @@ interface Route {
 const digest = (text: string) => createHash('sha256').update(text).digest();
 
 /**
- * The admin listener: JSON under /api/, Prometheus text at /metrics. Every call carries
+ * The admin listener: the review page at /, JSON under /api/, Prometheus text at /metrics.
+ * Every call but the page's static files carries
  * `Authorization: Bearer TOKEN`; tokens are compared as SHA-256 digests in constant time and
  * the matching token's name is recorded as who acted (`by`).
  */
@@ -89,8 +91,11 @@ export function createAdminServer(deps: {
     return name;
   };
 
+  const page = reviewPage();
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
     const url = new URL(req.url ?? '/', 'http://admin');
+    // The review page's static files hold no data: served before the token check.
+    if (page(req, res, url.pathname)) return;
     const by = who(req.headers.authorization);
     if (by === null) {
       res.setHeader('www-authenticate', 'Bearer realm="trajgate admin"');

@@ -10,6 +10,7 @@ export class Metrics {
   readonly upstreamErrors: Counter<'status'>;
   readonly webhookFailures: Counter;
   readonly journalWrite: Histogram;
+  readonly #eventChildren = new Map<string, { inc(): void }>();
 
   constructor(read: { held: () => number; paused: () => number }) {
     const registers = [this.registry];
@@ -52,6 +53,17 @@ export class Metrics {
         this.set(read.paused());
       },
     });
+  }
+
+  /** Counts a judged event; label children are cached, so a request builds no label key. */
+  event(source: string, kind: string, verdict: string): void {
+    const key = `${source} ${kind} ${verdict}`;
+    let child = this.#eventChildren.get(key);
+    if (child === undefined) {
+      child = this.events.labels(source, kind, verdict);
+      this.#eventChildren.set(key, child);
+    }
+    child.inc();
   }
 
   text(): Promise<string> {

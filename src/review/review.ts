@@ -38,16 +38,14 @@ export class Review {
     this.#onReview.push(listener);
   }
 
-  /** Every event record, as it is journaled or read back. */
-  observe(record: Omit<EventRecord, 'ts'> & { ts: number | string }): Summary {
-    const summary = summarize(record);
+  /** Every event record, as it is journaled or read back (kept as it is, not copied). */
+  observe(record: EventRecord, ms = Date.parse(record.ts)): void {
     const trail = this.#trail(record.session);
-    trail.recent.push(summary);
+    trail.recent.push(record);
     if (trail.recent.length > this.#size) trail.recent.shift();
-    trail.lastActivity = Date.parse(summary.ts);
+    trail.lastActivity = ms;
     trail.events++;
-    if (summary.verdict === 'REVIEW' && summary.held !== true) this.#emit(this.#onReview, summary);
-    return summary;
+    if (record.verdict === 'REVIEW' && record.held !== true) this.#emit(this.#onReview, record);
   }
 
   /** A session just paused on `trigger`: builds and keeps its pause record. */
@@ -125,23 +123,4 @@ export class Review {
       }
     }
   }
-}
-
-function summarize(r: Omit<EventRecord, 'ts'> & { ts: number | string }): Summary {
-  return {
-    seq: r.seq,
-    ts: typeof r.ts === 'number' ? new Date(r.ts).toISOString() : r.ts,
-    session: r.session,
-    source: r.source,
-    kind: r.kind,
-    target: r.target,
-    method: r.method,
-    verdict: r.verdict,
-    boundary: r.boundary,
-    count: r.count,
-    reason: r.reason,
-    approved: r.approved,
-    denied: r.denied,
-    held: r.held,
-  };
 }

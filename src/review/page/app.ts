@@ -85,7 +85,9 @@ function mount(): void {
 
 function setDown(reason: string): void {
   const now = Date.now();
-  down = down ? { ...down, attempts: down.attempts + 1, last: now } : { since: now, attempts: 1, last: now };
+  down = down
+    ? { ...down, attempts: down.attempts + 1, last: now }
+    : { since: now, attempts: 1, last: now };
   setConn('down', 'API down · retrying');
   banner.hidden = false;
   banner.dataset.tone = 'down';
@@ -212,7 +214,8 @@ window.addEventListener('hashchange', () => {
 });
 
 setInterval(() => {
-  if (token.get() !== null && down === null && currentRoute().kind === 'session') sessionPage.tick();
+  if (token.get() !== null && down === null && currentRoute().kind === 'session')
+    sessionPage.tick();
 }, 1_000);
 
 mount();
