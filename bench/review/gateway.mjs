@@ -39,7 +39,7 @@ export async function startGateway(configFile, { cpu = '1', timeoutMs = 15_000 }
   const exited = new Promise((r) => child.once('exit', (code, signal) => r(code ?? signal)));
   const deadline = Date.now() + timeoutMs;
   let m;
-  while (!(m = /admin API on http:\/\/127\.0\.0\.1:(\d+)\//.exec(stderr))) {
+  while (!(m = /review page on http:\/\/127\.0\.0\.1:(\d+)\//.exec(stderr))) {
     if (child.exitCode !== null || Date.now() > deadline)
       throw new Error(`gateway did not start: ${stderr}`);
     await sleep(20);

@@ -26,7 +26,9 @@ export async function start(argv: string[], say: (line: string) => void): Promis
   say(
     `trajgate: tool bridge on http://${formatHostPort(gateway.bridge)}/ (${config.bridge.upstream ? `${config.bridge.protocol} → ${config.bridge.upstream}` : 'ingest only: POST /events'})`,
   );
-  say(`trajgate: admin API on http://${formatHostPort(gateway.admin)}/api/ (metrics at /metrics)`);
+  say(
+    `trajgate: review page on http://${formatHostPort(gateway.admin)}/ (admin API under /api/, metrics at /metrics)`,
+  );
   if (gateway.adminTokenFile)
     say(`  admin token (Authorization: Bearer …) is in ${gateway.adminTokenFile}`);
   say(

@@ -93,14 +93,26 @@ export class Api {
     };
   }
 
-  /** The session's event records from the journal, newest first. */
-  events(id: string, query: URLSearchParams): { events: EventRecord[]; next: number | null } {
+  /**
+   * The session's event records from the journal, newest first, each with the `status` its
+   * request ended with (outcomes are newer than their events, so they are met first).
+   */
+  events(
+    id: string,
+    query: URLSearchParams,
+  ): { events: (EventRecord & { status?: number | null })[]; next: number | null } {
     this.#known(id);
     const limit = intParam(query, 'limit', 100, 1, 10_000);
     const before = intParam(query, 'before', Number.MAX_SAFE_INTEGER, 1, Number.MAX_SAFE_INTEGER);
-    const events: EventRecord[] = [];
+    const events: (EventRecord & { status?: number | null })[] = [];
+    const statuses = new Map<number, number | null>();
     readBackwards(this.config.journal, (r) => {
-      if (r.type === 'event' && r.session === id && r.seq < before) events.push(r);
+      if (r.session !== id) return true;
+      if (r.type === 'outcome') statuses.set(r.ref, r.status);
+      else if (r.type === 'event' && r.seq < before) {
+        const status = statuses.get(r.rid ?? r.seq);
+        events.push(status === undefined ? r : { ...r, status });
+      }
       return events.length < limit;
     });
     return { events, next: events.length === limit ? (events.at(-1)?.seq ?? null) : null };

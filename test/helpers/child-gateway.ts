@@ -35,10 +35,10 @@ export async function startChild(configFile: string, ms = 10_000): Promise<Child
   const signalled = new Promise<NodeJS.Signals | null>((r) =>
     cli.child.once('exit', (_code, signal) => r(signal)),
   );
-  const all = await cli.waitFor(/admin API on http:\/\/127\.0\.0\.1:\d+\/api\//, ms);
+  const all = await cli.waitFor(/review page on http:\/\/127\.0\.0\.1:\d+\//, ms);
   const port = (re: RegExp) => Number(re.exec(all)?.[1]);
   const proxyPort = port(/proxy listening on http:\/\/127\.0\.0\.1:(\d+)/);
-  const adminPort = port(/admin API on http:\/\/127\.0\.0\.1:(\d+)\/api\//);
+  const adminPort = port(/review page on http:\/\/127\.0\.0\.1:(\d+)\//);
   const child: ChildGateway = {
     pid: cli.child.pid as number,
     proxyPort,

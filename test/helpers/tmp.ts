@@ -1,12 +1,18 @@
 import { mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll } from 'vitest';
+import { afterAll, onTestFinished } from 'vitest';
 
-/** A fresh real-path temp folder, removed after the test file. */
+/** A fresh real-path temp folder, removed after the test that made it, or after the file. */
 export function tempDir(prefix = 'trajgate-'): string {
   const dir = realpathSync(mkdtempSync(join(tmpdir(), prefix)));
-  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  const remove = () => rmSync(dir, { recursive: true, force: true });
+  try {
+    onTestFinished(remove);
+  } catch {
+    // Called outside a test (a file's setup): remove it when the file is done.
+    afterAll(remove);
+  }
   return dir;
 }
 

@@ -165,7 +165,9 @@ export class Actions {
     this.#deny.disabled = off || !paused;
     const hint = !paused
       ? 'The session is not paused: nothing to resume or deny.'
-      : `Resume judges each held request again; deny answers ${held === 1 ? 'the held request' : `all ${held} held requests`} 403 and keeps the session paused.`;
+      : held === 0
+        ? 'Nothing is held right now. Resume lets the session go on; a new request waits until you decide.'
+        : `Resume judges each held request again; deny answers ${held === 1 ? 'the held request' : `all ${held} held requests`} 403 and keeps the session paused.`;
     if (this.#pausedHint.textContent !== hint) this.#pausedHint.textContent = hint;
   }
 

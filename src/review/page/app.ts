@@ -49,6 +49,9 @@ function setConn(state: 'live' | 'down' | 'signed-out', text: string): void {
 
 function showLogin(message: string | null): void {
   view.replaceChildren();
+  // No data stays in the page without a token, not even detached from it.
+  list.clear();
+  if (sessionPage.id !== '') sessionPage.show('');
   login.hidden = false;
   signOut.hidden = true;
   pausedLink.hidden = true;
@@ -135,6 +138,10 @@ async function poll(): Promise<number> {
   try {
     if (r.kind === 'list') await loadSessions();
     else await Promise.all([sessionPage.load(), loadSessions()]);
+    if (token.get() === null) {
+      showLogin(null); // forgotten while the poll was in flight
+      return -1;
+    }
     setUp();
     if (banner.dataset.tone === 'error') banner.hidden = true;
     return POLL_MS;
@@ -196,6 +203,8 @@ loginForm.addEventListener('submit', (e) => {
   }
   token.set(value);
   tokenInput.value = '';
+  setText(loginError, '');
+  loginError.hidden = true;
   mount();
   wake();
 });

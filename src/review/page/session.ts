@@ -34,7 +34,7 @@ export class SessionPage {
   #events: TrajEvent[] = [];
   #counted = -1;
   #recentKey = '';
-  #heldKey = '';
+  #heldKey: string | null = null;
   #approvalsKey = '';
   #countsKey = '';
   #autoSelected = false;
@@ -144,8 +144,7 @@ export class SessionPage {
               th('Time', 'col-time'),
               th('Kind', 'col-kind'),
               th('Verdict', 'col-verdict'),
-              th('Target'),
-              th('Reason', 'col-reason'),
+              th('Target and reason', 'col-what'),
             ),
           ),
           this.#recentBody,
@@ -196,7 +195,8 @@ export class SessionPage {
     this.#detail = null;
     this.#events = [];
     this.#counted = -1;
-    this.#recentKey = this.#heldKey = this.#approvalsKey = this.#countsKey = '';
+    this.#recentKey = this.#approvalsKey = this.#countsKey = '';
+    this.#heldKey = null;
     this.#autoSelected = false;
     this.#heldRows.clear();
     setText(this.#title, id);
@@ -389,7 +389,7 @@ export class SessionPage {
             h(
               'tr',
               {},
-              h('td', { class: 'muted', attrs: { colspan: '6' }, text: 'No events yet.' }),
+              h('td', { class: 'muted', attrs: { colspan: '5' }, text: 'No events yet.' }),
             ),
           ]
         : rows.map((e) => this.#eventRow(e, e.seq === trigger))),
@@ -411,11 +411,15 @@ export class SessionPage {
       ),
       h(
         'td',
-        { class: 'col-target mono' },
-        e.method ? h('span', { class: 'method', text: e.method }) : null,
-        e.target,
+        { class: 'col-what' },
+        h(
+          'div',
+          { class: 'col-target mono' },
+          e.method ? h('span', { class: 'method', text: e.method }) : null,
+          e.target,
+        ),
+        h('div', { class: 'col-reason', text: e.reason }),
       ),
-      h('td', { class: 'col-reason', text: e.reason }),
     );
     const pick = () => this.timeline.selectSeq(e.seq);
     tr.addEventListener('click', pick);

@@ -28,7 +28,11 @@ export class SessionsList {
   #order = '';
 
   constructor() {
-    this.#summary = h('p', { class: 'list-summary', attrs: { id: 'sessions-summary' } });
+    this.#summary = h('p', {
+      class: 'list-summary',
+      text: 'Loading…',
+      attrs: { id: 'sessions-summary' },
+    });
     this.#tbody = h('tbody');
     const th = (text: string, cls = '') => h('th', { attrs: { scope: 'col' }, class: cls, text });
     this.#table = h(
@@ -70,6 +74,15 @@ export class SessionsList {
       ),
       h('div', { class: 'card card-flush' }, this.#table, this.#empty),
     );
+  }
+
+  /** Drops every row (signed out: the page keeps no data without a token). */
+  clear(): void {
+    for (const row of this.#rows.values()) row.tr.remove();
+    this.#rows.clear();
+    this.#order = '';
+    setText(this.#summary, 'Loading…');
+    this.#empty.hidden = true;
   }
 
   update(sessions: readonly SessionView[], now = Date.now()): void {

@@ -12,7 +12,9 @@ const laneOf = (kind: string): number => {
 };
 const SEVERITY: Record<Verdict, number> = { ALLOW: 0, REVIEW: 1, PAUSE: 2 };
 
-const GUTTER = 112;
+/** Room for the lane names (and their counts, on a wide canvas). */
+const GUTTER_WIDE = 132;
+const GUTTER_NARROW = 76;
 const PAD_RIGHT = 18;
 const PAD_TOP = 24;
 const LANE_H = 34;
@@ -54,6 +56,7 @@ export class Timeline {
   /** Per lane, event indices in order of position. */
   #byLane: Int32Array[] = [];
   #laneCounts: number[] = LANES.map(() => 0);
+  #verdicts: Record<Verdict, number> = { ALLOW: 0, REVIEW: 0, PAUSE: 0 };
   #pause: { seq: number; ts: string } | null = null;
   #selected = -1;
   #hover = -1;
@@ -62,6 +65,7 @@ export class Timeline {
   #view: [number, number] = [0, 1];
   #domain: [number, number] = [0, 1];
   #width = 0;
+  #gutter = GUTTER_WIDE;
   #drag: { x: number; view: [number, number]; moved: boolean } | null = null;
 
   constructor(options: TimelineOptions) {
@@ -110,8 +114,10 @@ export class Timeline {
     this.#t = new Float64Array(n);
     this.#lane = new Uint8Array(n);
     this.#laneCounts = LANES.map(() => 0);
+    this.#verdicts = { ALLOW: 0, REVIEW: 0, PAUSE: 0 };
     for (let i = 0; i < n; i++) {
       const e = events[i] as TrajEvent;
+      this.#verdicts[e.verdict]++;
       this.#t[i] = Date.parse(e.ts);
       const lane = laneOf(e.kind);
       this.#lane[i] = lane;
@@ -169,6 +175,7 @@ export class Timeline {
   draw(start = performance.now()): void {
     const width = Math.max(320, Math.floor(this.element.clientWidth));
     this.#width = width;
+    this.#gutter = width < 560 ? GUTTER_NARROW : GUTTER_WIDE;
     const dpr = window.devicePixelRatio || 1;
     const c = this.#canvas;
     if (c.width !== Math.round(width * dpr) || c.height !== Math.round(HEIGHT * dpr)) {
@@ -193,9 +200,9 @@ export class Timeline {
 
   #summary(): string {
     const n = this.#events.length;
-    const by = (v: Verdict) => this.#events.filter((e) => e.verdict === v).length;
+    const v = this.#verdicts;
     if (n === 0) return 'Trajectory timeline: no events';
-    return `Trajectory timeline: ${plural(n, 'event')}, ${by('REVIEW')} REVIEW, ${by('PAUSE')} PAUSE. Arrow keys select events.`;
+    return `Trajectory timeline: ${plural(n, 'event')}, ${v.REVIEW} REVIEW, ${v.PAUSE} PAUSE. Arrow keys select events.`;
   }
 
   #fullDomain(): [number, number] {
@@ -212,10 +219,11 @@ export class Timeline {
       if (t < lo) lo = t;
       if (t > hi) hi = t;
     }
-    const span = Math.max(hi - lo, 1_000);
-    const pad = span * 0.025;
+    // A few events close together still spread over the width; a lone one sits in the middle.
+    const span = Math.max(hi - lo, 20);
+    const pad = span * 0.04;
     const mid = (lo + hi) / 2;
-    return hi - lo < 1_000 ? [mid - span / 2 - pad, mid + span / 2 + pad] : [lo - pad, hi + pad];
+    return [mid - span / 2 - pad, mid + span / 2 + pad];
   }
 
   #zoomed(): boolean {
@@ -236,12 +244,12 @@ export class Timeline {
   }
 
   #plotWidth(): number {
-    return this.#width - GUTTER - PAD_RIGHT;
+    return this.#width - this.#gutter - PAD_RIGHT;
   }
 
   #toX(v: number): number {
     const [a, b] = this.#view;
-    return GUTTER + ((v - a) / (b - a)) * this.#plotWidth();
+    return this.#gutter + ((v - a) / (b - a)) * this.#plotWidth();
   }
 
   #layout(): void {
@@ -278,18 +286,19 @@ export class Timeline {
       ctx.fillStyle = col.ink;
       ctx.textAlign = 'left';
       ctx.fillText(LANES[l] as string, 12, y + LANE_H / 2 - 1);
+      if (this.#gutter === GUTTER_NARROW) continue;
       ctx.fillStyle = col.muted;
       ctx.textAlign = 'right';
       ctx.fillText(
         (this.#laneCounts[l] ?? 0).toLocaleString('en'),
-        GUTTER - 12,
+        this.#gutter - 12,
         y + LANE_H / 2 - 1,
       );
     }
     // axis
     const axisY = PAD_TOP + LANE_H * LANES.length;
     ctx.fillStyle = col.grid;
-    ctx.fillRect(GUTTER, axisY, this.#plotWidth(), 1);
+    ctx.fillRect(this.#gutter, axisY, this.#plotWidth(), 1);
     ctx.textAlign = 'center';
     ctx.textBaseline = 'top';
     for (const { v, label } of this.#ticks()) {
@@ -304,7 +313,7 @@ export class Timeline {
       ctx.textBaseline = 'middle';
       ctx.fillText(
         'No events yet',
-        GUTTER + this.#plotWidth() / 2,
+        this.#gutter + this.#plotWidth() / 2,
         PAD_TOP + (LANE_H * LANES.length) / 2,
       );
     }
@@ -343,11 +352,11 @@ export class Timeline {
     const ctx = this.#ctx;
     const n = this.#events.length;
     const mw = this.#markWidth();
-    const left = GUTTER - mw;
+    const left = this.#gutter - mw;
     const right = this.#width - PAD_RIGHT + mw;
     ctx.save();
     ctx.beginPath();
-    ctx.rect(GUTTER - 4, 0, this.#plotWidth() + 8, HEIGHT);
+    ctx.rect(this.#gutter - 4, 0, this.#plotWidth() + 8, HEIGHT);
     ctx.clip();
     const fills: [Verdict, string][] = [
       ['ALLOW', this.#colors.allow],
@@ -356,7 +365,8 @@ export class Timeline {
     ];
     // One pass per colour, least severe first, so REVIEW and PAUSE stay on top.
     for (const [verdict, colour] of fills) {
-      const tall = verdict === 'ALLOW' ? 10 : 6;
+      // ALLOW marks are shorter, so REVIEW and PAUSE stand out even where marks are dense.
+      const tall = verdict === 'ALLOW' ? 16 : 6;
       ctx.fillStyle = colour;
       ctx.strokeStyle = colour;
       ctx.lineWidth = 1.5;
@@ -438,7 +448,7 @@ export class Timeline {
   /** The event under (x, y): in that lane, the most severe mark within a few pixels. */
   #hit(x: number, y: number): number {
     const lane = Math.floor((y - PAD_TOP) / LANE_H);
-    if (lane < 0 || lane >= LANES.length || x < GUTTER - 4 || x > this.#width - PAD_RIGHT + 4)
+    if (lane < 0 || lane >= LANES.length || x < this.#gutter - 4 || x > this.#width - PAD_RIGHT + 4)
       return -1;
     const order = this.#byLane[lane];
     if (!order || order.length === 0) return -1;
