@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isIP } from 'node:net';
 import { Readable } from 'node:stream';
-import { connect as tlsConnect, rootCertificates } from 'node:tls';
+import { createSecureContext, connect as tlsConnect, rootCertificates } from 'node:tls';
 import { Agent } from 'undici';
 import type { Dispatcher } from 'undici';
 import type { Capture } from './capture.js';
@@ -40,7 +40,9 @@ export class Forwarder {
       keepAliveTimeout: 4_000,
     };
     this.#plain = new Agent({ ...timeouts, connect: { timeout: limits.connectTimeout } });
-    const ca = [...rootCertificates, ...upstreamCa];
+    // One context for every upstream connection: building it from ~140 roots costs ~17 ms
+    // and ~1 MB per connection otherwise.
+    const secureContext = createSecureContext({ ca: [...rootCertificates, ...upstreamCa] });
     this.#tls = new Agent({
       ...timeouts,
       connect: (opts, callback) => {
@@ -53,7 +55,7 @@ export class Forwarder {
               host: check.address,
               port,
               ...(isIP(opts.hostname) ? {} : { servername: opts.hostname }),
-              ca,
+              secureContext,
               ALPNProtocols: ['http/1.1'],
               timeout: limits.connectTimeout,
             });

@@ -44,6 +44,13 @@ export async function handleHttp(
   if (url.username !== '' || url.password !== '') {
     return refuse(400, 'credentials in the request URL are not allowed (RFC 9110 § 4.2.4)');
   }
+  const hosts = req.rawHeaders.filter(
+    (_, i) => i % 2 === 0 && req.rawHeaders[i]?.toLowerCase() === 'host',
+  );
+  if (hosts.length > 1 || (hosts.length === 0 && req.httpVersion === '1.1')) {
+    // RFC 9112 § 3.2: an HTTP/1.1 request carries exactly one Host, or is answered 400.
+    return refuse(400, `${hosts.length === 0 ? 'no' : 'more than one'} Host field`);
+  }
   const te = req.headers['transfer-encoding'];
   if (te !== undefined && te.trim().toLowerCase() !== 'chunked') {
     // RFC 9112 § 6.1: a coding we would have to pass on undecoded is refused, not guessed at.

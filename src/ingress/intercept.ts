@@ -12,6 +12,7 @@ import { canonicalHost } from '../event/network-target.js';
 import type { NetworkPattern } from '../guard/network-pattern.js';
 import { matchesNetwork, parseNetworkPattern } from '../guard/network-pattern.js';
 import type { LeafCache } from '../tls/leaves.js';
+import { HeaderDeadlines } from './header-deadline.js';
 
 /** One intercepted CONNECT: who opened it and the authority it named. */
 export interface Tunnel {
@@ -44,6 +45,7 @@ export class Interceptor {
   readonly #handshakeMs: number;
   readonly #tunnels = new WeakMap<object, Tunnel>();
   readonly #inner: Server;
+  readonly #deadlines: HeaderDeadlines;
 
   constructor(config: Config, leaves: LeafCache, hooks: InterceptHooks) {
     this.#patterns = config.tls.intercept.map(parseNetworkPattern);
@@ -52,11 +54,24 @@ export class Interceptor {
     this.#handshakeMs = config.limits.headerTimeout;
     this.#inner = createServer({
       maxHeaderSize: config.limits.headerBytes,
-      headersTimeout: config.limits.headerTimeout,
       requestTimeout: 0,
       keepAliveTimeout: 5_000,
+      // Host is checked against the tunnel below, where a refusal can be journaled.
+      requireHostHeader: false,
     });
-    this.#inner.on('request', (req, res) => this.#request(req, res));
+    this.#deadlines = new HeaderDeadlines(config.limits.headerTimeout, (socket, partial) => {
+      const tunnel = this.#tunnels.get(socket);
+      if (!partial || !tunnel) return socket.destroy();
+      writeRawRefusal(
+        socket,
+        hooks.refuse(tunnel, 408, 'request headers not received in time inside TLS'),
+      );
+    });
+    this.#inner.on('request', (req, res) => {
+      this.#deadlines.clear(req.socket as Socket);
+      res.once('finish', () => this.#deadlines.watch(req.socket as Socket, false));
+      this.#request(req, res);
+    });
     this.#inner.on('clientError', (err: Error & { code?: string }, socket: Duplex) => {
       const tunnel = this.#tunnels.get(socket);
       if (!tunnel || socket.writableEnded || socket.destroyed || err.code === 'ECONNRESET')
@@ -100,28 +115,42 @@ export class Interceptor {
         callback(null, this.#leaves.context(tunnel.host));
       },
     });
-    const fail = (reason: string) => {
+    const fail = (status: number, reason: string) => {
       if (failed !== undefined) return;
       failed = reason;
-      this.#hooks.refuse(tunnel, 502, reason);
+      this.#hooks.refuse(tunnel, status, reason);
       tls.destroy();
     };
     const timer = setTimeout(
-      () => fail(`TLS handshake not completed within ${this.#handshakeMs} ms`),
+      () => fail(408, `TLS handshake not completed within ${this.#handshakeMs} ms`),
       this.#handshakeMs,
     );
     tls.once('secure', () => {
       secured = true;
       clearTimeout(timer);
       this.#tunnels.set(tls, tunnel);
+      this.#deadlines.watch(tls, true);
       this.#inner.emit('connection', tls);
     });
-    tls.on('error', (err: Error) => {
-      if (!secured) fail(`TLS handshake with the agent failed: ${err.message}`);
+    tls.on('error', (err: Error & { reason?: string; code?: string }) => {
+      // OpenSSL's messages span lines and name source files: its reason is the readable part.
+      const why = err.reason ?? err.code ?? err.message.split('\n')[0];
+      if (!secured) fail(400, `TLS handshake with the agent failed: ${why}`);
       else tls.destroy();
+    });
+    // The proxy's sockets allow half-open connections, so the agent's end does not close
+    // the TLS socket by itself: an end before the handshake is a refusal, after it a close.
+    tls.once('end', () => {
+      if (!secured)
+        fail(
+          400,
+          "TLS handshake abandoned: the agent closed the connection (as an agent that does not trust trajgate's CA does)",
+        );
+      tls.destroy();
     });
     return new Promise((resolve) =>
       tls.once('close', () => {
+        this.#deadlines.clear(tls);
         clearTimeout(timer);
         const s = socket as Socket;
         resolve({
@@ -147,6 +176,15 @@ export class Interceptor {
     const authority = tunnel.host.includes(':') ? `[${tunnel.host}]` : tunnel.host;
     const origin = `https://${authority}${tunnel.port === 443 ? '' : `:${tunnel.port}`}`;
     const target = req.url ?? '/';
+    const hosts = req.rawHeaders.filter(
+      (_, i) => i % 2 === 0 && req.rawHeaders[i]?.toLowerCase() === 'host',
+    );
+    if (hosts.length !== 1) {
+      // RFC 9112 § 3.2: exactly one Host, or 400.
+      const reason = `${hosts.length === 0 ? 'no' : 'more than one'} Host field in a request inside TLS`;
+      sendRefusal(res, this.#hooks.refuse(tunnel, 400, reason, target));
+      return;
+    }
     const url = target.startsWith('/') ? safeUrl(origin + target) : safeUrl(target);
     const host = hostOf(req.headers.host);
     if (

@@ -22,6 +22,8 @@ export function createProxyServer(ctx: ProxyContext): Server {
     requestTimeout: 0,
     connectionsCheckingInterval: Math.min(1_000, ctx.limits.headerTimeout),
     keepAliveTimeout: 5_000,
+    // Host is checked in handleHttp, where a refusal is journaled (Node's own 400 is not).
+    requireHostHeader: false,
   });
   const crashed = (err: unknown, what: string) => ctx.log.error({ err }, `proxy: ${what} failed`);
   server.on('request', (req, res) => {

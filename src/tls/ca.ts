@@ -1,6 +1,6 @@
 import { createHash, createPrivateKey, generateKeyPairSync } from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import forge from 'node-forge';
 import { errnoCode, TrajgateError } from '../errors.js';
@@ -52,6 +52,8 @@ export function initCa(dir: string, force = false): Ca {
     },
     privateKey,
   );
+  // A mode only applies when a file is created: remove the old key so the new one is 0600.
+  rmSync(keyPath, { force: true });
   writeFileSync(keyPath, privateKey.export({ type: 'pkcs8', format: 'pem' }), { mode: 0o600 });
   writeFileSync(certPath, pem, { mode: 0o644 });
   return loadCa(dir);

@@ -1,0 +1,292 @@
+#!/usr/bin/env node
+// One command, one run: intercepted HTTPS requests/s through trajgate and through mitmproxy
+// (mitmdump) against the same local HTTPS upstream, keep-alive, 50 connections; peak RSS of
+// each proxy; and the first TLS handshake to a never-seen host through trajgate. Direct (no
+// proxy) is measured as the ceiling. See README.md.
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync, existsSync } from 'node:fs';
+import { availableParallelism, cpus, release, tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { cpuBusy, cpuSnapshot, otherLoad, peakRssMB } from '../proxy/proc-stats.mjs';
+import {
+  firstJsonLine,
+  freePorts,
+  run,
+  sleep,
+  start,
+  stop,
+  waitForPort,
+  which,
+} from '../proxy/procs.mjs';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const root = resolve(here, '../..');
+const fixtures = join(root, 'test/fixtures/tls');
+
+const { values } = parseArgs({
+  options: {
+    duration: { type: 'string', default: '10' },
+    warmup: { type: 'string', default: '2' },
+    connections: { type: 'string', default: '50' },
+    hosts: { type: 'string', default: '15' },
+  },
+});
+const int = (name) => {
+  const n = Number(values[name]);
+  if (!Number.isInteger(n) || n < 1) throw new Error(`--${name} must be a positive integer`);
+  return n;
+};
+const opt = {
+  duration: int('duration'),
+  warmup: int('warmup'),
+  connections: int('connections'),
+  hosts: Math.min(int('hosts'), 250),
+};
+const main = join(root, 'dist/cli/main.js');
+if (!existsSync(main)) throw new Error('dist/cli/main.js not found: npm run build');
+
+// The load client and the upstream on core 0, the proxy under test alone on core 1.
+const pinned = availableParallelism() >= 2 && which('taskset') !== null;
+const pin = (core, cmd, args) =>
+  pinned ? ['taskset', ['-c', `${core}`, cmd, ...args]] : [cmd, args];
+const log = (line) => process.stdout.write(line + '\n');
+
+const busyBefore = await cpuBusy();
+if (busyBefore > 0.1) {
+  log(`warning: CPU ${(busyBefore * 100).toFixed(0)}% busy before the run; figures will be noisy`);
+}
+
+const tmp = mkdtempSync(join(tmpdir(), 'trajgate-tls-bench-'));
+process.on('exit', () => rmSync(tmp, { recursive: true, force: true }));
+
+const upstreamChild = start(...pin(0, process.execPath, [join(here, 'upstream.mjs')]));
+const { port: upstreamPort } = await firstJsonLine(upstreamChild);
+const target = `https://127.0.0.1:${upstreamPort}/`;
+// Never-seen hosts for the first-handshake samples: all loopback (127.0.0.0/8).
+const newHosts = Array.from({ length: opt.hosts }, (_, i) => `127.0.0.${i + 2}`);
+
+async function load(proxyUrl, ca) {
+  const args = [join(here, 'load.mjs'), '--target', target, '--ca', ca];
+  if (proxyUrl) args.push('--proxy', proxyUrl);
+  const probe = await run(...pin(0, process.execPath, [...args, '--probe']), { timeoutMs: 15_000 });
+  const probed = JSON.parse(probe.stdout.trim().split('\n').pop() || '{}');
+  if (probed.status !== 200)
+    return { skipped: `probe failed: ${JSON.stringify(probed)} ${probe.stderr}` };
+  const flags = ['--connections', `${opt.connections}`, '--duration', `${opt.duration}`];
+  flags.push('--warmup', `${opt.warmup}`);
+  const r = await run(...pin(0, process.execPath, [...args, ...flags]), {
+    timeoutMs: (opt.duration + opt.warmup + 30) * 1000,
+  });
+  if (r.code !== 0) return { skipped: `load client exited ${r.code}: ${r.stderr.trim()}` };
+  return JSON.parse(r.stdout.trim().split('\n').pop());
+}
+
+/** Runs the load against a started proxy (or direct) and reads its peak RSS afterwards. */
+async function measure(name, proxy, ca) {
+  const pgids = [upstreamChild.pid, ...(proxy ? [proxy.child.pid] : [])];
+  const before = cpuSnapshot(pgids);
+  const result = await load(proxy ? `http://127.0.0.1:${proxy.port}` : null, ca);
+  const other = otherLoad(before, cpuSnapshot(pgids));
+  const rss = proxy ? peakRssMB(proxy.child.pid) : null;
+  const row = { name, ...result, peakRssMB: rss?.mb ?? null, otherLoad: other };
+  log(
+    `${name}: ${result.skipped ?? `${Math.round(result.rps)} req/s, p99 ${result.p99?.toFixed(1)} ms`}`,
+  );
+  return row;
+}
+
+// ---- trajgate ----------------------------------------------------------------------------
+async function startTrajgate() {
+  const dir = join(tmp, 'trajgate');
+  mkdirSync(join(dir, 'workspace'), { recursive: true });
+  const init = await run(process.execPath, [main, 'ca', 'init', '--dir', join(dir, 'certs')], {
+    timeoutMs: 15_000,
+  });
+  if (init.code !== 0) return { skipped: `ca init failed: ${init.stderr.trim()}` };
+  const [proxy, admin, bridge] = await freePorts(3);
+  const conf = join(dir, 'trajgate.yaml');
+  const intercept = [`127.0.0.1:${upstreamPort}`, ...newHosts.map((h) => `${h}:443`)];
+  writeFileSync(
+    conf,
+    [
+      'version: 1',
+      `workspace: ${dir}/workspace`,
+      `journal: ${dir}/journal.jsonl`,
+      `listen: { proxy: 127.0.0.1:${proxy}, admin: 127.0.0.1:${admin}, bridge: 127.0.0.1:${bridge} }`,
+      'tls:',
+      `  intercept: ${JSON.stringify(intercept)}`,
+      `  ca: ${dir}/certs`,
+      `  upstreamCa: [${join(fixtures, 'ca.pem')}]`,
+      'network:',
+      `  allow: ["GET https://127.0.0.1:${upstreamPort}/"]`,
+      '  allowPrivate: ["127.0.0.0/8"]',
+      `  ports: [443, ${upstreamPort}]`,
+    ].join('\n') + '\n',
+  );
+  const child = start(...pin(1, process.execPath, [main, 'start', '--config', conf]), {
+    cwd: dir,
+    env: { ...process.env, TRAJGATE_LOG_LEVEL: 'warn' },
+  });
+  const why = await waitForPort(child, proxy);
+  if (why !== null) {
+    await stop(child);
+    return { skipped: `not available (${why})` };
+  }
+  return { child, port: proxy, ca: join(dir, 'certs/ca.pem') };
+}
+
+// ---- mitmproxy ---------------------------------------------------------------------------
+async function startMitmproxy() {
+  const mitmdump = which('mitmdump');
+  if (!mitmdump) return { skipped: 'not installed (apt-get install -y mitmproxy), skipped' };
+  const confdir = join(tmp, 'mitmproxy');
+  mkdirSync(confdir);
+  const [port] = await freePorts(1);
+  const args = [
+    '--listen-host',
+    '127.0.0.1',
+    '--listen-port',
+    `${port}`,
+    '--set',
+    `confdir=${confdir}`,
+    '--set',
+    `ssl_verify_upstream_trusted_ca=${join(fixtures, 'ca.pem')}`,
+    '--set',
+    'flow_detail=0',
+    '--set',
+    'termlog_verbosity=error',
+  ];
+  const child = start(...pin(1, mitmdump, args));
+  const why = await waitForPort(child, port, 100);
+  if (why !== null) {
+    await stop(child);
+    return { skipped: `not available (${why})` };
+  }
+  const ca = join(confdir, 'mitmproxy-ca-cert.pem');
+  for (let i = 0; i < 50 && !existsSync(ca); i++) await sleep(100);
+  return { child, port, ca };
+}
+
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length === 0
+    ? null
+    : s.length % 2
+      ? s[(s.length - 1) / 2]
+      : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
+
+const rows = [];
+let handshake = null;
+
+rows.push(await measure('direct', null, join(fixtures, 'ca.pem')));
+
+const trajgate = await startTrajgate();
+if (trajgate.skipped) {
+  rows.push({ name: 'trajgate', skipped: trajgate.skipped });
+  log(`trajgate: ${trajgate.skipped}`);
+} else {
+  rows.push(await measure('trajgate', trajgate, trajgate.ca));
+  const hs = await run(
+    ...pin(0, process.execPath, [
+      join(here, 'handshake.mjs'),
+      '--proxy-port',
+      `${trajgate.port}`,
+      '--hosts',
+      newHosts.join(','),
+      '--ca',
+      trajgate.ca,
+    ]),
+    { timeoutMs: 60_000 },
+  );
+  if (hs.code === 0) {
+    const { first, cached } = JSON.parse(hs.stdout.trim().split('\n').pop());
+    handshake = {
+      hosts: newHosts.length,
+      firstMs: first,
+      cachedMs: cached,
+      firstMedianMs: median(first),
+      firstMaxMs: Math.max(...first),
+      cachedMedianMs: median(cached),
+    };
+    log(
+      `trajgate first handshake to a new host: median ${handshake.firstMedianMs.toFixed(2)} ms ` +
+        `(max ${handshake.firstMaxMs.toFixed(2)}), cached ${handshake.cachedMedianMs.toFixed(2)} ms`,
+    );
+  } else {
+    handshake = { skipped: `handshake client exited ${hs.code}: ${hs.stderr.trim()}` };
+  }
+  // Peak RSS after everything trajgate did, handshakes included.
+  rows.at(-1).peakRssMB = peakRssMB(trajgate.child.pid)?.mb ?? null;
+  await stop(trajgate.child);
+}
+
+const mitm = await startMitmproxy();
+if (mitm.skipped) {
+  rows.push({ name: 'mitmproxy', skipped: mitm.skipped });
+  log(`mitmproxy: ${mitm.skipped}`);
+} else {
+  rows.push(await measure('mitmproxy', mitm, mitm.ca));
+  await stop(mitm.child);
+}
+await stop(upstreamChild);
+
+// ---- report ------------------------------------------------------------------------------
+const byName = Object.fromEntries(rows.map((r) => [r.name, r]));
+const usable = (r) => r && !r.skipped && r.errors === 0 && r.non2xx === 0 && r.requests > 0;
+const ratio = (a, b) => (usable(a) && usable(b) ? a.rps / b.rps : null);
+const t = byName.trajgate;
+const ratios = {
+  trajgateOverMitmproxy: ratio(t, byName.mitmproxy),
+  trajgateOverDirect: ratio(t, byName.direct),
+  mitmproxyOverDirect: ratio(byName.mitmproxy, byName.direct),
+};
+const targets = {
+  'trajgate/mitmproxy req/s >= 10':
+    ratios.trajgateOverMitmproxy === null ? null : ratios.trajgateOverMitmproxy >= 10,
+  'trajgate peak RSS <= 200 MB': usable(t) && t.peakRssMB !== null ? t.peakRssMB <= 200 : null,
+  'first handshake (median) <= 20 ms':
+    handshake?.firstMedianMs != null ? handshake.firstMedianMs <= 20 : null,
+};
+
+const pad = (s, n) => String(s).padEnd(n);
+const num = (x, d = 0) => (typeof x === 'number' ? x.toFixed(d) : '-');
+log('');
+log(
+  `${pad('target', 11)}${pad('req/s', 9)}${pad('p50 ms', 9)}${pad('p99 ms', 9)}${pad('peak RSS MB', 13)}${pad('errors', 8)}other load`,
+);
+for (const r of rows) {
+  if (r.skipped) {
+    log(`${pad(r.name, 11)}${r.skipped}`);
+    continue;
+  }
+  log(
+    `${pad(r.name, 11)}${pad(num(r.rps), 9)}${pad(num(r.p50, 2), 9)}${pad(num(r.p99, 2), 9)}` +
+      `${pad(num(r.peakRssMB, 1), 13)}${pad(r.errors + r.non2xx, 8)}${(r.otherLoad * 100).toFixed(1)} %`,
+  );
+}
+log('');
+for (const [k, v] of Object.entries(ratios)) log(`${k}: ${v === null ? 'n/a' : v.toFixed(2)}`);
+for (const [k, v] of Object.entries(targets))
+  log(`target ${k}: ${v === null ? 'n/a' : v ? 'met' : 'NOT met'}`);
+
+const out = {
+  date: new Date().toISOString(),
+  machine: {
+    cpus: cpus().length,
+    model: cpus()[0]?.model,
+    kernel: release(),
+    node: process.version,
+    pinned,
+  },
+  options: opt,
+  cpuBusyBefore: busyBefore,
+  rows,
+  handshake,
+  ratios,
+  targets,
+};
+mkdirSync(join(root, 'bench/out'), { recursive: true });
+writeFileSync(join(root, 'bench/out/tls.json'), JSON.stringify(out, null, 2) + '\n');
+log('\nwrote bench/out/tls.json');

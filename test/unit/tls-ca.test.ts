@@ -1,0 +1,240 @@
+import { execFileSync } from 'node:child_process';
+import { X509Certificate } from 'node:crypto';
+import { chmodSync, existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { Ca } from '../../src/tls/ca.js';
+import { CA_CERT, CA_KEY, initCa, loadCa, trustInstructions } from '../../src/tls/ca.js';
+import { LeafCache } from '../../src/tls/leaves.js';
+import { runCli } from '../helpers/cli.js';
+import { presented } from '../helpers/tls.js';
+import { tempDir } from '../helpers/tmp.js';
+
+/** The local CA (`trajgate ca init|show`) and the per-host leaf certificates it signs. */
+
+const DAY = 86_400_000;
+const mode = (file: string) => statSync(file).mode & 0o777;
+const opensslFingerprint = (file: string) =>
+  /Fingerprint=([0-9A-F:]+)/.exec(
+    execFileSync('openssl', ['x509', '-in', file, '-noout', '-fingerprint', '-sha256'], {
+      encoding: 'utf8',
+    }),
+  )?.[1];
+
+describe('trajgate ca init', () => {
+  it('creates ca.pem (0644) and ca-key.pem (0600) in a new folder and prints how to trust it', () => {
+    const dir = join(tempDir(), 'certs');
+    const r = runCli(['ca', 'init', '--dir', dir]);
+    expect(r.status).toBe(0);
+    expect(r.stdout).toContain(`created a CA in ${dir}`);
+    expect(mode(join(dir, CA_KEY))).toBe(0o600);
+    expect(mode(join(dir, CA_CERT))).toBe(0o644);
+    expect(mode(dir)).toBe(0o700);
+    const cert = new X509Certificate(readFileSync(join(dir, CA_CERT)));
+    expect(cert.ca).toBe(true);
+    expect(cert.subject).toBe('CN=trajgate local CA');
+    expect(cert.issuer).toBe(cert.subject);
+    expect(cert.verify(cert.publicKey)).toBe(true);
+    // Valid now, for years, and the key in ca-key.pem is the certificate's.
+    expect(Date.parse(cert.validFrom)).toBeLessThan(Date.now());
+    expect(Date.parse(cert.validTo)).toBeGreaterThan(Date.now() + 9 * 365 * DAY);
+    expect(cert.checkPrivateKey(loadCa(dir).key)).toBe(true);
+    // openssl agrees it is a CA that may only sign certificates (and CRLs).
+    const text = execFileSync('openssl', ['x509', '-in', join(dir, CA_CERT), '-noout', '-text'], {
+      encoding: 'utf8',
+    });
+    expect(text).toMatch(/Basic Constraints: critical\s+CA:TRUE/);
+    expect(text).toMatch(/Key Usage: critical\s+Certificate Sign, CRL Sign/);
+  });
+
+  it('refuses to overwrite an existing CA without --force (exit 2, says why), keeps the files', () => {
+    const dir = join(tempDir(), 'certs');
+    expect(runCli(['ca', 'init', '--dir', dir]).status).toBe(0);
+    const before = readFileSync(join(dir, CA_KEY), 'utf8');
+    const again = runCli(['ca', 'init', '--dir', dir]);
+    expect(again.status).toBe(2);
+    expect(again.stderr).toBe(
+      `trajgate: ${dir} already holds a CA (ca.pem, ca-key.pem); use --force to replace it\n`,
+    );
+    expect(readFileSync(join(dir, CA_KEY), 'utf8')).toBe(before);
+  });
+
+  it('refuses when only one of the two files is there', () => {
+    const dir = tempDir();
+    writeFileSync(join(dir, CA_KEY), 'not a key', { mode: 0o600 });
+    const r = runCli(['ca', 'init', '--dir', dir]);
+    expect(r.status).toBe(2);
+    expect(r.stderr).toContain('use --force to replace it');
+    expect(existsSync(join(dir, CA_CERT))).toBe(false);
+    expect(readFileSync(join(dir, CA_KEY), 'utf8')).toBe('not a key');
+  });
+
+  it('--force replaces it: a new key and a new fingerprint', () => {
+    const dir = join(tempDir(), 'certs');
+    const first = initCa(dir);
+    const r = runCli(['ca', 'init', '--dir', dir, '--force']);
+    expect(r.status).toBe(0);
+    const second = loadCa(dir);
+    expect(second.fingerprint).not.toBe(first.fingerprint);
+    expect(mode(join(dir, CA_KEY))).toBe(0o600);
+  });
+
+  // A file's mode applies only when it is created: --force must not reuse a readable key file.
+  it('--force leaves the new key at 0600 even if the old key file was readable', () => {
+    const dir = join(tempDir(), 'certs');
+    initCa(dir);
+    chmodSync(join(dir, CA_KEY), 0o644);
+    expect(runCli(['ca', 'init', '--dir', dir, '--force']).status).toBe(0);
+    expect(mode(join(dir, CA_KEY))).toBe(0o600);
+  });
+
+  it('a stray argument or unknown action is a usage error', () => {
+    for (const args of [['ca'], ['ca', 'make'], ['ca', 'show', 'extra']]) {
+      const r = runCli(args);
+      expect(r.status, args.join(' ')).toBe(2);
+      expect(r.stderr).toContain('usage: trajgate ca init|show');
+    }
+  });
+});
+
+describe('trajgate ca show', () => {
+  let dir: string;
+  beforeAll(() => {
+    dir = join(tempDir(), 'certs');
+    initCa(dir);
+  });
+
+  it('prints the path, the SHA-256 fingerprint openssl computes, and the trust instructions', () => {
+    const r = runCli(['ca', 'show', '--dir', dir]);
+    expect(r.status).toBe(0);
+    const certPath = join(dir, CA_CERT);
+    expect(r.stdout).toContain(`CA certificate: ${certPath}\n`);
+    const fingerprint = opensslFingerprint(certPath);
+    expect(fingerprint).toMatch(/^([0-9A-F]{2}:){31}[0-9A-F]{2}$/);
+    expect(r.stdout).toContain(`SHA-256 fingerprint: ${fingerprint}\n`);
+    expect(new X509Certificate(readFileSync(certPath)).fingerprint256).toBe(fingerprint);
+    for (const how of [
+      'NODE_EXTRA_CA_CERTS',
+      'SSL_CERT_FILE',
+      'REQUESTS_CA_BUNDLE',
+      'update-ca-certificates',
+    ]) {
+      expect(r.stdout).toContain(how);
+    }
+    expect(r.stdout).toBe(trustInstructions(loadCa(dir)) + '\n');
+    // It only reads: the key is untouched and nothing is printed about creating anything.
+    expect(r.stdout).not.toContain('created');
+  });
+
+  it('finds the CA through --config (tls.ca relative to the config file)', () => {
+    const root = tempDir();
+    initCa(join(root, 'my-certs'));
+    writeFileSync(join(root, 'c.yaml'), 'version: 1\ntls: { ca: ./my-certs }\n');
+    const r = runCli(['ca', 'show', '--config', join(root, 'c.yaml')], { cwd: '/' });
+    expect(r.status).toBe(0);
+    expect(r.stdout).toContain(`CA certificate: ${join(root, 'my-certs', CA_CERT)}`);
+  });
+
+  it('with no CA says how to make one (exit 1)', () => {
+    const missing = join(tempDir(), 'none');
+    const r = runCli(['ca', 'show', '--dir', missing]);
+    expect(r.status).toBe(1);
+    expect(r.stderr).toBe(
+      `trajgate: no CA in ${missing}: run \`trajgate ca init --dir ${missing}\`\n`,
+    );
+  });
+});
+
+describe('LeafCache', () => {
+  let ca: Ca;
+  let caCert: X509Certificate;
+  let leaves: LeafCache;
+  beforeAll(() => {
+    const dir = join(tempDir(), 'certs');
+    ca = initCa(dir);
+    caCert = new X509Certificate(ca.certPem);
+    leaves = new LeafCache(ca, 100);
+  });
+
+  const rows = [
+    { host: 'packages.example.com', san: 'DNS:packages.example.com', check: 'host' },
+    { host: 'xn--bcher-kva.example', san: 'DNS:xn--bcher-kva.example', check: 'host' },
+    { host: '127.0.0.1', san: 'IP Address:127.0.0.1', check: 'ip' },
+    { host: '::1', san: 'IP Address:0:0:0:0:0:0:0:1', check: 'ip' },
+  ] as const;
+
+  it.each(rows)('a leaf for $host: signed by the CA, SAN $san, server auth', async (row) => {
+    const { leaf, chain } = await presented(leaves.context(row.host));
+    expect(leaf.subjectAltName).toBe(row.san);
+    expect(leaf.subject).toBe(`CN=${row.host}`);
+    expect(leaf.ca).toBe(false);
+    expect(leaf.checkIssued(caCert)).toBe(true);
+    expect(leaf.verify(caCert.publicKey)).toBe(true);
+    if (row.check === 'host') expect(leaf.checkHost(row.host)).toBe(row.host);
+    else expect(leaf.checkIP(row.host)).toBe(row.host);
+    expect(leaf.keyUsage).toContain('1.3.6.1.5.5.7.3.1'); // extKeyUsage serverAuth
+    expect(Date.parse(leaf.validFrom)).toBeLessThan(Date.now());
+    expect(Date.parse(leaf.validTo)).toBeGreaterThan(Date.now() + 20 * DAY);
+    // The CA travels with the leaf so clients that trust it can build the chain.
+    expect(chain.map((c) => c.fingerprint256)).toEqual([leaf.fingerprint256, ca.fingerprint]);
+    // And openssl, a second opinion, verifies it for its purpose against ca.pem alone.
+    const dir = tempDir();
+    writeFileSync(join(dir, 'leaf.pem'), leaf.toString());
+    const args = ['verify', '-CAfile', ca.certPath, '-purpose', 'sslserver'];
+    args.push(row.check === 'host' ? '-verify_hostname' : '-verify_ip', row.host);
+    expect(execFileSync('openssl', [...args, join(dir, 'leaf.pem')], { encoding: 'utf8' })).toBe(
+      `${join(dir, 'leaf.pem')}: OK\n`,
+    );
+  });
+
+  it('every leaf uses the one shared key and has its own positive serial', async () => {
+    const a = (await presented(leaves.context('a.example'))).leaf;
+    const b = (await presented(leaves.context('b.example'))).leaf;
+    expect(a.publicKey.export({ type: 'spki', format: 'der' })).toEqual(
+      b.publicKey.export({ type: 'spki', format: 'der' }),
+    );
+    expect(a.serialNumber).not.toBe(b.serialNumber);
+    for (const serial of [a.serialNumber, b.serialNumber]) {
+      expect(serial.length).toBeLessThanOrEqual(40); // ≤ 20 octets
+      expect(Number.parseInt(serial.slice(0, 2), 16)).toBeLessThan(0x80); // positive
+    }
+  });
+
+  it('caches per host: the same context until it nears expiry, then a new certificate', async () => {
+    const cache = new LeafCache(ca, 10);
+    const t0 = Date.now();
+    const first = cache.context('renew.example', t0);
+    expect(cache.context('renew.example', t0 + 1_000)).toBe(first);
+    expect(cache.context('renew.example', t0 + 27 * DAY)).toBe(first);
+    expect(cache.size).toBe(1);
+    // 30-day leaves are replaced once fewer than 2 days are left.
+    const later = t0 + 28 * DAY + 1;
+    const renewed = cache.context('renew.example', later);
+    expect(renewed).not.toBe(first);
+    expect(cache.size).toBe(1);
+    expect(cache.context('renew.example', later + 1_000)).toBe(renewed);
+    const old = (await presented(first)).leaf;
+    const fresh = (await presented(renewed)).leaf;
+    expect(Date.parse(fresh.validTo)).toBeGreaterThan(Date.parse(old.validTo) + 27 * DAY);
+    expect(Date.parse(fresh.validFrom)).toBeLessThanOrEqual(later);
+    expect(fresh.checkIssued(caCert)).toBe(true);
+  });
+
+  it('is bounded: many hosts never grow it past max, least recently used out first', () => {
+    const cache = new LeafCache(ca, 3);
+    const a = cache.context('a.example');
+    cache.context('b.example');
+    cache.context('c.example');
+    expect(cache.context('a.example')).toBe(a); // a is now the most recently used
+    cache.context('d.example'); // evicts b
+    expect(cache.size).toBe(3);
+    expect(cache.context('a.example')).toBe(a);
+    for (let i = 0; i < 50; i++) {
+      cache.context(`host-${i}.example`);
+      expect(cache.size).toBeLessThanOrEqual(3);
+    }
+    expect(cache.size).toBe(3);
+    // a was evicted by the flood and comes back as a new certificate.
+    expect(cache.context('a.example')).not.toBe(a);
+  });
+});
