@@ -106,7 +106,7 @@ export class Pipeline {
     // An approval counts nothing, so an approved preview is the decision (unless denied since).
     const decision =
       preview?.approved && event.denied === undefined ? preview : this.guard.inspect(event);
-    const written = this.#record(event, decision, rid, false);
+    const written = await this.#record(event, decision, rid, false);
     if (written === null) return this.#failClosed(rid);
     const id = written.rid;
     const { verdict } = decision;
@@ -198,7 +198,7 @@ export class Pipeline {
   ): Promise<Ruling> {
     let id = rid;
     if (decision === null) {
-      const written = this.#record(event, HELD, rid, true);
+      const written = await this.#record(event, HELD, rid, true);
       if (written === null) return this.#failClosed(rid);
       id = written.rid;
     }
@@ -247,16 +247,21 @@ export class Pipeline {
   }
 
   /** Writes the event record; returns the request id, or null when the journal failed. */
-  #record(
+  async #record(
     event: Event,
     decision: Decision,
     rid: number | null,
     held: boolean,
-  ): { rid: number; summary: Summary } | null {
+  ): Promise<{ rid: number; summary: Summary } | null> {
     const record = eventRecord(event, decision, { rid: rid ?? undefined, held: held || undefined });
     let seq: number;
     try {
-      seq = this.journal.append(record, { ts: event.ts, sync: decision.verdict === 'PAUSE' });
+      // A PAUSE is written and synced at once; other decisions share one write per event-loop
+      // turn (group commit). Either way the action waits until its record is written.
+      seq =
+        decision.verdict === 'PAUSE'
+          ? this.journal.append(record, { ts: event.ts, sync: true })
+          : await this.journal.appendSoon(record, { ts: event.ts });
     } catch (err) {
       if (isTrajgateError(err)) return null;
       throw err;

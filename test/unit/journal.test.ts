@@ -128,6 +128,29 @@ describe('journal writer and reader', () => {
     expect((err as TrajgateError).message).toContain(`${path}:2: corrupt journal line (${why}`);
   });
 
+  it('group commit: records stamped in one turn share one write, each resolved once written', async () => {
+    const path = freshPath();
+    let writes = 0;
+    const w = new JournalWriter(path, { lastSeq: 0, fsyncMs: 100, onWrite: () => writes++ });
+    const seqs = [1, 2, 3].map((i) =>
+      w.appendSoon({ type: 'resume', session: `s${i}`, reset: false, by: 'op' }),
+    );
+    expect(readFileSync(path, 'utf8')).toBe(''); // nothing acted on yet: nothing written yet
+    expect(await Promise.all(seqs)).toEqual([1, 2, 3]);
+    expect(writes).toBe(1);
+    expect(readAll(path).map((r) => r.seq)).toEqual([1, 2, 3]);
+    w.close();
+  });
+
+  it('group commit: a failed write rejects every waiter (the callers refuse)', async () => {
+    // /dev/full answers every write with ENOSPC: a disk that is full.
+    const w = new JournalWriter('/dev/full', { lastSeq: 0, fsyncMs: 100 });
+    const waiting = [1, 2].map((i) =>
+      w.appendSoon({ type: 'resume', session: `s${i}`, reset: false, by: 'op' }),
+    );
+    for (const p of waiting) await expect(p).rejects.toMatchObject({ code: 'E_JOURNAL_WRITE' });
+  });
+
   it('loses no record when the writing process is killed with SIGKILL', () => {
     const path = freshPath();
     const writer = join(import.meta.dirname, '../../dist/journal/writer.js');
