@@ -83,3 +83,14 @@ export function downstreamRawHeaders(raw: readonly (Buffer | string)[]): string[
   out.push('via', via === null ? VIA : `${via}, ${VIA}`);
   return out;
 }
+
+/**
+ * RFC 9112 § 3.2: an HTTP/1.1 request carries exactly one Host field line, or is answered 400.
+ * Returns what is wrong, or null. `required` false lets an HTTP/1.0 request omit it.
+ */
+export function hostFieldProblem(raw: readonly string[], required: boolean): string | null {
+  let hosts = 0;
+  for (let i = 0; i < raw.length; i += 2) if ((raw[i] as string).toLowerCase() === 'host') hosts++;
+  if (hosts > 1) return 'more than one Host field';
+  return hosts === 0 && required ? 'no Host field' : null;
+}

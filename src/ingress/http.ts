@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { Capture } from '../action/capture.js';
+import { hostFieldProblem } from '../action/headers.js';
 import { sendRefusal } from '../action/respond.js';
 import type { ProxyContext } from './context.js';
 import { earlyRefusal, presence, PROXY_AUTHENTICATE } from './context.js';
@@ -44,13 +45,8 @@ export async function handleHttp(
   if (url.username !== '' || url.password !== '') {
     return refuse(400, 'credentials in the request URL are not allowed (RFC 9110 § 4.2.4)');
   }
-  const hosts = req.rawHeaders.filter(
-    (_, i) => i % 2 === 0 && req.rawHeaders[i]?.toLowerCase() === 'host',
-  );
-  if (hosts.length > 1 || (hosts.length === 0 && req.httpVersion === '1.1')) {
-    // RFC 9112 § 3.2: an HTTP/1.1 request carries exactly one Host, or is answered 400.
-    return refuse(400, `${hosts.length === 0 ? 'no' : 'more than one'} Host field`);
-  }
+  const hostProblem = hostFieldProblem(req.rawHeaders, req.httpVersion === '1.1');
+  if (hostProblem) return refuse(400, hostProblem);
   const te = req.headers['transfer-encoding'];
   if (te !== undefined && te.trim().toLowerCase() !== 'chunked') {
     // RFC 9112 § 6.1: a coding we would have to pass on undecoded is refused, not guessed at.

@@ -3,6 +3,7 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { TLSSocket } from 'node:tls';
+import { hostFieldProblem } from '../action/headers.js';
 import type { Refusal } from '../action/respond.js';
 import { sendRefusal, writeRawRefusal } from '../action/respond.js';
 import type { Transfer } from '../action/transfer.js';
@@ -176,13 +177,13 @@ export class Interceptor {
     const authority = tunnel.host.includes(':') ? `[${tunnel.host}]` : tunnel.host;
     const origin = `https://${authority}${tunnel.port === 443 ? '' : `:${tunnel.port}`}`;
     const target = req.url ?? '/';
-    const hosts = req.rawHeaders.filter(
-      (_, i) => i % 2 === 0 && req.rawHeaders[i]?.toLowerCase() === 'host',
-    );
-    if (hosts.length !== 1) {
-      // RFC 9112 § 3.2: exactly one Host, or 400.
-      const reason = `${hosts.length === 0 ? 'no' : 'more than one'} Host field in a request inside TLS`;
-      sendRefusal(res, this.#hooks.refuse(tunnel, 400, reason, target));
+    // Inside a tunnel Host is required whatever the version: it is checked against the tunnel.
+    const hostProblem = hostFieldProblem(req.rawHeaders, true);
+    if (hostProblem) {
+      sendRefusal(
+        res,
+        this.#hooks.refuse(tunnel, 400, `${hostProblem} in a request inside TLS`, target),
+      );
       return;
     }
     const url = target.startsWith('/') ? safeUrl(origin + target) : safeUrl(target);

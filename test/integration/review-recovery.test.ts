@@ -23,20 +23,26 @@ const AGENTS = [
 const auth = (i: number) => agentAuth(AGENTS[i]!.id, AGENTS[i]!.token);
 const patternOf = (u: { port: number }) => `127.0.0.1:${u.port}`;
 
+/** A config in a fresh folder for a gateway run as a child process (ports chosen by the OS). */
+function recoveryConfig(): { dir: string; journal: string; file: string } {
+  const dir = tempDir();
+  const journal = `${dir}/data/journal.jsonl`;
+  const file = writeConfig(dir, {
+    version: 1,
+    workspace: dir,
+    journal,
+    listen: { proxy: '127.0.0.1:0', bridge: '127.0.0.1:0', admin: '127.0.0.1:0' },
+    agents: AGENTS,
+    policy: { holdTimeout: '30s' },
+    network: { allowPrivate: ['127.0.0.1/32'] },
+    admin: { token: ADMIN },
+  });
+  return { dir, journal, file };
+}
+
 describe('restart recovery after SIGKILL', () => {
   it('sessions, counts, approvals and the paused state survive; resume works after', async () => {
-    const dir = tempDir();
-    const journal = `${dir}/data/journal.jsonl`;
-    const file = writeConfig(dir, {
-      version: 1,
-      workspace: dir,
-      journal,
-      listen: { proxy: '127.0.0.1:0', bridge: '127.0.0.1:0', admin: '127.0.0.1:0' },
-      agents: AGENTS,
-      policy: { holdTimeout: '30s' },
-      network: { allowPrivate: ['127.0.0.1/32'] },
-      admin: { token: ADMIN },
-    });
+    const { journal, file } = recoveryConfig();
     const first = await startChild(file);
     expect(first.banner).toContain('(0 records restored, 0 session(s) paused)');
     let api = adminClient(first.adminPort, ADMIN);
@@ -148,18 +154,7 @@ describe('restart recovery after SIGKILL', () => {
   }, 30_000);
 
   it('a reset resume and a denial survive the crash too', async () => {
-    const dir = tempDir();
-    const journal = `${dir}/data/journal.jsonl`;
-    const file = writeConfig(dir, {
-      version: 1,
-      workspace: dir,
-      journal,
-      listen: { proxy: '127.0.0.1:0', bridge: '127.0.0.1:0', admin: '127.0.0.1:0' },
-      agents: AGENTS,
-      policy: { holdTimeout: '30s' },
-      network: { allowPrivate: ['127.0.0.1/32'] },
-      admin: { token: ADMIN },
-    });
+    const { file } = recoveryConfig();
     const first = await startChild(file);
     const api = adminClient(first.adminPort, ADMIN);
     const held: Promise<unknown>[] = [];

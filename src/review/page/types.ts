@@ -32,7 +32,7 @@ export interface TrajEvent {
   readonly denied?: string;
   readonly held?: true;
   readonly rid?: number;
-  /** Not sent by the events route today; shown when an API adds the request's outcome. */
+  /** The status the request ended with (events route), when its outcome is journaled. */
   readonly status?: number | null;
 }
 
