@@ -1,6 +1,4 @@
-import { connect } from 'node:net';
-import type { Socket } from 'node:net';
-import type { Duplex } from 'node:stream';
+import { connect, Socket } from 'node:net';
 import type { Transfer } from './transfer.js';
 
 /** Opens a TCP connection to the checked address, or rejects after `timeoutMs`. */
@@ -24,37 +22,142 @@ export function connectUpstream(address: string, port: number, timeoutMs: number
   });
 }
 
+/** First read buffer of a direction; doubled each time a read fills it, up to MAX_READ. */
+const FIRST_READ = 64 * 1024;
+const MAX_READ = 1024 * 1024;
+
+/** What the proxy sends first: the CONNECT 200 to the client, the upgrade request upstream. */
+export interface Opening {
+  toClient: string | null;
+  toUpstream: readonly (string | Buffer)[];
+}
+
 /**
- * Pipes two sockets byte for byte until either side ends, errs or stays idle for `idleMs`
- * (a stuck tunnel must not pin a slot forever). Resolves with the bytes each way.
+ * Relays two connected TCP sockets byte for byte until either side errs, both ends close, or
+ * the tunnel stays idle for `idleMs` (a stuck tunnel must not pin a slot forever). Resolves with
+ * the bytes each way. Neither socket may have been written to before.
+ *
+ * Why not `pipe()`: a stream socket allocates a fresh 64 KiB buffer for every read, and at a
+ * gigabyte a second that garbage is collected in major GCs that stall the whole proxy. Here each
+ * direction reads into one reusable buffer (net.Socket's `onread`) and writes it straight on;
+ * a buffer the writer still holds is replaced, never overwritten. `onread` can only be given
+ * when a socket is made, so each socket's handle moves to a new Socket; the old object stays as
+ * a shell tied to it, so the server's connection count and whoever holds it see it close.
  */
-export function splice(
-  client: Duplex,
+export function relay(
+  client: Socket,
   upstream: Socket,
   idleMs: number,
+  opening: Opening,
 ): Promise<Omit<Transfer, 'status'>> {
   return new Promise((resolve) => {
+    const up = new Direction();
+    const down = new Direction();
+    const c = adopt(client, up);
+    const u = adopt(upstream, down);
+    up.to = u.socket;
+    down.to = c.socket;
     let error: string | undefined;
     let open = 2;
-    const done = () => {
+    const fail = (why: string) => {
+      error ??= why;
+      c.socket.destroy();
+      u.socket.destroy();
+    };
+    const closed = () => {
       if (--open > 0) return;
       resolve({
-        bytesUp: upstream.bytesWritten,
-        bytesDown: upstream.bytesRead,
+        bytesUp: up.bytes,
+        bytesDown: down.bytes,
         ...(error === undefined ? {} : { error }),
       });
     };
-    const fail = (why: string) => {
-      error ??= why;
-      client.destroy();
-      upstream.destroy();
-    };
-    for (const side of [client, upstream] as Duplex[]) {
-      side.once('close', done);
-      side.on('error', (err: Error) => fail(err.message));
-      (side as Socket).setTimeout?.(idleMs, () => fail(`idle for ${idleMs} ms`));
+    if (opening.toClient !== null) c.socket.write(opening.toClient);
+    for (const chunk of opening.toUpstream) up.write(Buffer.from(chunk));
+    for (const [from, to, direction] of [
+      [c, u, up],
+      [u, c, down],
+    ] as const) {
+      const socket = from.socket;
+      socket.once('close', () => {
+        // Closed before its peer's end of stream: nobody is left to answer or to hear.
+        if (!socket.readableEnded) to.socket.destroy();
+        closed();
+      });
+      socket.on('error', (err: Error) => fail(err.message));
+      to.socket.on('drain', () => socket.resume());
+      socket.setTimeout(idleMs, () => fail(`idle for ${idleMs} ms`));
+      for (const chunk of from.queued) direction.write(chunk);
+      // A half-close passes through: the other side may still answer.
+      const end = () => to.socket.end();
+      if (from.ended) end();
+      else from.onEnd(end);
     }
-    client.pipe(upstream);
-    upstream.pipe(client);
   });
+}
+
+/** One direction of the relay: the buffer it reads into and the socket it writes to. */
+class Direction {
+  to: Socket | null = null;
+  bytes = 0;
+  private buf = Buffer.allocUnsafe(FIRST_READ);
+  private filled = false;
+
+  /** The buffer for the next read: a new one when the last was full or is still being written. */
+  readonly next = (): Buffer => {
+    if (this.filled && this.buf.length < MAX_READ) {
+      this.buf = Buffer.allocUnsafe(this.buf.length * 2);
+    } else if ((this.to?.writableLength ?? 0) > 0) {
+      this.buf = Buffer.allocUnsafe(this.buf.length);
+    }
+    this.filled = false;
+    return this.buf;
+  };
+
+  /** Returning false pauses the reading socket until the writer drains. */
+  readonly onRead = (n: number, buf: Buffer): boolean => {
+    this.filled = n === buf.length;
+    return this.write(buf.subarray(0, n));
+  };
+
+  write(chunk: Buffer): boolean {
+    this.bytes += chunk.length;
+    return (this.to as Socket).write(chunk);
+  }
+}
+
+interface Adopted {
+  socket: Socket;
+  /** Bytes the old socket had read but nobody consumed yet. */
+  queued: Buffer[];
+  /** The peer's end of stream, if the old socket saw it (the new one then never will). */
+  ended: boolean;
+  onEnd(listener: () => void): void;
+}
+
+/** Moves `old`'s handle to a new Socket that reads through `direction`. */
+function adopt(old: Socket, direction: Direction): Adopted {
+  const queued: Buffer[] = [];
+  for (let chunk: Buffer | null; (chunk = old.read() as Buffer | null) !== null;) {
+    queued.push(chunk);
+  }
+  const shell = old as Socket & { _handle: object | null };
+  const handle = shell._handle;
+  shell._handle = null;
+  const socket = new Socket({
+    handle,
+    allowHalfOpen: true,
+    onread: { buffer: direction.next, callback: direction.onRead },
+  } as ConstructorParameters<typeof Socket>[0]);
+  socket.once('close', () => old.destroy());
+  old.once('close', () => socket.destroy());
+  return {
+    socket,
+    queued,
+    ended: old.readableEnded,
+    onEnd: (listener) => {
+      socket.once('end', listener);
+      old.once('end', listener);
+    },
+  };
 }

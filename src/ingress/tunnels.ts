@@ -1,4 +1,5 @@
 import type { IncomingMessage } from 'node:http';
+import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { performance } from 'node:perf_hooks';
 import { authority } from '../action/forward.js';
@@ -8,7 +9,7 @@ import type { Refusal } from '../action/respond.js';
 import { plainRefusal, writeRawRefusal } from '../action/respond.js';
 import type { Transfer } from '../action/transfer.js';
 import { upstreamFailure } from '../action/transfer.js';
-import { connectUpstream, splice } from '../action/tunnel.js';
+import { connectUpstream, relay } from '../action/tunnel.js';
 import type { Ruling } from '../pipeline.js';
 import type { ProxyContext } from './context.js';
 import { earlyRefusal, presence, PROXY_AUTHENTICATE } from './context.js';
@@ -102,13 +103,11 @@ async function act(
     const failure = upstreamFailure(err, authority(address, port));
     return refused(socket, plainRefusal(failure.status, failure.reason));
   }
-  if (url === null) {
-    socket.write('HTTP/1.1 200 Connection Established\r\n\r\n');
-  } else {
-    upstream.write(upgradeHead(req, url));
-  }
-  if (head.length > 0) upstream.write(head);
-  const piped = await splice(socket, upstream, ctx.limits.tunnelIdle);
+  const opening =
+    url === null
+      ? { toClient: 'HTTP/1.1 200 Connection Established\r\n\r\n', toUpstream: [head] }
+      : { toClient: null, toUpstream: [upgradeHead(req, url), head] };
+  const piped = await relay(socket as Socket, upstream, ctx.limits.tunnelIdle, opening);
   // An upgrade's status is the upstream's own, spliced through unread.
   return { status: url === null ? 200 : null, ...piped };
 }
