@@ -258,10 +258,13 @@ export class Pipeline {
     try {
       // A PAUSE is written and synced at once; other decisions share one write per event-loop
       // turn (group commit). Either way the action waits until its record is written.
-      seq =
-        decision.verdict === 'PAUSE'
-          ? this.journal.append(record, { ts: event.ts, sync: true })
-          : await this.journal.appendSoon(record, { ts: event.ts });
+      if (decision.verdict === 'PAUSE') {
+        seq = this.journal.append(record, { ts: event.ts, sync: true });
+      } else {
+        const soon = this.journal.appendSoon(record, { ts: event.ts });
+        seq = soon.seq;
+        await soon.written;
+      }
     } catch (err) {
       if (isTrajgateError(err)) return null;
       throw err;

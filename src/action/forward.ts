@@ -84,70 +84,101 @@ export class Forwarder {
     const hasBody =
       req.headers['transfer-encoding'] !== undefined ||
       (req.headers['content-length'] !== undefined && req.headers['content-length'] !== '0');
-    let bytesUp = 0;
-    async function* counted(): AsyncGenerator<Buffer> {
-      // Counted as undici pulls it: a 'data' listener would start the stream before undici reads.
-      for await (const chunk of req as AsyncIterable<Buffer>) {
-        bytesUp += chunk.length;
-        capture?.request(chunk);
-        yield chunk;
-      }
-    }
     return new Promise((resolve) => {
-      let bytesDown = 0;
-      let status: number | null = null;
-      const done = (error?: string) =>
-        resolve({ status, bytesUp, bytesDown, ...(error === undefined ? {} : { error }) });
-      const handler: Dispatcher.DispatchHandler = {
-        onConnect(abort) {
-          res.once('close', () => {
-            if (!res.writableFinished) abort(new Error('client closed'));
-          });
-        },
-        onHeaders(statusCode, raw, resume) {
-          if (statusCode < 200) return true; // informational: the final response follows
-          status = statusCode;
-          const headers = downstreamRawHeaders(raw as unknown as Buffer[]);
-          capture?.responseStart(statusCode, headers);
-          res.writeHead(statusCode, headers);
-          res.on('drain', () => resume());
-          return true;
-        },
-        onData(chunk) {
-          bytesDown += chunk.length;
-          capture?.response(chunk);
-          return res.write(chunk);
-        },
-        onComplete() {
-          res.end();
-          done();
-        },
-        onError(err) {
-          if (res.destroyed && !res.writableFinished) return done('client closed');
-          const failure = upstreamFailure(err, upstream);
-          if (res.headersSent) {
-            res.destroy();
-          } else {
-            sendRefusal(res, plainRefusal(failure.status, failure.reason));
-            status = failure.status;
-          }
-          done(failure.reason);
-        },
-      };
+      const relay = new ResponseRelay(res, upstream, capture, resolve);
       (tls ? this.#tls : this.#plain).dispatch(
         {
           origin: `${url.protocol}//${upstream}`,
           path: url.pathname + url.search,
           method: req.method as Dispatcher.HttpMethod,
           headers: upstreamRequestHeaders(req.rawHeaders, url.host),
-          body: hasBody ? Readable.from(counted(), { objectMode: false }) : null,
+          body: hasBody ? Readable.from(relay.requestBody(req), { objectMode: false }) : null,
         },
-        handler,
+        relay,
       );
     });
   }
 
   async close(): Promise<void> {
     await Promise.all([this.#plain.close(), this.#tls.close()]);
+  }
+}
+
+/**
+ * One request's dispatch handler: writes the response to the agent as undici parses it, with
+ * backpressure, and counts the bytes each way. One object per request, methods shared.
+ */
+class ResponseRelay implements Dispatcher.DispatchHandler {
+  #bytesUp = 0;
+  #bytesDown = 0;
+  #status: number | null = null;
+  #resume: (() => void) | null = null;
+
+  constructor(
+    private readonly res: ServerResponse,
+    private readonly upstream: string,
+    private readonly capture: Capture | undefined,
+    private readonly resolve: (transfer: Transfer) => void,
+  ) {}
+
+  /** The request body, counted as undici pulls it (a 'data' listener would start it early). */
+  async *requestBody(req: IncomingMessage): AsyncGenerator<Buffer> {
+    for await (const chunk of req as AsyncIterable<Buffer>) {
+      this.#bytesUp += chunk.length;
+      this.capture?.request(chunk);
+      yield chunk;
+    }
+  }
+
+  onConnect(abort: (err?: Error) => void): void {
+    const res = this.res;
+    res.once('close', () => {
+      if (!res.writableFinished) abort(new Error('client closed'));
+    });
+  }
+
+  onHeaders(statusCode: number, raw: Buffer[], resume: () => void): boolean {
+    if (statusCode < 200) return true; // informational: the final response follows
+    this.#status = statusCode;
+    this.#resume = resume;
+    const headers = downstreamRawHeaders(raw);
+    this.capture?.responseStart(statusCode, headers);
+    this.res.writeHead(statusCode, headers);
+    return true;
+  }
+
+  onData(chunk: Buffer): boolean {
+    this.#bytesDown += chunk.length;
+    this.capture?.response(chunk);
+    if (this.res.write(chunk)) return true;
+    this.res.once('drain', this.#resume as () => void);
+    return false;
+  }
+
+  onComplete(): void {
+    this.res.end();
+    this.#done();
+  }
+
+  onError(err: Error): void {
+    const res = this.res;
+    if (res.destroyed && !res.writableFinished) return this.#done('client closed');
+    const failure = upstreamFailure(err, this.upstream);
+    if (res.headersSent) {
+      res.destroy();
+    } else {
+      sendRefusal(res, plainRefusal(failure.status, failure.reason));
+      this.#status = failure.status;
+    }
+    this.#done(failure.reason);
+  }
+
+  #done(error?: string): void {
+    this.resolve({
+      status: this.#status,
+      bytesUp: this.#bytesUp,
+      bytesDown: this.#bytesDown,
+      ...(error === undefined ? {} : { error }),
+    });
   }
 }

@@ -64,23 +64,39 @@ export function upstreamRequestHeaders(
 
 /**
  * Response fields to send back to the agent, from undici's raw [name, value, ...] buffers:
- * hop-by-hop ones removed (with any the upstream's Connection names), Via appended.
+ * hop-by-hop ones removed (with any the upstream's Connection names), Via appended. Field
+ * bytes are read as latin1, as Node writes them back: obs-text (RFC 9110 § 5.5) passes through
+ * byte for byte.
  */
 export function downstreamRawHeaders(raw: readonly (Buffer | string)[]): string[] {
-  const connection: string[] = [];
-  for (let i = 0; i < raw.length; i += 2) {
-    if (String(raw[i]).toLowerCase() === 'connection') connection.push(String(raw[i + 1]));
-  }
-  const named = connectionTokens(connection.length === 0 ? undefined : connection);
   const out: string[] = [];
+  let connection: string[] | null = null;
   let via: string | null = null;
   for (let i = 0; i < raw.length; i += 2) {
-    const name = String(raw[i]);
+    const name = latin1(raw[i] as Buffer | string);
     const lower = name.toLowerCase();
-    if (lower === 'via') via = via === null ? String(raw[i + 1]) : `${via}, ${raw[i + 1]}`;
-    else if (!HOP_BY_HOP.has(lower) && !named?.has(lower)) out.push(name, String(raw[i + 1]));
+    const value = latin1(raw[i + 1] as Buffer | string);
+    if (lower === 'via') via = via === null ? value : `${via}, ${value}`;
+    else if (lower === 'connection') (connection ??= []).push(value);
+    else if (!HOP_BY_HOP.has(lower)) out.push(name, value);
   }
-  out.push('via', via === null ? VIA : `${via}, ${VIA}`);
+  // Connection usually names only hop-by-hop fields (keep-alive, close), already dropped.
+  const named = connectionTokens(connection ?? undefined);
+  const extra = named === null ? [] : [...named].filter((t) => !HOP_BY_HOP.has(t));
+  const kept = extra.length === 0 ? out : withoutFields(out, new Set(extra));
+  kept.push('via', via === null ? VIA : `${via}, ${VIA}`);
+  return kept;
+}
+
+const latin1 = (field: Buffer | string): string =>
+  typeof field === 'string' ? field : field.toString('latin1');
+
+function withoutFields(flat: readonly string[], names: ReadonlySet<string>): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < flat.length; i += 2) {
+    if (!names.has((flat[i] as string).toLowerCase()))
+      out.push(flat[i] as string, flat[i + 1] as string);
+  }
   return out;
 }
 

@@ -57,20 +57,26 @@ export const PROXY_AUTHENTICATE = { 'proxy-authenticate': 'Basic realm="trajgate
 
 /**
  * Whether the client still waits, read from its socket. Nothing is attached per request (an
- * AbortController per request costs a DOMException each); a listener only while held.
+ * AbortController per request costs a DOMException each); a listener only while held. A class,
+ * not an object literal with a getter: a literal's accessor is defined at run time, per request.
  */
+class SocketPresence implements Presence {
+  constructor(private readonly socket: Duplex) {}
+
+  get gone(): boolean {
+    return this.socket.destroyed;
+  }
+
+  onGone(fn: () => void): () => void {
+    if (this.socket.destroyed) {
+      fn();
+      return () => undefined;
+    }
+    this.socket.once('close', fn);
+    return () => this.socket.off('close', fn);
+  }
+}
+
 export function presence(socket: Duplex): Presence {
-  return {
-    get gone() {
-      return socket.destroyed;
-    },
-    onGone(fn) {
-      if (socket.destroyed) {
-        fn();
-        return () => undefined;
-      }
-      socket.once('close', fn);
-      return () => socket.off('close', fn);
-    },
-  };
+  return new SocketPresence(socket);
 }

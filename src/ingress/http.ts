@@ -73,7 +73,8 @@ export async function serveHttp(
 ): Promise<void> {
   const method = req.method ?? 'GET';
   const ruling = await ctx.pipeline.judge({
-    ...who,
+    session: who.session,
+    client: who.client,
     source: 'proxy',
     input: { kind: 'network', target, method, url },
     what: `${method} ${target}`,

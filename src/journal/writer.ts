@@ -37,7 +37,8 @@ export class JournalWriter {
   #dirty = false;
   #deferred = '';
   #flushQueued = false;
-  #waiting: { resolve: () => void; reject: (err: Error) => void }[] = [];
+  /** Settles once the records deferred so far are written; shared by everyone waiting on them. */
+  #batch: Batch | null = null;
   #syncing = false;
   #isoMs = NaN;
   #isoText = '';
@@ -72,26 +73,26 @@ export class JournalWriter {
    * after any deferred ones; returns its seq. `sync` also waits for fdatasync.
    */
   append(record: Unstamped<JournalRecord>, options: { ts?: number; sync?: boolean } = {}): number {
-    const [seq, line] = this.#stamp(record, options.ts);
-    this.#write(line);
+    this.#write(this.#stamp(record, options.ts));
     if (options.sync || this.#fsyncMs === 0) this.sync();
-    return seq;
+    return this.#seq;
   }
 
   /**
    * Group commit: stamps a record now (file order stays decision order) and writes it with
-   * every other record stamped in this turn of the event loop, in one write(2). The promise
-   * resolves once the line is written, so the caller still acts only after its record is on
-   * disk, while N concurrent requests cost one syscall instead of N. Rejects with
-   * E_JOURNAL_WRITE when the write fails: the caller must refuse (fail closed).
+   * every other record stamped in this turn of the event loop, in one write(2). `written`
+   * settles once the line is written, so the caller still acts only after its record is on
+   * disk, while N concurrent requests cost one syscall and one promise instead of N. It
+   * rejects with E_JOURNAL_WRITE when the write fails: the caller must refuse (fail closed).
    */
-  appendSoon(record: Unstamped<JournalRecord>, options: { ts?: number } = {}): Promise<number> {
-    const [seq, line] = this.#stamp(record, options.ts);
-    this.#deferred += line;
-    return new Promise((resolve, reject) => {
-      this.#waiting.push({ resolve: () => resolve(seq), reject });
-      this.#flushSoon();
-    });
+  appendSoon(
+    record: Unstamped<JournalRecord>,
+    options: { ts?: number } = {},
+  ): { seq: number; written: Promise<void> } {
+    this.#deferred += this.#stamp(record, options.ts);
+    this.#batch ??= new Batch();
+    this.#flushSoon();
+    return { seq: this.#seq, written: this.#batch.promise };
   }
 
   /**
@@ -99,10 +100,9 @@ export class JournalWriter {
    * on the next turn of the event loop, saving a syscall per request. File order is seq order.
    */
   appendLater(record: Unstamped<JournalRecord>): number {
-    const [seq, line] = this.#stamp(record, undefined);
-    this.#deferred += line;
+    this.#deferred += this.#stamp(record, undefined);
     this.#flushSoon();
-    return seq;
+    return this.#seq;
   }
 
   #flushSoon(): void {
@@ -137,12 +137,15 @@ export class JournalWriter {
     this.#fd = -1;
   }
 
-  /** `{"seq":N,"ts":"…",` then the record's own fields: seq and ts lead every line. */
-  #stamp(record: Unstamped<JournalRecord>, ts: number | undefined): [number, string] {
+  /**
+   * The next seq, and the record's line: `{"seq":N,"ts":"…",` then its own fields (seq and ts
+   * lead every line).
+   */
+  #stamp(record: Unstamped<JournalRecord>, ts: number | undefined): string {
     if (this.#fd < 0) throw new TrajgateError('E_JOURNAL_WRITE', `${this.path}: journal is closed`);
     const seq = ++this.#seq;
     const body = JSON.stringify(record);
-    return [seq, `{"seq":${seq},"ts":"${this.iso(ts ?? this.#now())}",${body.slice(1)}\n`];
+    return `{"seq":${seq},"ts":"${this.iso(ts ?? this.#now())}",${body.slice(1)}\n`;
   }
 
   /** ISO 8601 of `ms`; many records share a millisecond under load, so each is formatted once. */
@@ -157,9 +160,9 @@ export class JournalWriter {
   /** Writes the deferred records and `text` in one write(2); settles every waiter. */
   #write(text: string): void {
     const data = this.#deferred + text;
-    const waiting = this.#waiting;
+    const batch = this.#batch;
     this.#deferred = '';
-    this.#waiting = [];
+    this.#batch = null;
     const size = Buffer.byteLength(data);
     let done = 0;
     const start = this.#onWrite ? performance.now() : 0;
@@ -182,7 +185,7 @@ export class JournalWriter {
         'E_JOURNAL_WRITE',
         `${this.path}: journal write failed: ${(err as Error).message}`,
       );
-      for (const w of waiting) w.reject(failure);
+      batch?.reject(failure);
       throw failure;
     }
     if (this.#onWrite) this.#onWrite((performance.now() - start) / 1000);
@@ -190,7 +193,7 @@ export class JournalWriter {
     this.#dirty = true;
     if (this.#fsyncMs > 0)
       this.#timer ??= setTimeout(() => this.#flushLater(), this.#fsyncMs).unref();
-    for (const w of waiting) w.resolve();
+    batch?.resolve();
   }
 
   /** The batched sync runs on the thread pool, so a slow disk never stalls the proxy. */
@@ -205,4 +208,14 @@ export class JournalWriter {
       if (err) this.#dirty = true;
     });
   }
+}
+
+/** One group commit's promise and the functions that settle it. */
+class Batch {
+  resolve!: () => void;
+  reject!: (err: Error) => void;
+  readonly promise = new Promise<void>((resolve, reject) => {
+    this.resolve = resolve;
+    this.reject = reject;
+  });
 }

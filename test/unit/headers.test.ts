@@ -85,6 +85,18 @@ describe('hop-by-hop headers (RFC 9110 § 7.6.1)', () => {
       '1.1 upstream-cache, 1.1 trajgate',
     ]);
   });
+
+  it('passes obs-text bytes in a response field through unchanged (read as latin1)', () => {
+    const value = Buffer.from([0x63, 0x61, 0x66, 0xc3, 0xa9, 0xff]); // "café" in UTF-8, then 0xFF
+    const out = downstreamRawHeaders([Buffer.from('X-Name'), value]);
+    expect(out.slice(0, 2)).toEqual(['X-Name', value.toString('latin1')]);
+    expect(Buffer.from(out[1] as string, 'latin1')).toEqual(value);
+  });
+
+  it('drops the fields Connection names, matched without regard to case', () => {
+    const raw = ['connection', 'X-Drop', 'x-drop', '1', 'X-Keep', '2'].map((t) => Buffer.from(t));
+    expect(downstreamRawHeaders(raw)).toEqual(['X-Keep', '2', 'via', '1.1 trajgate']);
+  });
 });
 
 describe('identity', () => {

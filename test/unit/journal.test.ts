@@ -132,11 +132,12 @@ describe('journal writer and reader', () => {
     const path = freshPath();
     let writes = 0;
     const w = new JournalWriter(path, { lastSeq: 0, fsyncMs: 100, onWrite: () => writes++ });
-    const seqs = [1, 2, 3].map((i) =>
+    const soon = [1, 2, 3].map((i) =>
       w.appendSoon({ type: 'resume', session: `s${i}`, reset: false, by: 'op' }),
     );
+    expect(soon.map((s) => s.seq)).toEqual([1, 2, 3]);
     expect(readFileSync(path, 'utf8')).toBe(''); // nothing acted on yet: nothing written yet
-    expect(await Promise.all(seqs)).toEqual([1, 2, 3]);
+    await Promise.all(soon.map((s) => s.written));
     expect(writes).toBe(1);
     expect(readAll(path).map((r) => r.seq)).toEqual([1, 2, 3]);
     w.close();
@@ -148,7 +149,9 @@ describe('journal writer and reader', () => {
     const waiting = [1, 2].map((i) =>
       w.appendSoon({ type: 'resume', session: `s${i}`, reset: false, by: 'op' }),
     );
-    for (const p of waiting) await expect(p).rejects.toMatchObject({ code: 'E_JOURNAL_WRITE' });
+    for (const p of waiting) {
+      await expect(p.written).rejects.toMatchObject({ code: 'E_JOURNAL_WRITE' });
+    }
   });
 
   it('loses no record when the writing process is killed with SIGKILL', () => {
