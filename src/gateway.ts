@@ -24,8 +24,6 @@ import type { ProxyContext } from './ingress/context.js';
 import { serveHttp } from './ingress/http.js';
 import { Interceptor } from './ingress/intercept.js';
 import { createProxyServer } from './ingress/proxy.js';
-import { loadCa } from './tls/ca.js';
-import { LeafCache } from './tls/leaves.js';
 import { Pipeline } from './pipeline.js';
 import { createAdminServer } from './review/admin.js';
 import { adminTokens } from './review/admin-token.js';
@@ -120,7 +118,8 @@ export async function startGateway(
           redact: config.capture.redact,
         }
       : null,
-    intercept: config.tls.intercept.length > 0 ? interceptor(config, () => proxyContext) : null,
+    intercept:
+      config.tls.intercept.length > 0 ? await interceptor(config, () => proxyContext) : null,
   };
   const proxyServer = createProxyServer(proxyContext);
   const reverseProxy = config.bridge.upstream
@@ -217,8 +216,13 @@ function readCaFiles(files: readonly string[]): string[] {
   });
 }
 
-/** TLS interception with the local CA (`trajgate ca init`), serving inner requests like plain ones. */
-function interceptor(config: Config, ctx: () => ProxyContext): Interceptor {
+/**
+ * TLS interception with the local CA (`trajgate ca init`), serving inner requests like plain
+ * ones. The certificate code is loaded only when interception is configured.
+ */
+async function interceptor(config: Config, ctx: () => ProxyContext): Promise<Interceptor> {
+  const { loadCa } = await import('./tls/ca.js');
+  const { LeafCache } = await import('./tls/leaves.js');
   return new Interceptor(config, new LeafCache(loadCa(config.tls.ca)), {
     serve: (req, res, url, tunnel) =>
       serveHttp(

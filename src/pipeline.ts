@@ -106,7 +106,7 @@ export class Pipeline {
     // An approval counts nothing, so an approved preview is the decision (unless denied since).
     const decision =
       preview?.approved && event.denied === undefined ? preview : this.guard.inspect(event);
-    const written = await this.#record(event, decision, rid, false);
+    const written = this.#record(event, decision, rid, false);
     if (written === null) return this.#failClosed(rid);
     const id = written.rid;
     const { verdict } = decision;
@@ -157,7 +157,10 @@ export class Pipeline {
         type: 'outcome',
         ref: rid,
         session,
-        ...transfer,
+        status: transfer.status,
+        bytesUp: transfer.bytesUp,
+        bytesDown: transfer.bytesDown,
+        error: transfer.error,
         durationMs: Math.round(durationMs),
       });
     } catch {
@@ -198,7 +201,7 @@ export class Pipeline {
   ): Promise<Ruling> {
     let id = rid;
     if (decision === null) {
-      const written = await this.#record(event, HELD, rid, true);
+      const written = this.#record(event, HELD, rid, true);
       if (written === null) return this.#failClosed(rid);
       id = written.rid;
     }
@@ -247,24 +250,18 @@ export class Pipeline {
   }
 
   /** Writes the event record; returns the request id, or null when the journal failed. */
-  async #record(
+  #record(
     event: Event,
     decision: Decision,
     rid: number | null,
     held: boolean,
-  ): Promise<{ rid: number; summary: Summary } | null> {
+  ): { rid: number; summary: Summary } | null {
     const record = eventRecord(event, decision, { rid: rid ?? undefined, held: held || undefined });
     let seq: number;
     try {
-      // A PAUSE is written and synced at once; other decisions share one write per event-loop
-      // turn (group commit). Either way the action waits until its record is written.
-      if (decision.verdict === 'PAUSE') {
-        seq = this.journal.append(record, { ts: event.ts, sync: true });
-      } else {
-        const soon = this.journal.appendSoon(record, { ts: event.ts });
-        seq = soon.seq;
-        await soon.written;
-      }
+      // Written before the caller acts on it; a PAUSE is also synced at once. Outcomes of
+      // earlier requests ride along in the same write(2).
+      seq = this.journal.append(record, { ts: event.ts, sync: decision.verdict === 'PAUSE' });
     } catch (err) {
       if (isTrajgateError(err)) return null;
       throw err;

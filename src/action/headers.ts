@@ -19,15 +19,19 @@ const HOP_BY_HOP = new Set([
 /** RFC 9110 § 7.6.3: a proxy adds itself to Via in each message it forwards. */
 export const VIA = '1.1 trajgate';
 
-function connectionTokens(value: string | string[] | undefined): Set<string> | null {
-  if (value === undefined) return null;
-  const text = Array.isArray(value) ? value.join(',') : value;
-  return new Set(
-    text
-      .split(',')
-      .map((t) => t.trim().toLowerCase())
-      .filter(Boolean),
-  );
+/**
+ * The field names that Connection values list beyond the hop-by-hop ones (RFC 9110 § 7.6.1),
+ * lower-cased; null when there are none, as with the usual `keep-alive` or `close`.
+ */
+function namedFields(values: readonly string[]): Set<string> | null {
+  let named: Set<string> | null = null;
+  for (const value of values) {
+    for (const token of value.split(',')) {
+      const name = token.trim().toLowerCase();
+      if (name !== '' && !HOP_BY_HOP.has(name)) (named ??= new Set()).add(name);
+    }
+  }
+  return named;
 }
 
 /**
@@ -44,7 +48,7 @@ export function upstreamRequestHeaders(
   for (let i = 0; i < raw.length; i += 2) {
     if ((raw[i] as string).toLowerCase() === 'connection') connection.push(raw[i + 1] as string);
   }
-  const named = connectionTokens(connection.length === 0 ? undefined : connection);
+  const named = namedFields(connection);
   const out: string[] = ['host', host];
   let via: string | null = null;
   for (let i = 0; i < raw.length; i += 2) {
@@ -80,10 +84,8 @@ export function downstreamRawHeaders(raw: readonly (Buffer | string)[]): string[
     else if (lower === 'connection') (connection ??= []).push(value);
     else if (!HOP_BY_HOP.has(lower)) out.push(name, value);
   }
-  // Connection usually names only hop-by-hop fields (keep-alive, close), already dropped.
-  const named = connectionTokens(connection ?? undefined);
-  const extra = named === null ? [] : [...named].filter((t) => !HOP_BY_HOP.has(t));
-  const kept = extra.length === 0 ? out : withoutFields(out, new Set(extra));
+  const named = connection === null ? null : namedFields(connection);
+  const kept = named === null ? out : withoutFields(out, named);
   kept.push('via', via === null ? VIA : `${via}, ${VIA}`);
   return kept;
 }

@@ -2,12 +2,15 @@ import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { defaultConfig, loadConfigFile } from '../config/load.js';
 import { TrajgateError } from '../errors.js';
-import { initCa, loadCa, trustInstructions } from '../tls/ca.js';
 
 export const CA_USAGE = 'trajgate ca init|show [--dir certs] [--config FILE] [--force]';
 
-/** `ca init` creates the local CA for TLS interception; `ca show` says where it is and how to trust it. */
-export function ca(argv: string[], print: (line: string) => void): number {
+/**
+ * `ca init` creates the local CA for TLS interception; `ca show` says where it is and how to
+ * trust it. The certificate code (node-forge) is loaded only here and when interception is on:
+ * a plain proxy does not carry it.
+ */
+export async function ca(argv: string[], print: (line: string) => void): Promise<number> {
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
@@ -21,6 +24,7 @@ export function ca(argv: string[], print: (line: string) => void): number {
     values.dir !== undefined
       ? resolve(values.dir)
       : (values.config === undefined ? defaultConfig() : loadConfigFile(values.config)).tls.ca;
+  const { initCa, loadCa, trustInstructions } = await import('../tls/ca.js');
   const authority = action === 'init' ? initCa(dir, values.force === true) : loadCa(dir);
   if (action === 'init')
     print(`created a CA in ${dir} (the key is ca-key.pem, mode 0600: keep it secret)`);

@@ -36,7 +36,7 @@ async function main(argv: string[]): Promise<number> {
       case 'replay':
         return await replay(rest, out);
       case 'ca':
-        return ca(rest, (line) => process.stdout.write(line + '\n'));
+        return await ca(rest, (line) => process.stdout.write(line + '\n'));
       case 'export':
         return exportCommand(rest, (line) => process.stdout.write(line + '\n'), VERSION);
       case 'check':

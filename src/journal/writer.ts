@@ -37,8 +37,6 @@ export class JournalWriter {
   #dirty = false;
   #deferred = '';
   #flushQueued = false;
-  /** Settles once the records deferred so far are written; shared by everyone waiting on them. */
-  #batch: Batch | null = null;
   #syncing = false;
   #isoMs = NaN;
   #isoText = '';
@@ -79,23 +77,6 @@ export class JournalWriter {
   }
 
   /**
-   * Group commit: stamps a record now (file order stays decision order) and writes it with
-   * every other record stamped in this turn of the event loop, in one write(2). `written`
-   * settles once the line is written, so the caller still acts only after its record is on
-   * disk, while N concurrent requests cost one syscall and one promise instead of N. It
-   * rejects with E_JOURNAL_WRITE when the write fails: the caller must refuse (fail closed).
-   */
-  appendSoon(
-    record: Unstamped<JournalRecord>,
-    options: { ts?: number } = {},
-  ): { seq: number; written: Promise<void> } {
-    this.#deferred += this.#stamp(record, options.ts);
-    this.#batch ??= new Batch();
-    this.#flushSoon();
-    return { seq: this.#seq, written: this.#batch.promise };
-  }
-
-  /**
    * Stamps a record that decides nothing (an outcome) and writes it with the next record or
    * on the next turn of the event loop, saving a syscall per request. File order is seq order.
    */
@@ -113,7 +94,7 @@ export class JournalWriter {
       try {
         if (this.#deferred !== '' && this.#fd >= 0) this.#write('');
       } catch {
-        // Waiters were told; outcome lines are dropped with the failed write.
+        // Outcome lines are dropped with the failed write; the next append reports it.
       }
     });
   }
@@ -157,12 +138,10 @@ export class JournalWriter {
     return this.#isoText;
   }
 
-  /** Writes the deferred records and `text` in one write(2); settles every waiter. */
+  /** Writes the deferred records and `text` in one write(2). */
   #write(text: string): void {
     const data = this.#deferred + text;
-    const batch = this.#batch;
     this.#deferred = '';
-    this.#batch = null;
     const size = Buffer.byteLength(data);
     let done = 0;
     const start = this.#onWrite ? performance.now() : 0;
@@ -181,19 +160,16 @@ export class JournalWriter {
           // The next start-up sees the torn line and skips it.
         }
       }
-      const failure = new TrajgateError(
+      throw new TrajgateError(
         'E_JOURNAL_WRITE',
         `${this.path}: journal write failed: ${(err as Error).message}`,
       );
-      batch?.reject(failure);
-      throw failure;
     }
     if (this.#onWrite) this.#onWrite((performance.now() - start) / 1000);
     this.#size += size;
     this.#dirty = true;
     if (this.#fsyncMs > 0)
       this.#timer ??= setTimeout(() => this.#flushLater(), this.#fsyncMs).unref();
-    batch?.resolve();
   }
 
   /** The batched sync runs on the thread pool, so a slow disk never stalls the proxy. */
@@ -208,14 +184,4 @@ export class JournalWriter {
       if (err) this.#dirty = true;
     });
   }
-}
-
-/** One group commit's promise and the functions that settle it. */
-class Batch {
-  resolve!: () => void;
-  reject!: (err: Error) => void;
-  readonly promise = new Promise<void>((resolve, reject) => {
-    this.resolve = resolve;
-    this.reject = reject;
-  });
 }

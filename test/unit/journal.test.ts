@@ -128,30 +128,38 @@ describe('journal writer and reader', () => {
     expect((err as TrajgateError).message).toContain(`${path}:2: corrupt journal line (${why}`);
   });
 
-  it('group commit: records stamped in one turn share one write, each resolved once written', async () => {
+  it('outcomes wait for the next record and share its write; file order is seq order', () => {
     const path = freshPath();
     let writes = 0;
     const w = new JournalWriter(path, { lastSeq: 0, fsyncMs: 100, onWrite: () => writes++ });
-    const soon = [1, 2, 3].map((i) =>
-      w.appendSoon({ type: 'resume', session: `s${i}`, reset: false, by: 'op' }),
-    );
-    expect(soon.map((s) => s.seq)).toEqual([1, 2, 3]);
-    expect(readFileSync(path, 'utf8')).toBe(''); // nothing acted on yet: nothing written yet
-    await Promise.all(soon.map((s) => s.written));
+    const outcome = (ref: number) =>
+      w.appendLater({
+        type: 'outcome',
+        ref,
+        session: 's',
+        status: 200,
+        bytesUp: 0,
+        bytesDown: 1,
+        durationMs: 1,
+      });
+    expect([outcome(1), outcome(2)]).toEqual([1, 2]);
+    expect(readFileSync(path, 'utf8')).toBe(''); // they decide nothing: not written yet
+    expect(w.append({ type: 'resume', session: 's', reset: false, by: 'op' })).toBe(3);
     expect(writes).toBe(1);
-    expect(readAll(path).map((r) => r.seq)).toEqual([1, 2, 3]);
+    expect(readAll(path).map((r) => [r.seq, r.type])).toEqual([
+      [1, 'outcome'],
+      [2, 'outcome'],
+      [3, 'resume'],
+    ]);
     w.close();
   });
 
-  it('group commit: a failed write rejects every waiter (the callers refuse)', async () => {
+  it('a failed write throws E_JOURNAL_WRITE (the caller refuses)', () => {
     // /dev/full answers every write with ENOSPC: a disk that is full.
     const w = new JournalWriter('/dev/full', { lastSeq: 0, fsyncMs: 100 });
-    const waiting = [1, 2].map((i) =>
-      w.appendSoon({ type: 'resume', session: `s${i}`, reset: false, by: 'op' }),
+    expect(() => w.append({ type: 'resume', session: 's', reset: false, by: 'op' })).toThrow(
+      expect.objectContaining({ code: 'E_JOURNAL_WRITE' }),
     );
-    for (const p of waiting) {
-      await expect(p.written).rejects.toMatchObject({ code: 'E_JOURNAL_WRITE' });
-    }
   });
 
   it('loses no record when the writing process is killed with SIGKILL', () => {
