@@ -23,7 +23,7 @@ export function connectUpstream(address: string, port: number, timeoutMs: number
 }
 
 /** First read buffer of a direction; doubled each time a read fills it, up to MAX_READ. */
-const FIRST_READ = 64 * 1024;
+const FIRST_READ = 16 * 1024;
 const MAX_READ = 1024 * 1024;
 
 /** What the proxy sends first: the CONNECT 200 to the client, the upgrade request upstream. */
@@ -39,8 +39,8 @@ export interface Opening {
  *
  * Why not `pipe()`: a stream socket allocates a fresh 64 KiB buffer for every read, and at a
  * gigabyte a second that garbage is collected in major GCs that stall the whole proxy. Here each
- * direction reads into one reusable buffer (net.Socket's `onread`) and writes it straight on;
- * a buffer the writer still holds is replaced, never overwritten. `onread` can only be given
+ * direction reads into a few reused buffers (net.Socket's `onread`) and writes them straight
+ * on; a buffer the writer still holds is never read into. `onread` can only be given
  * when a socket is made, so each socket's handle moves to a new Socket; the old object stays as
  * a shell tied to it, so the server's connection count and whoever holds it see it close.
  */
@@ -96,34 +96,46 @@ export function relay(
   });
 }
 
-/** One direction of the relay: the buffer it reads into and the socket it writes to. */
+/**
+ * One direction of the relay: the buffers it reads into and the socket it writes to. A buffer
+ * handed to a write is reused once that write is done (write callbacks come in write order),
+ * so a bulk transfer cycles through two or three buffers instead of allocating per read.
+ */
 class Direction {
   to: Socket | null = null;
   bytes = 0;
-  private buf = Buffer.allocUnsafe(FIRST_READ);
-  private filled = false;
+  #size = FIRST_READ;
+  #filled = false;
+  readonly #free: Buffer[] = [];
+  readonly #writing: Buffer[] = [];
 
-  /** The buffer for the next read: a new one when the last was full or is still being written. */
+  /** The buffer for the next read, one size up when the last read filled its buffer. */
   readonly next = (): Buffer => {
-    if (this.filled && this.buf.length < MAX_READ) {
-      this.buf = Buffer.allocUnsafe(this.buf.length * 2);
-    } else if ((this.to?.writableLength ?? 0) > 0) {
-      this.buf = Buffer.allocUnsafe(this.buf.length);
-    }
-    this.filled = false;
-    return this.buf;
+    if (this.#filled && this.#size < MAX_READ) this.#size *= 2;
+    this.#filled = false;
+    let buf = this.#free.pop();
+    while (buf !== undefined && buf.length < this.#size) buf = this.#free.pop();
+    return buf ?? Buffer.allocUnsafe(this.#size);
   };
 
   /** Returning false pauses the reading socket until the writer drains. */
   readonly onRead = (n: number, buf: Buffer): boolean => {
-    this.filled = n === buf.length;
-    return this.write(buf.subarray(0, n));
+    this.#filled = n === buf.length;
+    this.#writing.push(buf);
+    this.bytes += n;
+    return (this.to as Socket).write(buf.subarray(0, n), this.#written);
   };
 
-  write(chunk: Buffer): boolean {
+  /** What either side sent before the relay began: not from the pool, no callback. */
+  write(chunk: Buffer): void {
     this.bytes += chunk.length;
-    return (this.to as Socket).write(chunk);
+    (this.to as Socket).write(chunk);
   }
+
+  readonly #written = (): void => {
+    const buf = this.#writing.shift();
+    if (buf !== undefined && buf.length === this.#size) this.#free.push(buf);
+  };
 }
 
 interface Adopted {
