@@ -99,6 +99,17 @@ export async function startTrajgate({ root, tmp, pin, force, upstream }) {
       `  ports: [${upstream.http}, ${upstream.sink}]`,
     ].join('\n') + '\n',
   );
-  const child = start(...pin(1, process.execPath, [main, 'start', '--config', conf]), { cwd: dir });
+  const args = [...launcherFlags(main), main, 'start', '--config', conf];
+  const child = start(...pin(1, process.execPath, args), { cwd: dir });
   return ready(child, proxy);
+}
+
+/**
+ * The Node flags the `trajgate` command runs with, from its `#!/usr/bin/env -S node …` line, so
+ * the bench measures what users run.
+ */
+export function launcherFlags(main) {
+  const shebang = readFileSync(main, 'utf8').split('\n', 1)[0];
+  const flags = /^#!\/usr\/bin\/env -S node(.*)$/.exec(shebang)?.[1] ?? '';
+  return flags.split(' ').filter(Boolean);
 }

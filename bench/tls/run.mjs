@@ -19,6 +19,7 @@ import {
   waitForPort,
   which,
 } from '../proxy/procs.mjs';
+import { launcherFlags } from '../proxy/targets.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = resolve(here, '../..');
@@ -124,10 +125,13 @@ async function startTrajgate() {
       `  ports: [443, ${upstreamPort}]`,
     ].join('\n') + '\n',
   );
-  const child = start(...pin(1, process.execPath, [main, 'start', '--config', conf]), {
-    cwd: dir,
-    env: { ...process.env, TRAJGATE_LOG_LEVEL: 'warn' },
-  });
+  const child = start(
+    ...pin(1, process.execPath, [...launcherFlags(main), main, 'start', '--config', conf]),
+    {
+      cwd: dir,
+      env: { ...process.env, TRAJGATE_LOG_LEVEL: 'warn' },
+    },
+  );
   const why = await waitForPort(child, proxy);
   if (why !== null) {
     await stop(child);
