@@ -267,7 +267,9 @@ export class Pipeline {
       throw err;
     }
     // Stamped in place: the journal line is written, the object now serves the operators' view.
-    const summary = Object.assign(record, { seq, ts: this.journal.iso(event.ts) }) as Summary;
+    const summary = record as { -readonly [K in keyof Summary]: Summary[K] };
+    summary.seq = seq;
+    summary.ts = this.journal.iso(event.ts);
     this.review.observe(summary, event.ts);
     this.metrics.event(event.source, event.kind, decision.verdict);
     return { rid: rid ?? seq, summary };

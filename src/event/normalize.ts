@@ -18,16 +18,17 @@ export function normalizeEvent(
   ctx: EventContext,
   paths: PathResolver = pathReadings,
 ): Event {
-  const event: Event = {
+  // One object literal, always the same shape (a spread to add `method` would make a second).
+  return {
     kind: input.kind,
     target: input.target,
     approved: input.approved === true,
     session: ctx.session,
     source: ctx.source,
     ts: ctx.ts,
+    method: input.method?.toUpperCase(),
     subject: subjectOf(input, ctx.workspace, paths),
   };
-  return input.method === undefined ? event : { ...event, method: input.method.toUpperCase() };
 }
 
 function subjectOf(input: EventInput, workspace: string, paths: PathResolver): Subject {
