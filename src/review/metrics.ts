@@ -1,4 +1,11 @@
-import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { Counter, Gauge, Registry } from 'prom-client';
+import type { Metric } from 'prom-client';
+
+interface EventCount {
+  readonly labels: { source: string; kind: string; verdict: string };
+  n: number;
+  reported: number;
+}
 
 /**
  * Prometheus metrics on the admin listener's `/metrics`. Counters count from process start;
@@ -9,16 +16,24 @@ export class Metrics {
   readonly events: Counter<'source' | 'kind' | 'verdict'>;
   readonly upstreamErrors: Counter<'status'>;
   readonly webhookFailures: Counter;
-  readonly journalWrite: Histogram;
-  readonly #eventChildren = new Map<string, { inc(): void }>();
+  readonly journalWrite: WriteTimes;
+  /** Counted here per event, handed to prom-client when scraped (its inc hashes labels). */
+  readonly #eventCounts = new Map<string, EventCount>();
 
   constructor(read: { held: () => number; paused: () => number }) {
     const registers = [this.registry];
+    const counts = this.#eventCounts;
     this.events = new Counter({
       name: 'trajgate_events_total',
       help: 'Trajectory events judged, by source, kind and verdict',
       labelNames: ['source', 'kind', 'verdict'],
       registers,
+      collect() {
+        for (const c of counts.values()) {
+          this.inc(c.labels, c.n - c.reported);
+          c.reported = c.n;
+        }
+      },
     });
     this.upstreamErrors = new Counter({
       name: 'trajgate_upstream_errors_total',
@@ -31,12 +46,12 @@ export class Metrics {
       help: 'Notifications that could not be delivered after all retries',
       registers,
     });
-    this.journalWrite = new Histogram({
-      name: 'trajgate_journal_write_seconds',
-      help: 'Time of each synchronous journal write',
-      buckets: [0.00001, 0.00005, 0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05],
-      registers,
-    });
+    this.journalWrite = new WriteTimes(
+      'trajgate_journal_write_seconds',
+      'Time of each synchronous journal write',
+      [0.00001, 0.00005, 0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05],
+    );
+    this.registry.registerMetric(this.journalWrite as unknown as Metric);
     new Gauge({
       name: 'trajgate_held_requests',
       help: 'Requests held open because their session is paused',
@@ -55,15 +70,12 @@ export class Metrics {
     });
   }
 
-  /** Counts a judged event; label children are cached, so a request builds no label key. */
+  /** Counts a judged event. */
   event(source: string, kind: string, verdict: string): void {
-    const key = `${source} ${kind} ${verdict}`;
-    let child = this.#eventChildren.get(key);
-    if (child === undefined) {
-      child = this.events.labels(source, kind, verdict);
-      this.#eventChildren.set(key, child);
-    }
-    child.inc();
+    const key = `${source}\0${kind}\0${verdict}`;
+    const count = this.#eventCounts.get(key);
+    if (count !== undefined) count.n++;
+    else this.#eventCounts.set(key, { labels: { source, kind, verdict }, n: 1, reported: 0 });
   }
 
   text(): Promise<string> {
@@ -72,5 +84,53 @@ export class Metrics {
 
   get contentType(): string {
     return this.registry.contentType;
+  }
+}
+
+/**
+ * A histogram observed once per journal write. prom-client's own hashes a label set on every
+ * observation; this one has no labels, adds to its bucket, and renders in prom-client's
+ * format when scraped (buckets cumulative, then _sum and _count).
+ */
+export class WriteTimes {
+  readonly type = 'histogram';
+  readonly aggregator = 'sum';
+  readonly #counts: number[];
+  #sum = 0;
+  #count = 0;
+
+  constructor(
+    readonly name: string,
+    readonly help: string,
+    private readonly buckets: readonly number[],
+  ) {
+    this.#counts = buckets.map(() => 0);
+  }
+
+  observe(seconds: number): void {
+    this.#sum += seconds;
+    this.#count++;
+    const i = this.buckets.findIndex((le) => seconds <= le);
+    if (i >= 0) this.#counts[i]!++;
+  }
+
+  get(): { name: string; help: string; type: string; aggregator: string; values: object[] } {
+    let cumulative = 0;
+    const values: object[] = this.buckets.map((le, i) => {
+      cumulative += this.#counts[i]!;
+      return { metricName: `${this.name}_bucket`, labels: { le }, value: cumulative };
+    });
+    values.push(
+      { metricName: `${this.name}_bucket`, labels: { le: '+Inf' }, value: this.#count },
+      { metricName: `${this.name}_sum`, labels: {}, value: this.#sum },
+      { metricName: `${this.name}_count`, labels: {}, value: this.#count },
+    );
+    return {
+      name: this.name,
+      help: this.help,
+      type: this.type,
+      aggregator: this.aggregator,
+      values,
+    };
   }
 }

@@ -154,6 +154,15 @@ describe('journal writer and reader', () => {
     w.close();
   });
 
+  it('writes long and non-ASCII records byte for byte (past the reused write buffer)', () => {
+    const path = freshPath();
+    const w = new JournalWriter(path, { lastSeq: 0, fsyncMs: 100 });
+    const sessions = ['s-é-🙂', 'ü'.repeat(30_000), 'x'.repeat(70_000)];
+    for (const session of sessions) w.append({ type: 'resume', session, reset: false, by: 'op' });
+    w.close();
+    expect(readAll(path).map((r) => (r as { session: string }).session)).toEqual(sessions);
+  });
+
   it('a failed write throws E_JOURNAL_WRITE (the caller refuses)', () => {
     // /dev/full answers every write with ENOSPC: a disk that is full.
     const w = new JournalWriter('/dev/full', { lastSeq: 0, fsyncMs: 100 });

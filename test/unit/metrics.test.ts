@@ -1,0 +1,37 @@
+import { describe, expect, it } from 'vitest';
+import { Metrics } from '../../src/review/metrics.js';
+
+const line = (text: string, prefix: string) =>
+  text.split('\n').find((l) => l.startsWith(prefix + ' '));
+
+describe('metrics counted on the hot path, rendered when scraped', () => {
+  it('event counts reach trajgate_events_total once, however often it is scraped', async () => {
+    const m = new Metrics({ held: () => 0, paused: () => 0 });
+    for (let i = 0; i < 3; i++) m.event('proxy', 'network', 'ALLOW');
+    m.event('bridge', 'write', 'PAUSE');
+    const allow = 'trajgate_events_total{source="proxy",kind="network",verdict="ALLOW"}';
+    expect(line(await m.text(), allow)).toBe(`${allow} 3`);
+    expect(line(await m.text(), allow)).toBe(`${allow} 3`);
+    m.event('proxy', 'network', 'ALLOW');
+    const text = await m.text();
+    expect(line(text, allow)).toBe(`${allow} 4`);
+    const pause = 'trajgate_events_total{source="bridge",kind="write",verdict="PAUSE"}';
+    expect(line(text, pause)).toBe(`${pause} 1`);
+  });
+
+  it('journal write times render as a Prometheus histogram: cumulative buckets, sum, count', async () => {
+    const m = new Metrics({ held: () => 0, paused: () => 0 });
+    for (const s of [0.00002, 0.003, 0.004, 1]) m.journalWrite.observe(s);
+    const text = await m.text();
+    const name = 'trajgate_journal_write_seconds';
+    expect(text).toContain(`# TYPE ${name} histogram`);
+    expect(line(text, `${name}_bucket{le="0.00001"}`)).toMatch(/ 0$/);
+    expect(line(text, `${name}_bucket{le="0.00005"}`)).toMatch(/ 1$/);
+    expect(line(text, `${name}_bucket{le="0.001"}`)).toMatch(/ 1$/);
+    expect(line(text, `${name}_bucket{le="0.005"}`)).toMatch(/ 3$/);
+    expect(line(text, `${name}_bucket{le="0.05"}`)).toMatch(/ 3$/);
+    expect(line(text, `${name}_bucket{le="+Inf"}`)).toMatch(/ 4$/);
+    expect(line(text, `${name}_count`)).toBe(`${name}_count 4`);
+    expect(Number(line(text, `${name}_sum`)?.split(' ')[1])).toBeCloseTo(1.00702, 10);
+  });
+});
