@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { launcherFlags } from '../proxy/targets.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, '../..');
@@ -114,7 +115,8 @@ try {
         `bridge: { upstream: "http://127.0.0.1:${port}/mcp" }`,
       ].join('\n'),
     );
-    const gw = start([join(root, 'dist/cli/main.js'), 'start', '--config', config], 1);
+    const main = join(root, 'dist/cli/main.js');
+    const gw = start([...launcherFlags(main), main, 'start', '--config', config], 1);
     await waitPort(bridgePort);
     await wrk(`http://127.0.0.1:${bridgePort}/mcp`, { TARGET_PATH: target, TOKEN }); // warm-up
     const bridged = await wrk(`http://127.0.0.1:${bridgePort}/mcp`, { TARGET_PATH: target, TOKEN });

@@ -4,6 +4,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { join } from 'node:path';
+import { launcherFlags } from '../proxy/targets.mjs';
 
 const MAIN = join(import.meta.dirname, '../../dist/cli/main.js');
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -29,9 +30,10 @@ export function pinSelf(cpus) {
 
 /** Starts the gateway on `configFile`; resolves once both listeners are up (bounded). */
 export async function startGateway(configFile, { cpu = '1', timeoutMs = 15_000 } = {}) {
+  const gateway = [...launcherFlags(MAIN), MAIN, 'start', '--config', configFile];
   const [cmd, args] = hasTaskset()
-    ? ['taskset', ['-c', cpu, process.execPath, MAIN, 'start', '--config', configFile]]
-    : [process.execPath, [MAIN, 'start', '--config', configFile]];
+    ? ['taskset', ['-c', cpu, process.execPath, ...gateway]]
+    : [process.execPath, gateway];
   const child = spawn(cmd, args, { detached: true, stdio: ['ignore', 'ignore', 'pipe'] });
   live.add(child);
   let stderr = '';
