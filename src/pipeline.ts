@@ -95,7 +95,8 @@ export class Pipeline {
     } else {
       preview = this.guard.preview(event);
       if (subject.type === 'network' && this.#mayForward(preview)) {
-        const check = await this.egress.check(subject.host, subject.port);
+        const pending = this.egress.check(subject.host, subject.port);
+        const check = pending instanceof Promise ? await pending : pending;
         if (check.ok) address = check.address;
         else if (check.denied) event = { ...event, denied: check.reason };
         else failure = plainRefusal(502, check.reason);

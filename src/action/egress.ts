@@ -47,23 +47,35 @@ export class Egress {
     this.#ownPorts.add(port);
   }
 
-  async check(host: string, port: number): Promise<EgressCheck> {
+  /**
+   * Checks where `host` may be reached. Answers at once (no promise) when no lookup is needed:
+   * an IP literal, or a name resolved within the cache time, which is nearly every request.
+   */
+  check(host: string, port: number): EgressCheck | Promise<EgressCheck> {
+    if (isIP(host) !== 0) return this.#verify([host], port);
+    const hit = this.#cache.get(host);
+    if (hit !== undefined && hit.until > Date.now()) return this.#verify(hit.addresses, port);
+    return this.#resolveAndVerify(host, port);
+  }
+
+  async #resolveAndVerify(host: string, port: number): Promise<EgressCheck> {
     let addresses: readonly string[];
-    if (isIP(host) !== 0) {
-      addresses = [host];
-    } else {
-      try {
-        addresses = await this.#resolve(host);
-      } catch (err) {
-        return {
-          ok: false,
-          denied: false,
-          reason: `cannot resolve ${host}: ${(err as Error).message}`,
-        };
-      }
-      if (addresses.length === 0)
-        return { ok: false, denied: false, reason: `${host} has no address` };
+    try {
+      addresses = await this.#resolve(host);
+    } catch (err) {
+      return {
+        ok: false,
+        denied: false,
+        reason: `cannot resolve ${host}: ${(err as Error).message}`,
+      };
     }
+    if (addresses.length === 0)
+      return { ok: false, denied: false, reason: `${host} has no address` };
+    return this.#verify(addresses, port);
+  }
+
+  /** Every address must be allowed; the first is the one to connect to. */
+  #verify(addresses: readonly string[], port: number): EgressCheck {
     for (const address of addresses) {
       const verdict = this.#classify(address);
       if (!verdict.allowed) {
@@ -104,8 +116,6 @@ export class Egress {
 
   async #resolve(host: string): Promise<readonly string[]> {
     const now = Date.now();
-    const hit = this.#cache.get(host);
-    if (hit && hit.until > now) return hit.addresses;
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(

@@ -47,7 +47,7 @@ export class Forwarder {
       ...timeouts,
       connect: (opts, callback) => {
         const port = Number(opts.port) || 443;
-        egress.check(opts.hostname, port).then(
+        Promise.resolve(egress.check(opts.hostname, port)).then(
           (check) => {
             if (!check.ok)
               return callback(Object.assign(new Error(check.reason), { code: 'E_EGRESS' }), null);

@@ -9,6 +9,7 @@ import {
 } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { TrajgateError } from '../errors.js';
+import { recordFields } from './json.js';
 import type { JournalRecord, Unstamped } from './records.js';
 
 export interface WriterOptions {
@@ -126,8 +127,7 @@ export class JournalWriter {
   #stamp(record: Unstamped<JournalRecord>, ts: number | undefined): string {
     if (this.#fd < 0) throw new TrajgateError('E_JOURNAL_WRITE', `${this.path}: journal is closed`);
     const seq = ++this.#seq;
-    const body = JSON.stringify(record);
-    return `{"seq":${seq},"ts":"${this.iso(ts ?? this.#now())}",${body.slice(1)}\n`;
+    return `{"seq":${seq},"ts":"${this.iso(ts ?? this.#now())}",${recordFields(record)}\n`;
   }
 
   /** ISO 8601 of `ms`; many records share a millisecond under load, so each is formatted once. */

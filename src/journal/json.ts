@@ -1,0 +1,38 @@
+import type { EventRecord, JournalRecord, OutcomeRecord, Unstamped } from './records.js';
+
+/**
+ * JSON text of a record without its leading `{`, as JSON.stringify writes it. The two records
+ * every request writes (its event and its outcome) are written field by field in the order
+ * `eventRecord` and the pipeline create them: about half the cost of the generic walk, on the
+ * hot path. Anything else goes through JSON.stringify.
+ */
+export function recordFields(record: Unstamped<JournalRecord>): string {
+  if (record.type === 'event') return eventFields(record);
+  if (record.type === 'outcome') return outcomeFields(record);
+  return JSON.stringify(record).slice(1);
+}
+
+const text = (s: string): string => JSON.stringify(s);
+/** JSON has no NaN or Infinity: JSON.stringify writes null for them. */
+const num = (n: number | null): string => (n !== null && Number.isFinite(n) ? `${n}` : 'null');
+const opt = (name: string, value: unknown): string =>
+  value === undefined ? '' : `,"${name}":${JSON.stringify(value)}`;
+
+function eventFields(r: Unstamped<EventRecord>): string {
+  return (
+    `"type":"event","session":${text(r.session)},"source":${text(r.source)}` +
+    `,"kind":${text(r.kind)},"target":${text(r.target)}${opt('method', r.method)}` +
+    `,"approved":${r.approved},"verdict":"${r.verdict}"` +
+    `,"boundary":${r.boundary === null ? 'null' : text(r.boundary)},"count":${num(r.count)}` +
+    `,"reason":${text(r.reason)}${opt('approvedBy', r.approvedBy)}${opt('counted', r.counted)}` +
+    `${opt('denied', r.denied)}${opt('rid', r.rid)}${opt('held', r.held)}}`
+  );
+}
+
+function outcomeFields(r: Unstamped<OutcomeRecord>): string {
+  return (
+    `"type":"outcome","ref":${num(r.ref)},"session":${text(r.session)},"status":${num(r.status)}` +
+    `,"bytesUp":${num(r.bytesUp)},"bytesDown":${num(r.bytesDown)}${opt('error', r.error)}` +
+    `,"durationMs":${num(r.durationMs)}}`
+  );
+}
