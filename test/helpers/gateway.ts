@@ -1,12 +1,14 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pino } from 'pino';
+import { afterEach } from 'vitest';
 import { stringify } from 'yaml';
 import type { Lookup } from '../../src/action/egress.js';
 import { parseConfig } from '../../src/config/load.js';
 import type { RunningGateway } from '../../src/gateway.js';
 import { startGateway } from '../../src/gateway.js';
 import type { JournalRecord } from '../../src/journal/records.js';
+import type { Tunnel } from './raw.js';
 import { tempDir } from './tmp.js';
 
 export interface TestGateway {
@@ -58,4 +60,36 @@ export function readRecords(path: string): JournalRecord[] {
 /** Resolves after the journal's deferred records (outcomes) are written. */
 export function settle(): Promise<void> {
   return new Promise((r) => setTimeout(r, 20));
+}
+
+/**
+ * One gateway per test on `base` (the test's own keys merged over it); after each test the
+ * gateway is stopped and the tunnels the test kept are closed.
+ */
+export function gatewayPerTest(base: Record<string, unknown>): {
+  start(extra?: Record<string, unknown>): Promise<TestGateway>;
+  keep(tunnel: Tunnel): Tunnel;
+  /** The test stopped the gateway itself. */
+  stopped(): void;
+} {
+  let current: TestGateway | undefined;
+  const tunnels: Tunnel[] = [];
+  afterEach(async () => {
+    for (const t of tunnels.splice(0)) t.socket.destroy();
+    await current?.stop();
+    current = undefined;
+  });
+  return {
+    async start(extra = {}) {
+      current = await startTestGateway({ ...base, ...extra });
+      return current;
+    },
+    keep(tunnel) {
+      tunnels.push(tunnel);
+      return tunnel;
+    },
+    stopped() {
+      current = undefined;
+    },
+  };
 }

@@ -1,10 +1,9 @@
 import { readFileSync } from 'node:fs';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { curl } from '../helpers/curl.js';
 import type { TestGateway } from '../helpers/gateway.js';
-import { settle, startTestGateway } from '../helpers/gateway.js';
+import { gatewayPerTest, settle } from '../helpers/gateway.js';
 import { connectTunnel, exchange, roundTrip, startEchoServer } from '../helpers/raw.js';
-import type { Tunnel } from '../helpers/raw.js';
 import { startUpstream } from '../helpers/upstream.js';
 import { waitFor } from '../helpers/wait.js';
 import type { RefusalRecord } from '../../src/journal/records.js';
@@ -15,24 +14,12 @@ const echo = await startEchoServer();
 const TOKEN = 'agent-1-secret-token-0123456789';
 const WRONG = 'not-the-token-but-long-enough';
 
-let gateway: TestGateway | undefined;
-const tunnels: Tunnel[] = [];
-afterEach(async () => {
-  for (const t of tunnels.splice(0)) t.socket.destroy();
-  await gateway?.stop();
-  gateway = undefined;
+const { start, keep } = gatewayPerTest({
+  network: {
+    allow: [`127.0.0.1:${upstream.port}`, `127.0.0.1:${echo.port}`],
+    allowPrivate: ['127.0.0.1/32'],
+  },
 });
-
-async function start(extra: Record<string, unknown> = {}): Promise<TestGateway> {
-  gateway = await startTestGateway({
-    network: {
-      allow: [`127.0.0.1:${upstream.port}`, `127.0.0.1:${echo.port}`],
-      allowPrivate: ['127.0.0.1/32'],
-    },
-    ...extra,
-  });
-  return gateway;
-}
 
 function refusals(g: TestGateway): RefusalRecord[] {
   return g.records().filter((r): r is RefusalRecord => r.type === 'refusal');
@@ -101,7 +88,7 @@ describe('proxy credentials (agents configured)', () => {
         challenge = res.headers['proxy-authenticate'];
       } else {
         const t = await connectTunnel(g.gw.proxy.port, `127.0.0.1:${echo.port}`, headers);
-        tunnels.push(t);
+        keep(t);
         status = t.status;
         challenge = t.headers['proxy-authenticate'];
       }
@@ -124,7 +111,7 @@ describe('proxy credentials (agents configured)', () => {
     const t = await connectTunnel(g.gw.proxy.port, `127.0.0.1:${echo.port}`, {
       'proxy-authorization': basic('agent-1', TOKEN),
     });
-    tunnels.push(t);
+    keep(t);
     expect(t.status).toBe(200);
     expect((await roundTrip(t.socket, 'ping', (s) => s === 'ping')).got).toBe('ping');
     expect(readFileSync(g.journalPath, 'utf8')).not.toContain(TOKEN);
@@ -136,7 +123,7 @@ describe('limits.tunnelsPerSession', () => {
     const g = await start({ limits: { tunnelsPerSession: 2 } });
     const open = async (label: string) => {
       const t = await connectTunnel(g.gw.proxy.port, `127.0.0.1:${echo.port}`);
-      tunnels.push(t);
+      keep(t);
       if (t.status === 200) {
         const { got } = await roundTrip(t.socket, label, (s) => s === label);
         expect(got).toBe(label);

@@ -1,9 +1,9 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { connect, createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import type { TestGateway } from '../helpers/gateway.js';
-import { startTestGateway } from '../helpers/gateway.js';
+import { gatewayPerTest } from '../helpers/gateway.js';
 import { connectTunnel, roundTrip, startEchoServer, startTcpServer } from '../helpers/raw.js';
 import type { Tunnel } from '../helpers/raw.js';
 import { waitFor } from '../helpers/wait.js';
@@ -29,30 +29,18 @@ await new Promise<void>((r) => counter.listen(0, '127.0.0.1', r));
 const counterPort = (counter.address() as AddressInfo).port;
 afterAll(() => new Promise<void>((r) => counter.close(() => r())));
 
-let gateway: TestGateway | undefined;
-const tunnels: Tunnel[] = [];
-afterEach(async () => {
-  for (const t of tunnels.splice(0)) t.socket.destroy();
-  await gateway?.stop();
-  gateway = undefined;
+const ports = [echo.port, banner.port, counterPort];
+const {
+  start: startWith,
+  keep,
+  stopped,
+} = gatewayPerTest({
+  network: { allow: ports.map((p) => `127.0.0.1:${p}`), allowPrivate: ['127.0.0.1/32'], ports },
 });
-
-async function start(limits: Record<string, unknown> = {}): Promise<TestGateway> {
-  const ports = [echo.port, banner.port, counterPort];
-  gateway = await startTestGateway({
-    network: {
-      allow: ports.map((p) => `127.0.0.1:${p}`),
-      allowPrivate: ['127.0.0.1/32'],
-      ports,
-    },
-    limits,
-  });
-  return gateway;
-}
+const start = (limits: Record<string, unknown> = {}) => startWith({ limits });
 
 async function tunnelTo(g: TestGateway, port: number): Promise<Tunnel> {
-  const t = await connectTunnel(g.gw.proxy.port, `127.0.0.1:${port}`);
-  tunnels.push(t);
+  const t = keep(await connectTunnel(g.gw.proxy.port, `127.0.0.1:${port}`));
   expect(t.status).toBe(200);
   return t;
 }
@@ -143,7 +131,7 @@ describe('CONNECT relay', () => {
     expect((await roundTrip(t.socket, 'up', (s) => s === 'up')).got).toBe('up');
     const closed = new Promise<void>((r) => t.socket.once('close', r));
     await g.stop();
-    gateway = undefined;
+    stopped();
     await closed;
     await waitFor(() => echo.open === 0);
   });

@@ -1,7 +1,7 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { curl } from '../helpers/curl.js';
 import type { TestGateway } from '../helpers/gateway.js';
-import { startTestGateway } from '../helpers/gateway.js';
+import { gatewayPerTest } from '../helpers/gateway.js';
 import {
   connectTunnel,
   freePort,
@@ -11,7 +11,6 @@ import {
   startSilentServer,
   startUpgradeServer,
 } from '../helpers/raw.js';
-import type { Tunnel } from '../helpers/raw.js';
 import { waitFor } from '../helpers/wait.js';
 import type { EventRecord, OutcomeRecord } from '../../src/journal/records.js';
 
@@ -23,23 +22,11 @@ const ws = await startUpgradeServer();
 const wsOther = await startUpgradeServer();
 const TOKEN = 'agent-1-secret-token-0123456789';
 
-let gateway: TestGateway | undefined;
-const sockets: Tunnel[] = [];
-afterEach(async () => {
-  for (const t of sockets.splice(0)) t.socket.destroy();
-  await gateway?.stop();
-  gateway = undefined;
+const ports = [nothing, silent.port, resetting.port, ws.port];
+const { start, keep } = gatewayPerTest({
+  network: { allow: ports.map((p) => `127.0.0.1:${p}`), allowPrivate: ['127.0.0.1/32'] },
+  limits: { upstreamTimeout: '1s' },
 });
-
-async function start(extra: Record<string, unknown> = {}): Promise<TestGateway> {
-  const ports = [nothing, silent.port, resetting.port, ws.port];
-  gateway = await startTestGateway({
-    network: { allow: ports.map((p) => `127.0.0.1:${p}`), allowPrivate: ['127.0.0.1/32'] },
-    limits: { upstreamTimeout: '1s' },
-    ...extra,
-  });
-  return gateway;
-}
 
 /** The request's event and, once journaled, its outcome. */
 async function outcomeOf(g: TestGateway): Promise<{ event: EventRecord; outcome: OutcomeRecord }> {
@@ -87,7 +74,7 @@ describe('upstream failures', () => {
   it('nothing listens (CONNECT) → 502 on the CONNECT itself', async () => {
     const g = await start();
     const t = await connectTunnel(g.gw.proxy.port, `127.0.0.1:${nothing}`);
-    sockets.push(t);
+    keep(t);
     expect(t.status).toBe(502);
     expect(t.rest).toBe(`trajgate: upstream 127.0.0.1:${nothing} refused the connection\n`);
     const { outcome } = await outcomeOf(g);
@@ -110,7 +97,7 @@ describe('upstream failures', () => {
   it('reset mid-response (CONNECT) → the tunnel closes early, outcome has an error', async () => {
     const g = await start();
     const t = await connectTunnel(g.gw.proxy.port, `127.0.0.1:${resetting.port}`);
-    sockets.push(t);
+    keep(t);
     expect(t.status).toBe(200);
     const { got, closed } = await roundTrip(t.socket, 'GET /r HTTP/1.1\r\nHost: x\r\n\r\n');
     expect(closed).toBe(true);
@@ -131,7 +118,7 @@ describe('HTTP upgrade (WebSocket-style) through the proxy', () => {
     const g = await start({ agents: [{ id: 'agent-1', token: TOKEN }] });
     const auth = `Proxy-Authorization: Basic ${Buffer.from(`agent-1:${TOKEN}`).toString('base64')}\r\n`;
     const t = await openRaw(g.gw.proxy.port, upgrade(ws.port, auth));
-    sockets.push(t);
+    keep(t);
     expect(t.status).toBe(101);
     expect(t.headers.upgrade).toBe('websocket');
     for (const text of ['hello', 'through the proxy']) {
@@ -152,7 +139,7 @@ describe('HTTP upgrade (WebSocket-style) through the proxy', () => {
   it('a target that is not allowlisted → 403 REVIEW, nothing reaches it', async () => {
     const g = await start();
     const t = await openRaw(g.gw.proxy.port, upgrade(wsOther.port));
-    sockets.push(t);
+    keep(t);
     expect(t.status).toBe(403);
     expect(t.headers['x-trajgate-verdict']).toBe('REVIEW; boundary=network');
     expect(wsOther.connections).toBe(0);
