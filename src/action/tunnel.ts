@@ -81,7 +81,7 @@ export function relay(
       const socket = from.socket;
       socket.once('close', () => {
         // Closed before its peer's end of stream: nobody is left to answer or to hear.
-        if (!socket.readableEnded) to.socket.destroy();
+        if (!from.ended) to.socket.destroy();
         closed();
       });
       socket.on('error', (err: Error) => fail(err.message));
@@ -142,7 +142,7 @@ interface Adopted {
   socket: Socket;
   /** Bytes the old socket had read but nobody consumed yet. */
   queued: Buffer[];
-  /** The peer's end of stream, if the old socket saw it (the new one then never will). */
+  /** The peer's end of stream arrived, on the old socket or the new one. */
   ended: boolean;
   onEnd(listener: () => void): void;
 }
@@ -163,7 +163,7 @@ function adopt(old: Socket, direction: Direction): Adopted {
   } as ConstructorParameters<typeof Socket>[0]);
   socket.once('close', () => old.destroy());
   old.once('close', () => socket.destroy());
-  return {
+  const adopted: Adopted = {
     socket,
     queued,
     ended: old.readableEnded,
@@ -172,4 +172,14 @@ function adopt(old: Socket, direction: Direction): Adopted {
       old.once('end', listener);
     },
   };
+  adopted.onEnd(() => (adopted.ended = true));
+  // An end of stream the old socket read never reaches the new one, whose reading is then
+  // over: it closes once its writing is.
+  const readingDone = () => {
+    if (socket.writableFinished) socket.destroy();
+    else socket.once('finish', () => socket.destroy());
+  };
+  if (old.readableEnded) readingDone();
+  else old.once('end', readingDone);
+  return adopted;
 }

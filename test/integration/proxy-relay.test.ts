@@ -115,6 +115,20 @@ describe('CONNECT relay', () => {
     expect(await outcome(g)).toMatchObject({ status: 200, bytesUp: 100_000, bytesDown: 16 });
   });
 
+  it('a client that sends its bytes and its end with the CONNECT still gets the answer, and the tunnel closes', async () => {
+    const g = await start();
+    const socket = connect({ host: '127.0.0.1', port: g.gw.proxy.port });
+    socket.on('error', () => {});
+    const target = `127.0.0.1:${counterPort}`;
+    const before = Date.now();
+    socket.end(`CONNECT ${target} HTTP/1.1\r\nHost: ${target}\r\n\r\n12345`);
+    const { got, closed } = await roundTrip(socket, '', () => false, 5_000);
+    expect(got).toBe('HTTP/1.1 200 Connection Established\r\n\r\nreceived 5\n');
+    expect(closed).toBe(true);
+    expect(Date.now() - before).toBeLessThan(3_000); // not held open until limits.tunnelIdle
+    expect(await outcome(g)).toMatchObject({ status: 200, bytesUp: 5, bytesDown: 11 });
+  });
+
   it('a tunnel idle past limits.tunnelIdle is closed and the outcome says why', async () => {
     const g = await start({ tunnelIdle: '300ms' });
     const t = await tunnelTo(g, echo.port);
