@@ -50,6 +50,12 @@ export function relay(
   idleMs: number,
   opening: Opening,
 ): Promise<Omit<Transfer, 'status'>> {
+  if (client.destroyed || upstream.destroyed) {
+    // One side went away while the tunnel was being decided or connected.
+    client.destroy();
+    upstream.destroy();
+    return Promise.resolve({ bytesUp: 0, bytesDown: 0, error: 'closed before the relay began' });
+  }
   return new Promise((resolve) => {
     const up = new Direction();
     const down = new Direction();
