@@ -24,5 +24,5 @@ USER node
 VOLUME ["/var/lib/trajgate"]
 WORKDIR /var/lib/trajgate
 EXPOSE 8080 8081 8082
-ENTRYPOINT ["node", "--max-semi-space-size=8", "/app/dist/cli/main.js"]
+ENTRYPOINT ["node", "--max-semi-space-size=8", "--single-threaded-gc", "/app/dist/cli/main.js"]
 CMD ["start", "--config", "/etc/trajgate/trajgate.yaml"]

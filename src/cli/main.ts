@@ -1,7 +1,10 @@
-#!/usr/bin/env -S node --max-semi-space-size=8
+#!/usr/bin/env -S node --max-semi-space-size=8 --single-threaded-gc
 // A proxy's garbage dies young. V8 grows each semi-space to 16 MB by default; 8 MB keeps the
-// young generation's share of peak RSS down at no cost in throughput (bench/proxy). The same
-// flag is in `npm start` and the Dockerfile, and bench/proxy reads it from this line.
+// young generation's share of peak RSS down at no cost in throughput. GC work stays on the main
+// thread: a gateway usually gets one or two CPUs, and background GC threads competing with the
+// event loop for them set its tail latency (bench/proxy: p99 0.83–1.07 × the forwarder's with
+// this flag, up to 1.76 × without). The flags are also in `npm start` and the Dockerfile, and
+// the benches read them from this line.
 import { readFileSync } from 'node:fs';
 import { errnoCode, isTrajgateError } from '../errors.js';
 import { ca, CA_USAGE } from './ca.js';
