@@ -20,6 +20,7 @@ import { normalizeEvent } from '../../dist/event/normalize.js';
 import { compilePolicy } from '../../dist/guard/compile.js';
 import { Guard } from '../../dist/guard/guard.js';
 import { ALLOW, syntheticEvents } from './events.mjs';
+import { launcherFlags } from '../proxy/targets.mjs';
 import { SeedGuard } from './seed-guard.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '../..');
@@ -96,8 +97,9 @@ const cli = join(root, 'dist/cli/main.js');
 const floor = timed([join(root, 'bench/guard/read-floor.mjs'), big]);
 const configFile = join(tmp, 'config.yaml');
 writeFileSync(configFile, configText);
-const replayBig = timed([cli, 'replay', big, '--config', configFile]);
-const replaySmall = timed([cli, 'replay', small, '--config', configFile]);
+// As the `trajgate` command runs it: with its launcher's Node flags.
+const replayBig = timed([...launcherFlags(cli), cli, 'replay', big, '--config', configFile]);
+const replaySmall = timed([...launcherFlags(cli), cli, 'replay', small, '--config', configFile]);
 rmSync(tmp, { recursive: true, force: true });
 
 const results = {
