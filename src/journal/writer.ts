@@ -96,7 +96,7 @@ export class JournalWriter {
       try {
         if (this.#deferred !== '' && this.#fd >= 0) this.#write('');
       } catch {
-        // Outcome lines are dropped with the failed write; the next append reports it.
+        // Outcome lines are dropped with the failed write; the decisions they end are on disk.
       }
     });
   }
@@ -121,8 +121,8 @@ export class JournalWriter {
   }
 
   /**
-   * The next seq, and the record's line: `{"seq":N,"ts":"…",` then its own fields (seq and ts
-   * lead every line).
+   * Takes the next seq and returns the record's line: `{"seq":N,"ts":"…",` then its own fields
+   * (seq and ts lead every line).
    */
   #stamp(record: Unstamped<JournalRecord>, ts: number | undefined): string {
     if (this.#fd < 0) throw new TrajgateError('E_JOURNAL_WRITE', `${this.path}: journal is closed`);

@@ -4,7 +4,6 @@ import type { Metric } from 'prom-client';
 interface EventCount {
   readonly labels: { source: string; kind: string; verdict: string };
   n: number;
-  reported: number;
 }
 
 /**
@@ -13,7 +12,6 @@ interface EventCount {
  */
 export class Metrics {
   readonly registry = new Registry();
-  readonly events: Counter<'source' | 'kind' | 'verdict'>;
   readonly upstreamErrors: Counter<'status'>;
   readonly webhookFailures: Counter;
   readonly journalWrite: WriteTimes;
@@ -23,16 +21,14 @@ export class Metrics {
   constructor(read: { held: () => number; paused: () => number }) {
     const registers = [this.registry];
     const counts = this.#eventCounts;
-    this.events = new Counter({
+    new Counter({
       name: 'trajgate_events_total',
       help: 'Trajectory events judged, by source, kind and verdict',
       labelNames: ['source', 'kind', 'verdict'],
       registers,
       collect() {
-        for (const c of counts.values()) {
-          this.inc(c.labels, c.n - c.reported);
-          c.reported = c.n;
-        }
+        this.reset();
+        for (const c of counts.values()) this.inc(c.labels, c.n);
       },
     });
     this.upstreamErrors = new Counter({
@@ -75,7 +71,7 @@ export class Metrics {
     const key = `${source}\0${kind}\0${verdict}`;
     const count = this.#eventCounts.get(key);
     if (count !== undefined) count.n++;
-    else this.#eventCounts.set(key, { labels: { source, kind, verdict }, n: 1, reported: 0 });
+    else this.#eventCounts.set(key, { labels: { source, kind, verdict }, n: 1 });
   }
 
   text(): Promise<string> {
