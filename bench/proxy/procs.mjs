@@ -15,6 +15,13 @@ const killGroup = (child, signal) => {
 process.on('exit', () => live.forEach((child) => killGroup(child, 'SIGKILL')));
 for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(signal, () => process.exit(130));
 
+/** A command-line option (from parseArgs) that must be a positive integer. */
+export function positiveInt(values, name) {
+  const n = Number(values[name]);
+  if (!Number.isInteger(n) || n < 1) throw new Error(`--${name} must be a positive integer`);
+  return n;
+}
+
 export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Spawns `cmd` in a new process group, keeping its stdout and the tail of its stderr. */

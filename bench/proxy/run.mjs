@@ -8,7 +8,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { cpuBusy, cpuSnapshot, otherLoad, peakRssMB } from './proc-stats.mjs';
-import { firstJsonLine, run, start, stop, which } from './procs.mjs';
+import { firstJsonLine, positiveInt, run, start, stop, which } from './procs.mjs';
 import { report } from './report.mjs';
 import { startFloor, startSquid, startTrajgate } from './targets.mjs';
 
@@ -26,11 +26,7 @@ const { values } = parseArgs({
     trajgate: { type: 'boolean', default: false },
   },
 });
-const int = (name) => {
-  const n = Number(values[name]);
-  if (!Number.isInteger(n) || n < 1) throw new Error(`--${name} must be a positive integer`);
-  return n;
-};
+const int = (name) => positiveInt(values, name);
 const opt = {
   duration: int('duration'),
   connections: int('connections'),

@@ -82,26 +82,39 @@ export async function startTrajgate({ root, tmp, pin, force, upstream }) {
     if (help.code !== 0)
       return { skipped: `not available (main.js --help exited with ${help.code})` };
   }
-  const dir = join(tmp, 'trajgate');
-  mkdirSync(join(dir, 'workspace'), { recursive: true });
-  const [proxy, admin, bridge] = await freePorts(3);
-  const conf = join(dir, 'trajgate.yaml');
-  writeFileSync(
-    conf,
-    [
-      'version: 1',
-      `workspace: ${dir}/workspace`,
-      `journal: ${dir}/journal.jsonl`,
-      `listen: { proxy: 127.0.0.1:${proxy}, admin: 127.0.0.1:${admin}, bridge: 127.0.0.1:${bridge} }`,
+  const { child, port } = await spawnTrajgate({
+    main,
+    dir: join(tmp, 'trajgate'),
+    pin,
+    lines: [
       'network:',
       `  allow: ["127.0.0.1:${upstream.http}", "127.0.0.1:${upstream.sink}"]`,
       '  allowPrivate: ["127.0.0.1/32"]',
       `  ports: [${upstream.http}, ${upstream.sink}]`,
-    ].join('\n') + '\n',
-  );
+    ],
+  });
+  return ready(child, port);
+}
+
+/**
+ * Starts trajgate from dist/ on core 1 as its command runs it (the launcher's Node flags), on
+ * a throwaway config in `dir`: workspace, journal and free listen ports, then `lines`.
+ * Resolves { child, port } with the proxy's port; whether it listens is the caller's to check.
+ */
+export async function spawnTrajgate({ main, dir, pin, lines, env }) {
+  mkdirSync(join(dir, 'workspace'), { recursive: true });
+  const [proxy, admin, bridge] = await freePorts(3);
+  const conf = join(dir, 'trajgate.yaml');
+  const head = [
+    'version: 1',
+    `workspace: ${dir}/workspace`,
+    `journal: ${dir}/journal.jsonl`,
+    `listen: { proxy: 127.0.0.1:${proxy}, admin: 127.0.0.1:${admin}, bridge: 127.0.0.1:${bridge} }`,
+  ];
+  writeFileSync(conf, [...head, ...lines].join('\n') + '\n');
   const args = [...launcherFlags(main), main, 'start', '--config', conf];
-  const child = start(...pin(1, process.execPath, args), { cwd: dir });
-  return ready(child, proxy);
+  const child = start(...pin(1, process.execPath, args), { cwd: dir, ...(env ? { env } : {}) });
+  return { child, port: proxy };
 }
 
 /**

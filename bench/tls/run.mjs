@@ -12,6 +12,7 @@ import { cpuBusy, cpuSnapshot, otherLoad, peakRssMB } from '../proxy/proc-stats.
 import {
   firstJsonLine,
   freePorts,
+  positiveInt,
   run,
   sleep,
   start,
@@ -19,7 +20,7 @@ import {
   waitForPort,
   which,
 } from '../proxy/procs.mjs';
-import { launcherFlags } from '../proxy/targets.mjs';
+import { spawnTrajgate } from '../proxy/targets.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = resolve(here, '../..');
@@ -33,11 +34,7 @@ const { values } = parseArgs({
     hosts: { type: 'string', default: '15' },
   },
 });
-const int = (name) => {
-  const n = Number(values[name]);
-  if (!Number.isInteger(n) || n < 1) throw new Error(`--${name} must be a positive integer`);
-  return n;
-};
+const int = (name) => positiveInt(values, name);
 const opt = {
   duration: int('duration'),
   warmup: int('warmup'),
@@ -100,21 +97,17 @@ async function measure(name, proxy, ca) {
 // ---- trajgate ----------------------------------------------------------------------------
 async function startTrajgate() {
   const dir = join(tmp, 'trajgate');
-  mkdirSync(join(dir, 'workspace'), { recursive: true });
   const init = await run(process.execPath, [main, 'ca', 'init', '--dir', join(dir, 'certs')], {
     timeoutMs: 15_000,
   });
   if (init.code !== 0) return { skipped: `ca init failed: ${init.stderr.trim()}` };
-  const [proxy, admin, bridge] = await freePorts(3);
-  const conf = join(dir, 'trajgate.yaml');
   const intercept = [`127.0.0.1:${upstreamPort}`, ...newHosts.map((h) => `${h}:443`)];
-  writeFileSync(
-    conf,
-    [
-      'version: 1',
-      `workspace: ${dir}/workspace`,
-      `journal: ${dir}/journal.jsonl`,
-      `listen: { proxy: 127.0.0.1:${proxy}, admin: 127.0.0.1:${admin}, bridge: 127.0.0.1:${bridge} }`,
+  const { child, port: proxy } = await spawnTrajgate({
+    main,
+    dir,
+    pin,
+    env: { ...process.env, TRAJGATE_LOG_LEVEL: 'warn' },
+    lines: [
       'tls:',
       `  intercept: ${JSON.stringify(intercept)}`,
       `  ca: ${dir}/certs`,
@@ -123,15 +116,8 @@ async function startTrajgate() {
       `  allow: ["GET https://127.0.0.1:${upstreamPort}/"]`,
       '  allowPrivate: ["127.0.0.0/8"]',
       `  ports: [443, ${upstreamPort}]`,
-    ].join('\n') + '\n',
-  );
-  const child = start(
-    ...pin(1, process.execPath, [...launcherFlags(main), main, 'start', '--config', conf]),
-    {
-      cwd: dir,
-      env: { ...process.env, TRAJGATE_LOG_LEVEL: 'warn' },
-    },
-  );
+    ],
+  });
   const why = await waitForPort(child, proxy);
   if (why !== null) {
     await stop(child);
