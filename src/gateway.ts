@@ -8,6 +8,7 @@ import type { Logger } from 'pino';
 import { Egress } from './action/egress.js';
 import type { Lookup } from './action/egress.js';
 import { Forwarder } from './action/forward.js';
+import { LiveTunnels } from './action/live-tunnels.js';
 import { ReverseProxy } from './action/reverse-proxy.js';
 import type { HostPort } from './config/formats.js';
 import type { Config } from './config/load.js';
@@ -22,6 +23,9 @@ import { createBridgeServer } from './ingress/bridge.js';
 import { Identity } from './ingress/identity.js';
 import type { ProxyContext } from './ingress/context.js';
 import { serveHttp } from './ingress/http.js';
+import { tunnelRefusal } from './ingress/context.js';
+import type { Tunnel } from './ingress/inner-http.js';
+import { InnerHttp } from './ingress/inner-http.js';
 import { Interceptor } from './ingress/intercept.js';
 import { createProxyServer } from './ingress/proxy.js';
 import { Pipeline } from './pipeline.js';
@@ -83,7 +87,22 @@ export async function startGateway(
       onWrite: (s) => metrics.journalWrite.observe(s),
     },
   );
-  sessions = new Sessions(guard, journal, config.policy.holdTimeout, review);
+  const live = new LiveTunnels(config.policy.holdTimeout, (admission, change, reason) => {
+    try {
+      journal.append({
+        type: 'tunnel',
+        session: admission.session,
+        target: admission.target,
+        ref: admission.rid ?? undefined,
+        change,
+        reason,
+      });
+      return true;
+    } catch {
+      return false;
+    }
+  });
+  sessions = new Sessions(guard, journal, config.policy.holdTimeout, review, live);
   const notifier = config.notify.webhook
     ? new Notifier({ ...config.notify, webhook: config.notify.webhook }, log, () =>
         metrics.webhookFailures.inc(),
@@ -104,6 +123,21 @@ export async function startGateway(
   const pipeline = new Pipeline(config, guard, journal, sessions, egress, review, metrics);
   const forwarder = new Forwarder(config.limits, egress, readCaFiles(config.tls.upstreamCa));
   const identity = new Identity(config.agents);
+  // Requests read from inside tunnels are served like absolute-form ones.
+  const inner = new InnerHttp(config, {
+    serve: (req, res, url, tunnel) =>
+      serveHttp(
+        proxyContext,
+        req,
+        res,
+        url,
+        url.href,
+        { session: tunnel.session, client: tunnel.client },
+        performance.now(),
+      ),
+    refuse: (tunnel, status, reason, target) =>
+      tunnelRefusal(proxyContext, tunnel, status, reason, target),
+  });
   const proxyContext: ProxyContext = {
     pipeline,
     identity,
@@ -118,8 +152,14 @@ export async function startGateway(
           redact: config.capture.redact,
         }
       : null,
+    inner,
+    live,
     intercept:
-      config.tls.intercept.length > 0 ? await interceptor(config, () => proxyContext) : null,
+      config.tls.intercept.length > 0
+        ? await interceptor(config, inner, (tunnel, status, reason) =>
+            tunnelRefusal(proxyContext, tunnel, status, reason),
+          )
+        : null,
   };
   const proxyServer = createProxyServer(proxyContext);
   const reverseProxy = config.bridge.upstream
@@ -196,8 +236,9 @@ export async function startGateway(
       }
       await forwarder.close();
       reverseProxy?.close();
-      proxyContext.intercept?.close();
+      inner.close();
       await notifier?.close();
+      pipeline.close();
       journal.close();
     },
   };
@@ -216,36 +257,15 @@ function readCaFiles(files: readonly string[]): string[] {
   });
 }
 
-/**
- * TLS interception with the local CA (`trajgate ca init`), serving inner requests like plain
- * ones. The certificate code is loaded only when interception is configured.
- */
-async function interceptor(config: Config, ctx: () => ProxyContext): Promise<Interceptor> {
+/** TLS interception with the local CA (`trajgate ca init`); its code loads only when configured. */
+async function interceptor(
+  config: Config,
+  inner: InnerHttp,
+  refuse: (tunnel: Tunnel, status: number, reason: string) => void,
+): Promise<Interceptor> {
   const { loadCa } = await import('./tls/ca.js');
   const { LeafCache } = await import('./tls/leaves.js');
-  return new Interceptor(config, new LeafCache(loadCa(config.tls.ca)), {
-    serve: (req, res, url, tunnel) =>
-      serveHttp(
-        ctx(),
-        req,
-        res,
-        url,
-        url.href,
-        { session: tunnel.session, client: tunnel.client },
-        performance.now(),
-      ),
-    refuse: (tunnel, status, reason, target) =>
-      ctx().pipeline.refusal(
-        {
-          source: 'proxy',
-          client: tunnel.client,
-          session: tunnel.session,
-          target: target ?? `${tunnel.host}:${tunnel.port}`,
-        },
-        status,
-        reason,
-      ),
-  });
+  return new Interceptor(config, new LeafCache(loadCa(config.tls.ca)), inner, refuse);
 }
 
 /** The server's open sockets, so a stop past its deadline can close them. */

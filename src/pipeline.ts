@@ -7,8 +7,9 @@ import { isTrajgateError } from './errors.js';
 import type { Event, EventInput, Source } from './event/event.js';
 import { normalizeEvent } from './event/normalize.js';
 import type { Decision, Guard } from './guard/guard.js';
-import type { Summary } from './journal/records.js';
+import type { RefusalRecord, Summary, Unstamped } from './journal/records.js';
 import { eventRecord } from './journal/records.js';
+import { boundedTarget, PER_SECOND, RefusalLimiter } from './journal/refusal-limits.js';
 import type { JournalWriter } from './journal/writer.js';
 import type { Metrics } from './review/metrics.js';
 import type { Review } from './review/review.js';
@@ -46,6 +47,12 @@ export type Ruling =
     }
   | { readonly kind: 'gone'; readonly rid: number | null };
 
+/** A ruling that sends nothing. */
+export type Unforwarded = Exclude<Ruling, { kind: 'forward' }>;
+
+/** How a tunnel judged request by request inside may open (see Pipeline.admitTunnel). */
+export type Admission = Unforwarded | { readonly kind: 'open'; readonly rid: number | null };
+
 const HELD: Decision = {
   verdict: 'PAUSE',
   boundary: null,
@@ -62,6 +69,18 @@ const HELD: Decision = {
  * cannot be written refuses the request (fail closed).
  */
 export class Pipeline {
+  /** Bounds refusal records without a session (see refusal). */
+  readonly #refusals = new RefusalLimiter((client, suppressed, last) =>
+    this.#appendRefusal({
+      type: 'refusal',
+      source: last.source,
+      client,
+      status: last.status,
+      reason: `${suppressed} more refusals within one second, past ${PER_SECOND}, not written one by one; the last: ${last.reason}`,
+      suppressed,
+    }),
+  );
+
   constructor(
     private readonly config: Config,
     private readonly guard: Guard,
@@ -75,17 +94,13 @@ export class Pipeline {
   async judge(ask: Ask, rid: number | null = null): Promise<Ruling> {
     let event: Event;
     try {
-      event = normalizeEvent(ask.input, {
-        session: ask.session,
-        source: ask.source,
-        ts: Date.now(),
-        workspace: this.guard.policy.workspaceFor(ask.session),
-      });
+      event = this.#normalize(ask);
     } catch (err) {
       if (!isTrajgateError(err)) throw err;
       return this.#refuseUnjudged(ask, 400, err.message, rid);
     }
-    if (this.sessions.isPaused(ask.session)) return this.#hold(ask, event, null, rid);
+    if (this.sessions.isPaused(ask.session))
+      return this.#hold(ask, event, null, rid, this.#again(ask));
     let address: string | null = null;
     let failure: Refusal | null = null;
     let preview: Decision | null = null;
@@ -101,7 +116,8 @@ export class Pipeline {
         else if (check.denied) event = { ...event, denied: check.reason };
         else failure = plainRefusal(502, check.reason);
         if (ask.waiting.gone) return { kind: 'gone', rid };
-        if (this.sessions.isPaused(ask.session)) return this.#hold(ask, event, null, rid);
+        if (this.sessions.isPaused(ask.session))
+          return this.#hold(ask, event, null, rid, this.#again(ask));
       }
     }
     // An approval counts nothing, so an approved preview is the decision (unless denied since).
@@ -124,8 +140,9 @@ export class Pipeline {
         return this.#failClosed(id);
       }
       this.review.announce(pause);
+      this.sessions.paused(ask.session);
       if (this.config.policy.pause === 'block') return this.#refuse(id, decision, ask, 'blocked');
-      return this.#hold(ask, event, decision, id);
+      return this.#hold(ask, event, decision, id, this.#again(ask));
     }
     if (
       verdict === 'REVIEW' &&
@@ -146,6 +163,39 @@ export class Pipeline {
       address = check.address;
     }
     return { kind: 'forward', rid: id, event, decision, address };
+  }
+
+  /**
+   * A tunnel judged request by request inside (intercepted TLS, plain HTTP read from a CONNECT)
+   * has no decision of its own, but while its session is paused it is held like any request:
+   * no `200`, no handshake. `open` once the session runs.
+   */
+  async admitTunnel(ask: Ask, rid: number | null = null): Promise<Admission> {
+    if (!this.sessions.isPaused(ask.session)) return { kind: 'open', rid };
+    let event: Event;
+    try {
+      event = this.#normalize(ask);
+    } catch (err) {
+      if (!isTrajgateError(err)) throw err;
+      return this.#refuseUnjudged(ask, 400, err.message, rid);
+    }
+    return this.#hold(ask, event, null, rid, (id) => this.admitTunnel(ask, id));
+  }
+
+  /** Whether requests inside a CONNECT to `target` must be read to be judged (see Guard). */
+  inspects(session: string, target: string): boolean {
+    return this.guard.needsInspection(
+      this.#normalize({ session, input: { kind: 'network', target } }),
+    );
+  }
+
+  /** When the approval behind an allowed event expires (ms), or null (none, or no expiry). */
+  approvalExpiry(event: Event): number | null {
+    return this.guard.approvalFor(event)?.expiresAt ?? null;
+  }
+
+  isPaused(session: string): boolean {
+    return this.sessions.isPaused(session);
   }
 
   /** Journals how a request ended (written with the next record: it decides nothing). */
@@ -169,18 +219,39 @@ export class Pipeline {
     }
   }
 
-  /** A request refused before it became an event (malformed, no credentials). */
+  /**
+   * A request refused before it became an event (malformed, no credentials). Its target is
+   * bounded (TARGET_BYTES). Without a session it came before any identity, from whoever can
+   * reach a listener, so past PER_SECOND a second from one address it is counted into a
+   * summary, not written. With one it belongs to an identified agent's (or, without agents, a
+   * client address's) trajectory, whose judged requests write uncapped records anyway: kept.
+   */
   refusal(
     ask: Pick<Ask, 'source' | 'client'> & { session?: string; method?: string; target?: string },
     status: number,
     reason: string,
   ): Refusal {
+    if (
+      ask.session !== undefined ||
+      this.#refusals.admit(ask.client, { source: ask.source, status, reason })
+    ) {
+      const bounded = ask.target === undefined ? ask : { ...ask, ...boundedTarget(ask.target) };
+      this.#appendRefusal({ type: 'refusal', ...bounded, status, reason });
+    }
+    return plainRefusal(status, reason);
+  }
+
+  /** Writes the summaries of refusals left out (at shutdown, before the journal closes). */
+  close(): void {
+    this.#refusals.close();
+  }
+
+  #appendRefusal(record: Unstamped<RefusalRecord>): void {
     try {
-      this.journal.append({ type: 'refusal', ...ask, status, reason });
+      this.journal.append(record);
     } catch {
       // Refused either way; nothing was decided about a trajectory.
     }
-    return plainRefusal(status, reason);
   }
 
   /** Would this event be sent if it were judged now? Only then is its name resolved. */
@@ -194,12 +265,28 @@ export class Pipeline {
     );
   }
 
-  async #hold(
+  #normalize(ask: Pick<Ask, 'session' | 'input'> & { source?: Source }): Event {
+    return normalizeEvent(ask.input, {
+      session: ask.session,
+      source: ask.source ?? 'proxy',
+      ts: Date.now(),
+      workspace: this.guard.policy.workspaceFor(ask.session),
+    });
+  }
+
+  /** On resume a held request is judged again, as the request it is. */
+  #again(ask: Ask): (rid: number) => Promise<Ruling> {
+    return (rid) => this.judge(ask, rid);
+  }
+
+  /** Holds while paused; `again` decides what a resume leads to. */
+  async #hold<R>(
     ask: Ask,
     event: Event,
     decision: Decision | null,
     rid: number | null,
-  ): Promise<Ruling> {
+    again: (rid: number) => Promise<R>,
+  ): Promise<R | Unforwarded> {
     let id = rid;
     if (decision === null) {
       const written = this.#record(event, HELD, rid, true);
@@ -213,13 +300,13 @@ export class Pipeline {
       { session: ask.session, what: ask.what, rid: id as number },
       ask.waiting,
     );
-    if (release === 'resume') return this.judge(ask, id);
+    if (release === 'resume') return again(id as number);
     if (release === 'gone') return { kind: 'gone', rid: id };
     const end: HoldEnd = release === 'deny' ? 'denied' : release;
     return this.#refuse(id as number, held, ask, end);
   }
 
-  #refuse(rid: number, decision: Decision, ask: Ask, end: HoldEnd): Ruling {
+  #refuse(rid: number, decision: Decision, ask: Ask, end: HoldEnd): Unforwarded {
     const verdict = decision.verdict === 'ALLOW' ? 'REVIEW' : decision.verdict;
     const boundary = decision.boundary ?? this.guard.session(ask.session)?.pausedBy ?? null;
     return {
@@ -230,7 +317,7 @@ export class Pipeline {
     };
   }
 
-  #refuseUnjudged(ask: Ask, status: number, reason: string, rid: number | null): Ruling {
+  #refuseUnjudged(ask: Ask, status: number, reason: string, rid: number | null): Unforwarded {
     const refusal = this.refusal(
       { source: ask.source, client: ask.client, session: ask.session, target: ask.input.target },
       status,
@@ -239,7 +326,7 @@ export class Pipeline {
     return { kind: 'refuse', rid, refusal };
   }
 
-  #failClosed(rid: number | null): Ruling {
+  #failClosed(rid: number | null): Unforwarded {
     return {
       kind: 'refuse',
       rid,

@@ -6,7 +6,12 @@ import { Agent } from 'undici';
 import type { Dispatcher } from 'undici';
 import type { Capture } from './capture.js';
 import type { Egress } from './egress.js';
-import { downstreamRawHeaders, upstreamRequestHeaders } from './headers.js';
+import {
+  downstreamRawHeaders,
+  expectsContinue,
+  hasBody,
+  upstreamRequestHeaders,
+} from './headers.js';
 import { plainRefusal, sendRefusal } from './respond.js';
 import type { Transfer } from './transfer.js';
 import { upstreamFailure } from './transfer.js';
@@ -14,6 +19,17 @@ import { upstreamFailure } from './transfer.js';
 export interface ForwardLimits {
   readonly connectTimeout: number;
   readonly upstreamTimeout: number;
+  /** The longest gap allowed while the agent sends a request body (then 408). */
+  readonly bodyTimeout: number;
+}
+
+/** The agent stopped sending the body it announced: answered 408, the upstream request aborted. */
+export class RequestBodyStalled extends Error {
+  readonly code = 'E_BODY_TIMEOUT';
+
+  constructor(ms: number) {
+    super(`request body stalled: no bytes from the agent for ${ms} ms`);
+  }
 }
 
 /** `host:port` as it appears in a URL: IPv6 in brackets. */
@@ -32,6 +48,7 @@ export function authority(address: string, port: number): string {
 export class Forwarder {
   readonly #plain: Agent;
   readonly #tls: Agent;
+  readonly #bodyTimeout: number;
 
   constructor(limits: ForwardLimits, egress: Egress, upstreamCa: readonly string[] = []) {
     const timeouts = {
@@ -39,6 +56,7 @@ export class Forwarder {
       bodyTimeout: limits.upstreamTimeout,
       keepAliveTimeout: 4_000,
     };
+    this.#bodyTimeout = limits.bodyTimeout;
     this.#plain = new Agent({ ...timeouts, connect: { timeout: limits.connectTimeout } });
     // One context for every upstream connection: building it from ~140 roots costs ~17 ms
     // and ~1 MB per connection otherwise.
@@ -81,9 +99,7 @@ export class Forwarder {
     const tls = url.protocol === 'https:';
     const port = url.port === '' ? (tls ? 443 : 80) : Number(url.port);
     const upstream = tls ? url.host : authority(address, port);
-    const hasBody =
-      req.headers['transfer-encoding'] !== undefined ||
-      (req.headers['content-length'] !== undefined && req.headers['content-length'] !== '0');
+    const body = hasBody(req.headers);
     return new Promise((resolve) => {
       const relay = new ResponseRelay(res, upstream, capture, resolve);
       (tls ? this.#tls : this.#plain).dispatch(
@@ -92,7 +108,9 @@ export class Forwarder {
           path: url.pathname + url.search,
           method: req.method as Dispatcher.HttpMethod,
           headers: upstreamRequestHeaders(req.rawHeaders, url.host),
-          body: hasBody ? Readable.from(relay.requestBody(req), { objectMode: false }) : null,
+          body: body
+            ? Readable.from(relay.requestBody(req, this.#bodyTimeout), { objectMode: false })
+            : null,
         },
         relay,
       );
@@ -113,6 +131,10 @@ class ResponseRelay implements Dispatcher.DispatchHandler {
   #bytesDown = 0;
   #status: number | null = null;
   #resume: (() => void) | null = null;
+  #abort: ((err: Error) => void) | null = null;
+  #idle: NodeJS.Timeout | undefined;
+  /** The body is waiting for the agent's next bytes (not for undici to pull). */
+  #waiting = false;
 
   constructor(
     private readonly res: ServerResponse,
@@ -121,16 +143,36 @@ class ResponseRelay implements Dispatcher.DispatchHandler {
     private readonly resolve: (transfer: Transfer) => void,
   ) {}
 
-  /** The request body, counted as undici pulls it (a 'data' listener would start it early). */
-  async *requestBody(req: IncomingMessage): AsyncGenerator<Buffer> {
-    for await (const chunk of req as AsyncIterable<Buffer>) {
-      this.#bytesUp += chunk.length;
-      this.capture?.request(chunk);
-      yield chunk;
+  /**
+   * The request body, counted as undici pulls it (a 'data' listener would start it early).
+   * undici pulls once the request is judged and its upstream connected: only then is an agent
+   * that expects it sent `100 Continue`, so a refused or unreachable request's body is never
+   * invited. A gap longer than `idleMs` while waiting for the agent (not while undici holds
+   * back) aborts the request.
+   */
+  async *requestBody(req: IncomingMessage, idleMs: number): AsyncGenerator<Buffer> {
+    if (expectsContinue(req)) this.res.writeContinue();
+    this.#waiting = true;
+    const idle = (this.#idle = setTimeout(() => {
+      if (this.#waiting) this.#abort?.(new RequestBodyStalled(idleMs));
+      else idle.refresh();
+    }, idleMs));
+    try {
+      for await (const chunk of req as AsyncIterable<Buffer>) {
+        this.#waiting = false;
+        this.#bytesUp += chunk.length;
+        this.capture?.request(chunk);
+        yield chunk;
+        this.#waiting = true;
+        idle.refresh();
+      }
+    } finally {
+      clearTimeout(idle);
     }
   }
 
-  onConnect(abort: (err?: Error) => void): void {
+  onConnect(abort: (err: Error) => void): void {
+    this.#abort = abort;
     const res = this.res;
     res.once('close', () => {
       if (!res.writableFinished) abort(new Error('client closed'));
@@ -163,7 +205,10 @@ class ResponseRelay implements Dispatcher.DispatchHandler {
   onError(err: Error): void {
     const res = this.res;
     if (res.destroyed && !res.writableFinished) return this.#done('client closed');
-    const failure = upstreamFailure(err, this.upstream);
+    const failure =
+      err instanceof RequestBodyStalled
+        ? { status: 408, reason: err.message }
+        : upstreamFailure(err, this.upstream);
     if (res.headersSent) {
       res.destroy();
     } else {
@@ -174,6 +219,7 @@ class ResponseRelay implements Dispatcher.DispatchHandler {
   }
 
   #done(error?: string): void {
+    clearTimeout(this.#idle);
     this.resolve({
       status: this.#status,
       bytesUp: this.#bytesUp,

@@ -1,3 +1,5 @@
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
+
 /**
  * Hop-by-hop fields (RFC 9110 § 7.6.1) are meant for one connection only and are never
  * forwarded, nor is any field the Connection header names; Proxy-Authorization carries the
@@ -60,6 +62,9 @@ export function upstreamRequestHeaders(
       continue;
     }
     if (!keep.has(lower) && (HOP_BY_HOP.has(lower) || named?.has(lower))) continue;
+    // RFC 9110 § 10.1.1: trajgate answers the expectation itself (expectsContinue), and undici
+    // refuses a request carrying it (UND_ERR_NOT_SUPPORTED).
+    if (lower === 'expect') continue;
     out.push(name, raw[i + 1] as string);
   }
   out.push('via', via === null ? VIA : `${via}, ${VIA}`);
@@ -100,6 +105,29 @@ function withoutFields(flat: readonly string[], names: ReadonlySet<string>): str
       out.push(flat[i] as string, flat[i + 1] as string);
   }
   return out;
+}
+
+/** Whether a request announces content (RFC 9112 § 6.3): chunked, or a non-zero length. */
+export function hasBody(headers: IncomingHttpHeaders): boolean {
+  const length = headers['content-length'];
+  return headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
+}
+
+/**
+ * RFC 9110 § 10.1.1: 100-continue is the only expectation; another is answered 417. Node
+ * ignores Expect in HTTP/1.0 requests, as the RFC asks for 100-continue. Returns the problem,
+ * or null.
+ */
+export function expectationProblem(req: IncomingMessage): string | null {
+  const expect = req.headers.expect;
+  if (expect === undefined || req.httpVersion !== '1.1') return null;
+  if (expect.trim().toLowerCase() === '100-continue') return null;
+  return `expectation ${JSON.stringify(expect.slice(0, 100))} is not supported (only 100-continue)`;
+}
+
+/** A request waiting for `100 Continue` before it sends its content (RFC 9110 § 10.1.1). */
+export function expectsContinue(req: IncomingMessage): boolean {
+  return req.headers.expect !== undefined && req.httpVersion === '1.1';
 }
 
 /**

@@ -2,6 +2,7 @@ import type { ServerResponse } from 'node:http';
 import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Verdict } from '../guard/guard.js';
+import { hasBody } from './headers.js';
 
 /** A refusal as the agent receives it: status, one-line reason, plain-text body. */
 export interface Refusal {
@@ -66,13 +67,21 @@ export function plainRefusal(
   return { status, reason, body: `trajgate: ${reason}\n`, headers };
 }
 
+/**
+ * Sends a refusal on a request's response. Content not yet read is not read at all: the
+ * connection closes after the answer (RFC 9110 § 10.1.1, RFC 9112 § 9.6), so a refused
+ * upload is not received, and its bytes can never be parsed as a next request or a second
+ * (journaled) error.
+ */
 export function sendRefusal(res: ServerResponse, refusal: Refusal): void {
   if (res.headersSent) {
     res.destroy();
     return;
   }
+  const unread = !res.req.complete && hasBody(res.req.headers);
   res.writeHead(refusal.status, {
     ...refusal.headers,
+    ...(unread ? { connection: 'close' } : {}),
     'content-type': 'text/plain; charset=utf-8',
     'content-length': Buffer.byteLength(refusal.body),
   });

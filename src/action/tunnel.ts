@@ -1,4 +1,5 @@
 import { connect, Socket } from 'node:net';
+import type { TunnelControl } from './live-tunnels.js';
 import type { Transfer } from './transfer.js';
 
 /** Opens a TCP connection to the checked address, or rejects after `timeoutMs`. */
@@ -49,6 +50,7 @@ export function relay(
   upstream: Socket,
   idleMs: number,
   opening: Opening,
+  onOpen?: (control: TunnelControl) => void,
 ): Promise<Omit<Transfer, 'status'>> {
   if (client.destroyed || upstream.destroyed) {
     // One side went away while the tunnel was being decided or connected.
@@ -78,6 +80,8 @@ export function relay(
         ...(error === undefined ? {} : { error }),
       });
     };
+    let frozen = false;
+    const sockets = [c.socket, u.socket];
     if (opening.toClient !== null) c.socket.write(opening.toClient);
     for (const chunk of opening.toUpstream) up.write(Buffer.from(chunk));
     for (const [from, to, direction] of [
@@ -91,7 +95,9 @@ export function relay(
         closed();
       });
       socket.on('error', (err: Error) => fail(err.message));
-      to.socket.on('drain', () => socket.resume());
+      to.socket.on('drain', () => {
+        if (!frozen) socket.resume();
+      });
       socket.setTimeout(idleMs, () => fail(`idle for ${idleMs} ms`));
       for (const chunk of from.queued) direction.write(chunk);
       // A half-close passes through: the other side may still answer.
@@ -99,6 +105,29 @@ export function relay(
       if (from.ended) end();
       else from.onEnd(end);
     }
+    onOpen?.({
+      // Corked, what was read before the freeze stays with trajgate; paused, nothing more is
+      // read. A frozen tunnel is not idle: the hold timeout governs it.
+      freeze: () => {
+        if (frozen) return;
+        frozen = true;
+        for (const socket of sockets) {
+          socket.pause();
+          socket.cork();
+          socket.setTimeout(0);
+        }
+      },
+      thaw: () => {
+        if (!frozen) return;
+        frozen = false;
+        for (const socket of sockets) {
+          socket.setTimeout(idleMs);
+          socket.uncork();
+          socket.resume();
+        }
+      },
+      close: fail,
+    });
   });
 }
 

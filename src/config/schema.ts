@@ -182,6 +182,11 @@ export const configSchema = z.strictObject({
       headerBytes: z.number().int().min(1024).max(1_048_576).default(16_384),
       headerTimeout: duration.default(10_000),
       upstreamTimeout: duration.default(30_000),
+      // A gap, not a total: a long upload that keeps flowing is fine. Past 2^31-1 ms a Node
+      // timer fires at once.
+      bodyTimeout: duration
+        .pipe(z.number().min(1, 'must be at least 1ms').max(2_147_483_647, 'must be under 24d'))
+        .default(30_000),
       connectTimeout: duration.default(10_000),
       tunnelIdle: duration.default(300_000),
       tunnelsPerSession: z.number().int().min(1).default(64),

@@ -86,6 +86,15 @@ export function parseNetworkTarget(target: string, method?: string, parsed?: URL
       method: method ? method.toUpperCase() : null,
     };
   }
+  return parseAuthority(target);
+}
+
+/**
+ * A CONNECT request target: authority form `host:port` only (RFC 9110 § 9.3.6), never a URL
+ * or a path — a tunnel carries no method or path for a pattern to match. Throws
+ * E_EVENT_INVALID for anything else.
+ */
+export function parseAuthority(target: string): NetworkSubject {
   const m = AUTHORITY.exec(target);
   if (!m) {
     throw new TrajgateError(

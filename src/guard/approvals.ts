@@ -1,7 +1,7 @@
 import type { Event } from '../event/event.js';
 import { TrajgateError } from '../errors.js';
 import { globMatcher } from './glob.js';
-import { matchesNetwork, parseNetworkPattern } from './network-pattern.js';
+import { matchesAuthority, matchesNetwork, parseNetworkPattern } from './network-pattern.js';
 
 export interface ApprovalSpec {
   readonly pattern: string;
@@ -24,6 +24,11 @@ export interface Approval {
   /** A network approval whose pattern names its port (see NetworkPattern.portNamed). */
   readonly namesPort: boolean;
   test(event: Event): boolean;
+  /**
+   * A network approval naming a method or path (for plain HTTP): whether it covers the event's
+   * host and port, so that requests inside a CONNECT to them must be read to be judged.
+   */
+  coversAuthority(event: Event): boolean;
 }
 
 /**
@@ -39,13 +44,19 @@ export function compileApproval(spec: ApprovalSpec): Approval {
     expiresAt: spec.expiresAt ?? null,
     origin: spec.origin ?? 'operator',
     namesPort: false,
+    coversAuthority: () => false,
   };
   if (kind === 'network') {
     const p = parseNetworkPattern(spec.pattern);
+    // Only a pattern that plain HTTP can satisfy makes a tunnel worth reading; an https one
+    // needs interception.
+    const narrow = (p.method !== null || p.pathPrefix !== null) && p.scheme !== 'https';
     return {
       ...base,
       namesPort: p.portNamed,
       test: (e) => e.subject.type === 'network' && matchesNetwork(p, e.subject),
+      coversAuthority: (e) =>
+        narrow && e.subject.type === 'network' && matchesAuthority(p, e.subject),
     };
   }
   if (spec.pattern.trim() === '') {
@@ -80,6 +91,13 @@ export class ApprovalSet {
 
   match(event: Event): Approval | undefined {
     return find(this.#global, event) ?? find(this.#bySession.get(event.session), event);
+  }
+
+  /** The first unexpired approval for the event's session that covers its authority only. */
+  matchAuthority(event: Event): Approval | undefined {
+    const covers = (a: Approval) =>
+      (a.expiresAt === null || a.expiresAt > event.ts) && a.coversAuthority(event);
+    return this.#global.find(covers) ?? this.#bySession.get(event.session)?.find(covers);
   }
 
   /** Every approval unexpired at `now`, global ones first. */

@@ -124,6 +124,17 @@ export class Guard {
     return decision;
   }
 
+  /**
+   * A CONNECT whose host and port only method or path patterns allow: nothing approves the
+   * tunnel as such, so its requests must be read and judged one by one.
+   */
+  needsInspection(event: Event): boolean {
+    return (
+      this.approvals.match(event) === undefined &&
+      this.approvals.matchAuthority(event) !== undefined
+    );
+  }
+
   /** The approval that covers an event, if any; changes nothing. */
   approvalFor(event: Event): Approval | undefined {
     return this.approvals.match(event);

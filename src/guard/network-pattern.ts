@@ -83,16 +83,21 @@ export function parseNetworkPattern(source: string): NetworkPattern {
 }
 
 export function matchesNetwork(p: NetworkPattern, s: NetworkSubject): boolean {
+  if (!matchesAuthority(p, s)) return false;
+  if (p.method !== null && p.method !== s.method) return false;
+  if (p.pathPrefix !== null && (s.path === null || !s.path.startsWith(p.pathPrefix))) return false;
+  return true;
+}
+
+/** Host, port and (where both name one) scheme: what a CONNECT tunnel shows. */
+export function matchesAuthority(p: NetworkPattern, s: NetworkSubject): boolean {
   if (!p.ports.includes(s.port)) return false;
   if (p.wildcard) {
     if (!(s.host.length > p.host.length + 1 && s.host.endsWith(`.${p.host}`))) return false;
   } else if (s.host !== p.host) {
     return false;
   }
-  if (p.scheme !== null && s.scheme !== null && p.scheme !== s.scheme) return false;
-  if (p.method !== null && p.method !== s.method) return false;
-  if (p.pathPrefix !== null && (s.path === null || !s.path.startsWith(p.pathPrefix))) return false;
-  return true;
+  return p.scheme === null || s.scheme === null || p.scheme === s.scheme;
 }
 
 function isIpLiteral(host: string): boolean {

@@ -4,7 +4,10 @@ import type { Logger } from 'pino';
 import type { CaptureOptions } from '../action/capture.js';
 import type { Refusal } from '../action/respond.js';
 import type { Forwarder } from '../action/forward.js';
+import { authority } from '../action/forward.js';
+import type { LiveTunnels } from '../action/live-tunnels.js';
 import { clientAddress } from './identity.js';
+import type { InnerHttp, Tunnel } from './inner-http.js';
 import type { Interceptor } from './intercept.js';
 import type { Config } from '../config/load.js';
 import type { Pipeline } from '../pipeline.js';
@@ -24,6 +27,10 @@ export interface ProxyContext {
   readonly capture: CaptureOptions | null;
   /** TLS interception, for CONNECT targets matching `tls.intercept`; null when none. */
   readonly intercept: Interceptor | null;
+  /** The server for HTTP read from inside tunnels (intercepted or inspected). */
+  readonly inner: InnerHttp;
+  /** Open tunnels, which follow their session's state. */
+  readonly live: LiveTunnels;
 }
 
 /**
@@ -79,4 +86,66 @@ class SocketPresence implements Presence {
 
 export function presence(socket: Duplex): Presence {
   return new SocketPresence(socket);
+}
+
+/** What a held tunnel keeps of what its client sent meanwhile, before it stops reading. */
+const HELD_BYTES = 64 * 1024;
+
+/**
+ * A raw socket (CONNECT) nobody reads while it is held would not notice its client leave (an
+ * end of stream or a reset is only seen by reading). So while held it is read, up to
+ * HELD_BYTES kept in order and given back when the hold ends.
+ */
+class HeldSocketPresence extends SocketPresence {
+  constructor(private readonly raw: Duplex) {
+    super(raw);
+  }
+
+  override onGone(fn: () => void): () => void {
+    const socket = this.raw;
+    if (socket.destroyed || socket.readableEnded) {
+      fn();
+      return () => undefined;
+    }
+    const kept: Buffer[] = [];
+    let bytes = 0;
+    const data = (chunk: Buffer) => {
+      kept.push(chunk);
+      if ((bytes += chunk.length) >= HELD_BYTES) socket.pause();
+    };
+    socket.on('data', data);
+    socket.once('end', fn);
+    socket.once('close', fn);
+    return () => {
+      socket.off('data', data);
+      socket.off('end', fn);
+      socket.off('close', fn);
+      socket.pause();
+      if (kept.length > 0) socket.unshift(Buffer.concat(kept));
+    };
+  }
+}
+
+export function heldPresence(socket: Duplex): Presence {
+  return new HeldSocketPresence(socket);
+}
+
+/** A refusal inside a tunnel trajgate reads (intercepted or inspected), journaled. */
+export function tunnelRefusal(
+  ctx: Pick<ProxyContext, 'pipeline'>,
+  tunnel: Tunnel,
+  status: number,
+  reason: string,
+  target?: string,
+): Refusal {
+  return ctx.pipeline.refusal(
+    {
+      source: 'proxy',
+      client: tunnel.client,
+      session: tunnel.session,
+      target: target ?? authority(tunnel.host, tunnel.port),
+    },
+    status,
+    reason,
+  );
 }

@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { Capture } from '../action/capture.js';
-import { hostFieldProblem } from '../action/headers.js';
+import { expectationProblem, hostFieldProblem } from '../action/headers.js';
 import { sendRefusal } from '../action/respond.js';
 import type { ProxyContext } from './context.js';
 import { earlyRefusal, presence, PROXY_AUTHENTICATE } from './context.js';
@@ -72,6 +72,11 @@ export async function serveHttp(
   start: number,
 ): Promise<void> {
   const method = req.method ?? 'GET';
+  const expectation = expectationProblem(req);
+  if (expectation !== null) {
+    const ask = { source: 'proxy' as const, client: who.client, session: who.session, method, target };
+    return sendRefusal(res, ctx.pipeline.refusal(ask, 417, expectation));
+  }
   const ruling = await ctx.pipeline.judge({
     session: who.session,
     client: who.client,

@@ -1,8 +1,9 @@
 import { createServer } from 'node:http';
-import type { Server } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { writeRawRefusal } from '../action/respond.js';
 import { errnoCode } from '../errors.js';
+import { handleConnect } from './connect.js';
 import type { ProxyContext } from './context.js';
 import { handleHttp } from './http.js';
 import { clientAddress } from './identity.js';
@@ -26,15 +27,20 @@ export function createProxyServer(ctx: ProxyContext): Server {
     requireHostHeader: false,
   });
   const crashed = (err: unknown, what: string) => ctx.log.error({ err }, `proxy: ${what} failed`);
-  server.on('request', (req, res) => {
+  const onRequest = (req: IncomingMessage, res: ServerResponse) => {
     handleHttp(ctx, req, res).catch((err: unknown) => {
       crashed(err, 'request');
       if (!res.headersSent) res.writeHead(500).end('trajgate: internal error\n');
       else res.destroy();
     });
-  });
+  };
+  server.on('request', onRequest);
+  // Expectations are answered by trajgate, not by Node: 100 Continue only once judged (see
+  // Forwarder), anything else 417 with a journal record (see serveHttp).
+  server.on('checkContinue', onRequest);
+  server.on('checkExpectation', onRequest);
   server.on('connect', (req, socket: Duplex, head: Buffer) => {
-    handleRaw(ctx, req, socket, head, 'connect').catch((err: unknown) => {
+    handleConnect(ctx, req, socket, head).catch((err: unknown) => {
       crashed(err, 'CONNECT');
       socket.destroy();
     });

@@ -4,7 +4,6 @@ import type { Duplex } from 'node:stream';
 import { performance } from 'node:perf_hooks';
 import { authority } from '../action/forward.js';
 import { upstreamRequestHeaders } from '../action/headers.js';
-import { parseNetworkTarget } from '../event/network-target.js';
 import type { Refusal } from '../action/respond.js';
 import { plainRefusal, writeRawRefusal } from '../action/respond.js';
 import type { Transfer } from '../action/transfer.js';
@@ -58,12 +57,6 @@ export async function handleRaw(
   }
   ctx.tunnels.set(who.session, open + 1);
   try {
-    const intercepted = mode === 'connect' ? interceptTarget(ctx, target) : null;
-    if (intercepted) {
-      // Judged request by request inside the tunnel, with method and URL visible.
-      await ctx.intercept?.open(socket, head, { session: who.session, client, ...intercepted });
-      return;
-    }
     const ruling = await ctx.pipeline.judge({
       session: who.session,
       source: 'proxy',
@@ -127,15 +120,3 @@ function upgradeHead(req: IncomingMessage, url: URL): string {
 }
 
 const UPGRADE_FIELDS: ReadonlySet<string> = new Set(['connection', 'upgrade']);
-
-/** The CONNECT authority when `tls.intercept` covers it, else null (a blind tunnel). */
-function interceptTarget(ctx: ProxyContext, target: string): { host: string; port: number } | null {
-  if (ctx.intercept === null) return null;
-  let subject;
-  try {
-    subject = parseNetworkTarget(target);
-  } catch {
-    return null; // judged (and refused) as the malformed target it is
-  }
-  return ctx.intercept.matches(subject) ? { host: subject.host, port: subject.port } : null;
-}

@@ -44,7 +44,10 @@ export interface OutcomeRecord extends RecordBase {
   readonly error?: string;
 }
 
-/** A request refused before it became an event: malformed, or no valid credentials. */
+/**
+ * A request refused before it became an event: malformed, or no valid credentials. Bounded
+ * (see journal/refusal-limits.ts): `truncated` and summaries with `suppressed`.
+ */
 export interface RefusalRecord extends RecordBase {
   readonly type: 'refusal';
   readonly source: Event['source'];
@@ -54,6 +57,24 @@ export interface RefusalRecord extends RecordBase {
   readonly session?: string;
   readonly method?: string;
   readonly target?: string;
+  /** The target was longer than 512 bytes: only its first 512 are kept. */
+  readonly truncated?: true;
+  /** A summary standing for this many refusals from `client` left out in one second. */
+  readonly suppressed?: number;
+}
+
+/**
+ * An open tunnel followed its session: frozen by a pause, thawed by a resume, closed by a deny,
+ * the hold timeout or its approval's expiry. `ref` is the seq of the tunnel's event, absent for
+ * tunnels judged request by request inside (intercepted or inspected).
+ */
+export interface TunnelRecord extends RecordBase {
+  readonly type: 'tunnel';
+  readonly session: string;
+  readonly target: string;
+  readonly ref?: number;
+  readonly change: 'frozen' | 'thawed' | 'closed';
+  readonly reason: string;
 }
 
 /** An event as operators see it (rings of recent events, pause records): its journal record. */
@@ -107,6 +128,7 @@ export type JournalRecord =
   | EventRecord
   | OutcomeRecord
   | RefusalRecord
+  | TunnelRecord
   | ApproveRecord
   | ResumeRecord
   | DenyRecord

@@ -31,6 +31,13 @@ interface Entry extends Held {
   settle(release: Release): void;
 }
 
+/** Follows sessions' state changes (open tunnels do: see action/live-tunnels). */
+export interface SessionWatcher {
+  paused(session: string): void;
+  resumed(session: string): void;
+  denied(session: string): void;
+}
+
 /** A session as operators drive it: its state, what it holds, and resume / deny. */
 export interface Session {
   readonly id: string;
@@ -54,14 +61,27 @@ export class Sessions {
   readonly #journal: JournalWriter;
   readonly #holdTimeoutMs: number;
   readonly #review: Review;
+  readonly #watcher: SessionWatcher | null;
   readonly #held = new Map<string, Set<Entry>>();
   #nextId = 1;
 
-  constructor(guard: Guard, journal: JournalWriter, holdTimeoutMs: number, review: Review) {
+  constructor(
+    guard: Guard,
+    journal: JournalWriter,
+    holdTimeoutMs: number,
+    review: Review,
+    watcher: SessionWatcher | null = null,
+  ) {
     this.#guard = guard;
     this.#journal = journal;
     this.#holdTimeoutMs = holdTimeoutMs;
     this.#review = review;
+    this.#watcher = watcher;
+  }
+
+  /** A decision paused the session (its pause record is on disk). */
+  paused(session: string): void {
+    this.#watcher?.paused(session);
   }
 
   isPaused(session: string): boolean {
@@ -154,6 +174,7 @@ export class Sessions {
     );
     this.#guard.resume(id, reset);
     this.#review.resumed(id);
+    this.#watcher?.resumed(id);
     return this.#release(id, 'resume');
   }
 
@@ -165,6 +186,7 @@ export class Sessions {
       { type: 'deny', session: id, by: options.by ?? 'operator', released },
       { sync: true },
     );
+    this.#watcher?.denied(id);
     return this.#release(id, 'deny');
   }
 

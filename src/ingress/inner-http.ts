@@ -1,0 +1,148 @@
+import { createServer } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
+import { hostFieldProblem } from '../action/headers.js';
+import type { Refusal } from '../action/respond.js';
+import { sendRefusal, writeRawRefusal } from '../action/respond.js';
+import type { Config } from '../config/load.js';
+import { canonicalHost } from '../event/network-target.js';
+import { HeaderDeadlines } from './header-deadline.js';
+
+/** One tunnel whose HTTP trajgate reads: who opened it and the authority its CONNECT named. */
+export interface Tunnel {
+  readonly session: string;
+  readonly client: string;
+  /** Canonical host (no brackets) and port from the CONNECT line. */
+  readonly host: string;
+  readonly port: number;
+  /** `https` inside intercepted TLS, `http` for plain HTTP read from the tunnel. */
+  readonly scheme: 'http' | 'https';
+}
+
+export interface InnerHooks {
+  /** Judges and serves one inner request, as a plain HTTP one with its full URL. */
+  serve(req: IncomingMessage, res: ServerResponse, url: URL, tunnel: Tunnel): Promise<void>;
+  /** Journals a refusal (bad request, Host mismatch) and returns what to answer. */
+  refuse(tunnel: Tunnel, status: number, reason: string, target?: string): Refusal;
+}
+
+const DEFAULT_PORT = { http: 80, https: 443 } as const;
+
+/**
+ * The HTTP/1.1 server for requests read from inside a CONNECT tunnel (decrypted TLS, or plain
+ * HTTP sent through CONNECT as undici does for `http://` URLs), so each is judged with its
+ * method and URL like an absolute-form request. Names must agree with the tunnel: an inner Host
+ * or absolute-form target other than the CONNECT authority is answered 421 (RFC 9110
+ * § 15.5.20), so no request is judged as one host and sent to another.
+ */
+export class InnerHttp {
+  readonly #hooks: InnerHooks;
+  readonly #tunnels = new WeakMap<object, Tunnel>();
+  readonly #server: Server;
+  readonly #deadlines: HeaderDeadlines;
+
+  constructor(config: Config, hooks: InnerHooks) {
+    this.#hooks = hooks;
+    this.#server = createServer({
+      maxHeaderSize: config.limits.headerBytes,
+      requestTimeout: 0,
+      keepAliveTimeout: 5_000,
+      // Host is checked against the tunnel below, where a refusal can be journaled.
+      requireHostHeader: false,
+    });
+    this.#deadlines = new HeaderDeadlines(config.limits.headerTimeout, (socket, partial) => {
+      const tunnel = this.#tunnels.get(socket);
+      if (!partial || !tunnel) return socket.destroy();
+      writeRawRefusal(
+        socket,
+        hooks.refuse(tunnel, 408, `request headers not received in time${where(tunnel)}`),
+      );
+    });
+    const onRequest = (req: IncomingMessage, res: ServerResponse) => {
+      this.#deadlines.clear(req.socket as Socket);
+      res.once('finish', () => this.#deadlines.watch(req.socket as Socket, false));
+      this.#request(req, res);
+    };
+    this.#server.on('request', onRequest);
+    // Expectations are answered by trajgate, as on the proxy listener (see createProxyServer).
+    this.#server.on('checkContinue', onRequest);
+    this.#server.on('checkExpectation', onRequest);
+    this.#server.on('clientError', (err: Error & { code?: string }, socket: Duplex) => {
+      const tunnel = this.#tunnels.get(socket);
+      if (!tunnel || socket.writableEnded || socket.destroyed || err.code === 'ECONNRESET')
+        return socket.destroy();
+      const why = `malformed request${where(tunnel)} (${err.code ?? err.message})`;
+      writeRawRefusal(socket, hooks.refuse(tunnel, 400, why));
+    });
+  }
+
+  /** Serves HTTP read from `socket` (the tunnel's bytes, decrypted when TLS) until it closes. */
+  serve(socket: Socket, tunnel: Tunnel): void {
+    socket.once('close', () => this.#deadlines.clear(socket));
+    this.#tunnels.set(socket, tunnel);
+    this.#deadlines.watch(socket, true);
+    this.#server.emit('connection', socket);
+  }
+
+  close(): void {
+    this.#server.closeAllConnections();
+    this.#server.close();
+  }
+
+  #request(req: IncomingMessage, res: ServerResponse): void {
+    const tunnel = this.#tunnels.get(req.socket);
+    if (!tunnel) {
+      res.destroy();
+      return;
+    }
+    const authority = tunnel.host.includes(':') ? `[${tunnel.host}]` : tunnel.host;
+    const defaultPort = DEFAULT_PORT[tunnel.scheme];
+    const origin = `${tunnel.scheme}://${authority}${tunnel.port === defaultPort ? '' : `:${tunnel.port}`}`;
+    const target = req.url ?? '/';
+    // Inside a tunnel Host is required whatever the version: it is checked against the tunnel.
+    const hostProblem = hostFieldProblem(req.rawHeaders, true);
+    if (hostProblem) {
+      sendRefusal(
+        res,
+        this.#hooks.refuse(tunnel, 400, `${hostProblem} in a request${where(tunnel)}`, target),
+      );
+      return;
+    }
+    const url = target.startsWith('/') ? safeUrl(origin + target) : safeUrl(target);
+    const host = hostOf(req.headers.host, defaultPort);
+    if (
+      url === null ||
+      url.origin !== origin ||
+      url.username !== '' ||
+      url.password !== '' ||
+      host === null ||
+      host !== `${tunnel.host}:${tunnel.port}`
+    ) {
+      const reason = `Host ${JSON.stringify(req.headers.host ?? '')} and target ${JSON.stringify(target.slice(0, 200))} do not match the tunnel to ${authority}:${tunnel.port}`;
+      sendRefusal(res, this.#hooks.refuse(tunnel, 421, reason, target));
+      return;
+    }
+    this.#hooks.serve(req, res, url, tunnel).catch(() => res.destroy());
+  }
+}
+
+function where(tunnel: Tunnel): string {
+  return tunnel.scheme === 'https' ? ' inside TLS' : ' inside a CONNECT tunnel';
+}
+
+function safeUrl(text: string): URL | null {
+  return URL.canParse(text) ? new URL(text) : null;
+}
+
+/** `host:port` of a Host header in canonical form (the scheme's port when absent), or null. */
+function hostOf(header: string | undefined, defaultPort: number): string | null {
+  if (header === undefined) return null;
+  const m = /^(\[[^\]]+\]|[^:]+)(?::(\d{1,5}))?$/.exec(header);
+  if (!m) return null;
+  try {
+    return `${canonicalHost(m[1] as string)}:${Number(m[2] ?? defaultPort)}`;
+  } catch {
+    return null;
+  }
+}

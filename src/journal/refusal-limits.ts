@@ -1,0 +1,112 @@
+import type { Source } from '../event/event.js';
+
+/**
+ * Keeps refusal records from filling the disk. A refusal made before a request has an identity
+ * (malformed, no credentials, headers too large or too slow) costs its sender nothing, so its
+ * record is bounded in size (TARGET_BYTES of target) and in rate (PER_SECOND records a second
+ * from one client address; past that, one summary record a second says how many were left out).
+ */
+
+/** Bytes of a refusal's target kept in its record. */
+export const TARGET_BYTES = 512;
+/** Refusal records a second from one client address before they are summarised. */
+export const PER_SECOND = 20;
+/** Client addresses followed at once; any further ones share one window (key OTHERS). */
+export const MAX_CLIENTS = 1024;
+/** The summary's `client` for addresses beyond MAX_CLIENTS. */
+export const OTHERS = '*';
+
+const SECOND = 1_000;
+const encoder = new TextEncoder();
+const scratch = new Uint8Array(TARGET_BYTES);
+
+/** The target as journaled: at most TARGET_BYTES of UTF-8, cut between characters. */
+export function boundedTarget(target: string): { target: string; truncated?: true } {
+  // Three UTF-8 bytes at most per UTF-16 unit: the common short target is not measured.
+  if (target.length * 3 <= TARGET_BYTES || Buffer.byteLength(target) <= TARGET_BYTES) {
+    return { target };
+  }
+  const { read } = encoder.encodeInto(target, scratch);
+  return { target: target.slice(0, read), truncated: true };
+}
+
+/** A refusal left out of the journal, as its summary names the last one. */
+export interface Unwritten {
+  readonly source: Source;
+  readonly status: number;
+  readonly reason: string;
+}
+
+interface Window {
+  readonly start: number;
+  written: number;
+  suppressed: number;
+  last: Unwritten | null;
+}
+
+/**
+ * Per client address, a one-second window from its first refusal: PER_SECOND are admitted,
+ * the rest counted; when the window ends, `summarise` is called once with the count. Memory
+ * is bounded by MAX_CLIENTS windows; one timer runs only while a count waits to be written.
+ */
+export class RefusalLimiter {
+  readonly #windows = new Map<string, Window>();
+  #timer: NodeJS.Timeout | null = null;
+
+  constructor(
+    private readonly summarise: (client: string, suppressed: number, last: Unwritten) => void,
+  ) {}
+
+  /** Whether this refusal gets its own record; if not, it is counted for the summary. */
+  admit(client: string, refusal: Unwritten, now: number = Date.now()): boolean {
+    const key = this.#key(client, now);
+    let window = this.#windows.get(key);
+    if (window !== undefined && now - window.start >= SECOND) {
+      this.#end(key, window);
+      window = undefined;
+    }
+    if (window === undefined) {
+      window = { start: now, written: 0, suppressed: 0, last: null };
+      this.#windows.set(key, window);
+    }
+    if (window.written < PER_SECOND) {
+      window.written++;
+      return true;
+    }
+    window.suppressed++;
+    window.last = refusal;
+    this.#timer ??= setTimeout(() => this.#sweep(Date.now()), SECOND).unref();
+    return false;
+  }
+
+  /** Writes every waiting summary now (at shutdown) and stops the timer. */
+  close(): void {
+    if (this.#timer !== null) clearTimeout(this.#timer);
+    this.#timer = null;
+    for (const [key, window] of this.#windows) this.#end(key, window);
+  }
+
+  #key(client: string, now: number): string {
+    if (this.#windows.size < MAX_CLIENTS || this.#windows.has(client)) return client;
+    this.#sweep(now);
+    return this.#windows.size < MAX_CLIENTS ? client : OTHERS;
+  }
+
+  /** Ends the windows that are over; re-arms the timer for the next waiting summary. */
+  #sweep(now: number): void {
+    if (this.#timer !== null) clearTimeout(this.#timer);
+    this.#timer = null;
+    let next = Infinity;
+    for (const [key, window] of this.#windows) {
+      const left = window.start + SECOND - now;
+      if (left <= 0) this.#end(key, window);
+      else if (window.suppressed > 0) next = Math.min(next, left);
+    }
+    if (next !== Infinity) this.#timer = setTimeout(() => this.#sweep(Date.now()), next).unref();
+  }
+
+  #end(key: string, window: Window): void {
+    this.#windows.delete(key);
+    if (window.last !== null) this.summarise(key, window.suppressed, window.last);
+  }
+}
