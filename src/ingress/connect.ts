@@ -11,11 +11,10 @@ import { parseAuthority } from '../event/network-target.js';
 import type { Ask } from '../pipeline.js';
 import type { ProxyContext } from './context.js';
 import { earlyRefusal, heldPresence, PROXY_AUTHENTICATE } from './context.js';
-import { closedWhileHeld } from './http.js';
 import { clientAddress } from './identity.js';
 import { openInspected } from './inspect.js';
 import type { Ended } from './tunnel-track.js';
-import { refused, track } from './tunnel-track.js';
+import { gone, refused, track } from './tunnel-track.js';
 
 const CONNECT_FORM = 'CONNECT takes an authority, host:port (RFC 9110 § 9.3.6)';
 
@@ -86,7 +85,7 @@ export async function handleConnect(
 
 async function blind(ctx: ProxyContext, ask: Ask, socket: Socket): Promise<Ended> {
   const ruling = await ctx.pipeline.judge(ask);
-  if (ruling.kind === 'gone') return { ...closedWhileHeld, rid: ruling.rid };
+  if (ruling.kind === 'gone') return gone(socket, ruling.rid);
   if (ruling.kind === 'refuse') return { ...refused(socket, ruling.refusal), rid: ruling.rid };
   const { event, rid } = ruling;
   const subject = event.subject as NetworkSubject;

@@ -4,10 +4,9 @@ import type { Ask } from '../pipeline.js';
 import type { NetworkSubject } from '../event/event.js';
 import type { ProxyContext } from './context.js';
 import { tunnelRefusal } from './context.js';
-import { closedWhileHeld } from './http.js';
 import type { Tunnel } from './inner-http.js';
 import type { Ended } from './tunnel-track.js';
-import { refused, track } from './tunnel-track.js';
+import { gone, refused, track } from './tunnel-track.js';
 
 /** The first byte of a TLS handshake record (RFC 8446 § 5.1: ContentType handshake). */
 const TLS_HANDSHAKE = 0x16;
@@ -30,7 +29,7 @@ export async function openInspected(
   plain: boolean,
 ): Promise<Ended> {
   const admitted = await ctx.pipeline.admitTunnel(ask);
-  if (admitted.kind === 'gone') return { ...closedWhileHeld, rid: admitted.rid };
+  if (admitted.kind === 'gone') return gone(socket, admitted.rid);
   if (admitted.kind === 'refuse')
     return { ...refused(socket, admitted.refusal), rid: admitted.rid };
   const rid = admitted.rid;

@@ -4,6 +4,7 @@ import type { Refusal } from '../action/respond.js';
 import { writeRawRefusal } from '../action/respond.js';
 import type { Transfer } from '../action/transfer.js';
 import type { ProxyContext } from './context.js';
+import { closedWhileHeld } from './http.js';
 
 /** A transfer and the request id its outcome belongs to. */
 export type Ended = Transfer & { readonly rid: number | null };
@@ -28,4 +29,10 @@ export function track(
 export function refused(socket: Duplex, refusal: Refusal): Transfer {
   writeRawRefusal(socket, refusal);
   return { status: refusal.status, bytesUp: 0, bytesDown: 0, error: refusal.reason };
+}
+
+/** A held tunnel whose client left: whatever is left of its socket goes too. */
+export function gone(socket: Duplex, rid: number | null): Ended {
+  socket.destroy();
+  return { ...closedWhileHeld, rid };
 }
