@@ -34,6 +34,11 @@ export async function start(argv: string[], say: (line: string) => void): Promis
   say(
     `  point an agent at it: HTTP_PROXY=http://${credentials}${proxy} HTTPS_PROXY=http://${credentials}${proxy}`,
   );
+  if (!config.agents) {
+    say(
+      '  warning: no `agents` configured, so the client address names the session: an agent able to use several source addresses escapes per-session counting. Configure `agents` wherever agents share a host network.',
+    );
+  }
   await new Promise<void>((resolve) => {
     process.once('SIGTERM', resolve);
     process.once('SIGINT', resolve);

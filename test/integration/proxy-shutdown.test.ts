@@ -62,6 +62,10 @@ describe('graceful SIGTERM (trajgate start)', () => {
       expect(await cli.exited).toBe(0);
       const exitedAfter = Date.now() - signalled;
       expect(cli.output().stderr).toContain('trajgate: stopped; journal synced');
+      // Issue 11: sessions named by client address are only as good as the agent's addresses.
+      expect(cli.output().stderr).toMatch(
+        /warning: no `agents` configured, so the client address names the session: an agent able to use several source addresses escapes per-session counting/,
+      );
       expect(seen).not.toContain('/late');
 
       const records = readRecords(journal);
