@@ -92,13 +92,8 @@ export class Pipeline {
   ) {}
 
   async judge(ask: Ask, rid: number | null = null): Promise<Ruling> {
-    let event: Event;
-    try {
-      event = this.#normalize(ask);
-    } catch (err) {
-      if (!isTrajgateError(err)) throw err;
-      return this.#refuseUnjudged(ask, 400, err.message, rid);
-    }
+    let event = this.#eventOf(ask, rid);
+    if (!('subject' in event)) return event;
     if (this.sessions.isPaused(ask.session))
       return this.#hold(ask, event, null, rid, this.#again(ask));
     let address: string | null = null;
@@ -172,13 +167,8 @@ export class Pipeline {
    */
   async admitTunnel(ask: Ask, rid: number | null = null): Promise<Admission> {
     if (!this.sessions.isPaused(ask.session)) return { kind: 'open', rid };
-    let event: Event;
-    try {
-      event = this.#normalize(ask);
-    } catch (err) {
-      if (!isTrajgateError(err)) throw err;
-      return this.#refuseUnjudged(ask, 400, err.message, rid);
-    }
+    const event = this.#eventOf(ask, rid);
+    if (!('subject' in event)) return event;
     return this.#hold(ask, event, null, rid, (id) => this.admitTunnel(ask, id));
   }
 
@@ -272,6 +262,16 @@ export class Pipeline {
       ts: Date.now(),
       workspace: this.guard.policy.workspaceFor(ask.session),
     });
+  }
+
+  /** The event an ask describes, or its refusal when the ask is malformed (journaled). */
+  #eventOf(ask: Ask, rid: number | null): Event | Unforwarded {
+    try {
+      return this.#normalize(ask);
+    } catch (err) {
+      if (!isTrajgateError(err)) throw err;
+      return this.#refuseUnjudged(ask, 400, err.message, rid);
+    }
   }
 
   /** On resume a held request is judged again, as the request it is. */

@@ -62,8 +62,8 @@ export function upstreamRequestHeaders(
       continue;
     }
     if (!keep.has(lower) && (HOP_BY_HOP.has(lower) || named?.has(lower))) continue;
-    // RFC 9110 § 10.1.1: trajgate answers the expectation itself (expectsContinue), and undici
-    // refuses a request carrying it (UND_ERR_NOT_SUPPORTED).
+    // Expect (RFC 9110 § 10.1.1) is asked of this connection: trajgate meets it itself (100
+    // Continue once judged, else 417) and never forwards it; undici would refuse the request.
     if (lower === 'expect') continue;
     out.push(name, raw[i + 1] as string);
   }
@@ -125,7 +125,10 @@ export function expectationProblem(req: IncomingMessage): string | null {
   return `expectation ${JSON.stringify(expect.slice(0, 100))} is not supported (only 100-continue)`;
 }
 
-/** A request waiting for `100 Continue` before it sends its content (RFC 9110 § 10.1.1). */
+/**
+ * A request waiting for `100 Continue` before it sends its content (RFC 9110 § 10.1.1); any
+ * other expectation was refused before (expectationProblem).
+ */
 export function expectsContinue(req: IncomingMessage): boolean {
   return req.headers.expect !== undefined && req.httpVersion === '1.1';
 }

@@ -1,4 +1,4 @@
-import type { ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Verdict } from '../guard/guard.js';
@@ -78,10 +78,9 @@ export function sendRefusal(res: ServerResponse, refusal: Refusal): void {
     res.destroy();
     return;
   }
-  const unread = !res.req.complete && hasBody(res.req.headers);
   res.writeHead(refusal.status, {
     ...refusal.headers,
-    ...(unread ? { connection: 'close' } : {}),
+    ...(contentUnread(res.req) ? { connection: 'close' } : {}),
     'content-type': 'text/plain; charset=utf-8',
     'content-length': Buffer.byteLength(refusal.body),
   });
@@ -102,4 +101,23 @@ export function writeRawRefusal(socket: Duplex, refusal: Refusal): void {
     'connection: close',
   ];
   socket.end(`${head.join('\r\n')}\r\n\r\n${refusal.body}`);
+}
+
+/**
+ * Handles a parse error on `socket` that belongs to a request already answered, which has its
+ * own journal record, so it is neither refused nor journaled again: a response under way is
+ * cut (raw bytes would corrupt it); a refusal that left its request's content unread closes
+ * the connection once sent. Returns whether it did. Node's own clientError handling reads the
+ * same field.
+ */
+export function dropIfAnswered(socket: Duplex): boolean {
+  const res = (socket as Duplex & { _httpMessage?: ServerResponse | null })._httpMessage;
+  if (!res?.headersSent) return false;
+  if (res.writableEnded) return contentUnread(res.req);
+  socket.destroy();
+  return true;
+}
+
+function contentUnread(req: IncomingMessage): boolean {
+  return !req.complete && hasBody(req.headers);
 }

@@ -27,9 +27,12 @@ export function connectUpstream(address: string, port: number, timeoutMs: number
 const FIRST_READ = 16 * 1024;
 const MAX_READ = 1024 * 1024;
 
-/** What the proxy sends first: the CONNECT 200 to the client, the upgrade request upstream. */
+/**
+ * What the proxy sends first: the CONNECT 200 or an upgrade's 101 to the client (a Buffer keeps
+ * latin1 field bytes as they came), and whatever is owed upstream.
+ */
 export interface Opening {
-  toClient: string | null;
+  toClient: string | Buffer | null;
   toUpstream: readonly (string | Buffer)[];
 }
 

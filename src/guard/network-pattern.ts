@@ -1,6 +1,6 @@
 import { TrajgateError } from '../errors.js';
 import type { NetworkSubject } from '../event/event.js';
-import { canonicalHost, DEFAULT_PORTS } from '../event/network-target.js';
+import { canonicalHost, DEFAULT_PORTS, pathProblem } from '../event/network-target.js';
 
 /**
  * The allowlist and approval grammar: `[METHOD ][scheme://]host[:port][/path-prefix]`.
@@ -69,7 +69,7 @@ export function parseNetworkPattern(source: string): NetworkPattern {
     if (port === undefined) return fail(`scheme "${scheme}" has no default port: name one`);
     ports = [port];
   }
-  const pathPrefix = pathRaw === undefined ? null : new URL(pathRaw, 'http://x').pathname;
+  const pathPrefix = pathRaw === undefined ? null : prefixOf(pathRaw, fail);
   return {
     source,
     method: method?.toUpperCase() ?? null,
@@ -82,10 +82,33 @@ export function parseNetworkPattern(source: string): NetworkPattern {
   };
 }
 
+/**
+ * A pattern's path in the form targets are matched in. A query or fragment, or a dot segment
+ * (which the URL parser would resolve, `/v1/..` widening to every path), is refused rather
+ * than silently dropped: a prefix never covers a query.
+ */
+function prefixOf(raw: string, fail: (why: string) => never): string {
+  if (/[?#]/.test(raw)) return fail('a path prefix cannot contain a query or fragment');
+  if (raw.split(/[/\\]/).some((s) => /^(?:\.|%2e){1,2}$/i.test(s))) {
+    return fail('a path prefix cannot contain "." or ".." segments');
+  }
+  const path = new URL(raw, 'http://x').pathname;
+  const problem = pathProblem(path);
+  return problem === null ? path : fail(problem);
+}
+
+/** A path prefix ends on a segment: `/v1` covers `/v1` and `/v1/…`, never `/v10`. */
+function underPrefix(path: string, prefix: string): boolean {
+  if (!path.startsWith(prefix)) return false;
+  return path.length === prefix.length || prefix.endsWith('/') || path[prefix.length] === '/';
+}
+
 export function matchesNetwork(p: NetworkPattern, s: NetworkSubject): boolean {
   if (!matchesAuthority(p, s)) return false;
   if (p.method !== null && p.method !== s.method) return false;
-  if (p.pathPrefix !== null && (s.path === null || !s.path.startsWith(p.pathPrefix))) return false;
+  if (p.pathPrefix !== null && (s.path === null || !underPrefix(s.path, p.pathPrefix))) {
+    return false;
+  }
   return true;
 }
 

@@ -4,7 +4,7 @@ import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { hostFieldProblem } from '../action/headers.js';
 import type { Refusal } from '../action/respond.js';
-import { sendRefusal, writeRawRefusal } from '../action/respond.js';
+import { dropIfAnswered, sendRefusal, writeRawRefusal } from '../action/respond.js';
 import type { Config } from '../config/load.js';
 import { canonicalHost } from '../event/network-target.js';
 import { HeaderDeadlines } from './header-deadline.js';
@@ -72,6 +72,7 @@ export class InnerHttp {
       const tunnel = this.#tunnels.get(socket);
       if (!tunnel || socket.writableEnded || socket.destroyed || err.code === 'ECONNRESET')
         return socket.destroy();
+      if (dropIfAnswered(socket)) return;
       const why = `malformed request${where(tunnel)} (${err.code ?? err.message})`;
       writeRawRefusal(socket, hooks.refuse(tunnel, 400, why));
     });

@@ -1,13 +1,13 @@
 import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { writeRawRefusal } from '../action/respond.js';
+import { dropIfAnswered, writeRawRefusal } from '../action/respond.js';
 import { errnoCode } from '../errors.js';
 import { handleConnect } from './connect.js';
 import type { ProxyContext } from './context.js';
 import { handleHttp } from './http.js';
 import { clientAddress } from './identity.js';
-import { handleRaw } from './tunnels.js';
+import { handleUpgrade } from './upgrade.js';
 
 /**
  * The forward proxy listener. Node's HTTP parser (llhttp, strict mode) already refuses
@@ -46,7 +46,7 @@ export function createProxyServer(ctx: ProxyContext): Server {
     });
   });
   server.on('upgrade', (req, socket: Duplex, head: Buffer) => {
-    handleRaw(ctx, req, socket, head, 'upgrade').catch((err: unknown) => {
+    handleUpgrade(ctx, req, socket, head).catch((err: unknown) => {
       crashed(err, 'upgrade');
       socket.destroy();
     });
@@ -59,6 +59,7 @@ export function createProxyServer(ctx: ProxyContext): Server {
       socket.destroy();
       return;
     }
+    if (dropIfAnswered(socket)) return;
     const remote = (socket as Duplex & { remoteAddress?: string }).remoteAddress;
     const refusal = ctx.pipeline.refusal(
       { source: 'proxy', client: clientAddress(remote) },
