@@ -26,8 +26,6 @@ export type Answer =
       readonly kind: 'switched';
       /** The 101 head for the client, field bytes as they came. */
       readonly head: Buffer;
-      /** The upstream connection, with any bytes that followed its 101 put back unread. */
-      readonly upstream: Socket;
       readonly bytesUp: number;
     }
   | { readonly kind: 'answered'; readonly transfer: Transfer };
@@ -37,7 +35,8 @@ export type Answer =
  * answer with Node's HTTP parser. The request goes as Node serialises it: origin-form, the
  * fields trajgate keeps, and a Content-Length body as exactly that many bytes read from
  * `client`; what the client sent beyond it stays unread. Only a `101` (RFC 9110 § 15.2.2)
- * makes the connection a tunnel. Any other final answer is an ordinary response, passed on
+ * makes the connection a tunnel: `upstream` is then the tunnel's, with any bytes that followed
+ * the 101 put back unread. Any other final answer is an ordinary response, passed on
  * with `Connection: close`, and the connection then closes: a request pipelined behind the
  * upgrade is neither judged nor sent (RFC 9112 § 9.6: after `close` no further request is
  * processed; § 9.3.2: the client retries it on a new connection).
@@ -107,15 +106,16 @@ export function sendUpgrade(
       const failure = upstreamFailure(err, name);
       fail(failure.status, failure.reason);
     });
-    outgoing.on('upgrade', (res: IncomingMessage, socket: Socket, early: Buffer) => {
+    // Node hands back `upstream` itself, as the tunnel's.
+    outgoing.on('upgrade', (res: IncomingMessage, _upstream: Socket, early: Buffer) => {
       // The body comes before the new protocol (RFC 9110 § 7.8): one switched early would read
       // the rest of it as the new protocol's bytes.
       if (left > 0)
         return fail(502, `upstream ${name} switched protocols before the body was sent`);
       if (!decide()) return;
-      socket.setTimeout(0);
-      if (early.length > 0) socket.unshift(early);
-      resolve({ kind: 'switched', head: switchingHead(res), upstream: socket, bytesUp });
+      upstream.setTimeout(0);
+      if (early.length > 0) upstream.unshift(early);
+      resolve({ kind: 'switched', head: switchingHead(res), bytesUp });
     });
     outgoing.on('response', (res: IncomingMessage) => {
       if (res.statusCode === 101) {
@@ -153,10 +153,16 @@ async function respond(
   client.write(headBytes(`HTTP/1.1 ${status} ${res.statusMessage}`, fields));
   let bytesDown = 0;
   res.on('data', (chunk: Buffer) => (bytesDown += chunk.length));
+  // A failure ends both; whichever failed or closed first is the one to blame.
+  let first: 'client' | 'upstream' | null = null;
+  const blame = (who: 'client' | 'upstream') => () => (first ??= who);
+  client.once('error', blame('client')).once('close', blame('client'));
+  res.once('error', blame('upstream')).once('close', blame('upstream'));
   try {
     await pipeline(res, client);
   } catch (err) {
-    return { status, bytesDown, error: upstreamFailure(err, name).reason };
+    const error = first === 'client' ? 'client closed' : upstreamFailure(err, name).reason;
+    return { status, bytesDown, error };
   }
   linger(client);
   return { status, bytesDown };

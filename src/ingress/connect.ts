@@ -2,19 +2,15 @@ import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { performance } from 'node:perf_hooks';
-import { authority } from '../action/forward.js';
-import { plainRefusal, writeRawRefusal } from '../action/respond.js';
-import { upstreamFailure } from '../action/transfer.js';
-import { connectUpstream, relay } from '../action/tunnel.js';
 import type { NetworkSubject } from '../event/event.js';
 import { parseAuthority } from '../event/network-target.js';
 import type { Ask } from '../pipeline.js';
 import type { ProxyContext } from './context.js';
-import { earlyRefusal, heldPresence, PROXY_AUTHENTICATE } from './context.js';
+import { heldPresence, PROXY_AUTHENTICATE } from './context.js';
 import { clientAddress } from './identity.js';
 import { openInspected } from './inspect.js';
 import type { Ended } from './tunnel-track.js';
-import { gone, refused, track } from './tunnel-track.js';
+import { judgeAndConnect, rawRefuser, relayTracked, tunnelSlot } from './tunnel-track.js';
 
 const CONNECT_FORM = 'CONNECT takes an authority, host:port (RFC 9110 § 9.3.6)';
 
@@ -35,12 +31,7 @@ export async function handleConnect(
   socket.on('error', () => socket.destroy());
   const client = clientAddress(req.socket.remoteAddress);
   const target = req.url ?? '';
-  const refuse = (
-    status: number,
-    reason: string,
-    session?: string,
-    headers?: Record<string, string>,
-  ) => writeRawRefusal(socket, earlyRefusal(ctx, req, status, reason, session, headers));
+  const refuse = rawRefuser(ctx, req, socket);
   let subject: NetworkSubject;
   try {
     subject = parseAuthority(target);
@@ -49,15 +40,8 @@ export async function handleConnect(
   }
   const who = ctx.identity.fromProxyAuthorization(req.headers['proxy-authorization'], client);
   if (!who.ok) return refuse(407, who.reason, undefined, PROXY_AUTHENTICATE);
-  const open = ctx.tunnels.get(who.session) ?? 0;
-  if (open >= ctx.limits.tunnelsPerSession) {
-    return refuse(
-      429,
-      `too many open tunnels for this session (limit ${ctx.limits.tunnelsPerSession})`,
-      who.session,
-    );
-  }
-  ctx.tunnels.set(who.session, open + 1);
+  const release = tunnelSlot(ctx, who.session);
+  if (typeof release === 'string') return refuse(429, release, who.session);
   if (head.length > 0) socket.unshift(head);
   try {
     const ask: Ask = {
@@ -77,43 +61,14 @@ export async function handleConnect(
     if (transfer.rid !== null)
       ctx.pipeline.outcome(transfer.rid, who.session, transfer, performance.now() - start);
   } finally {
-    const left = (ctx.tunnels.get(who.session) ?? 1) - 1;
-    if (left === 0) ctx.tunnels.delete(who.session);
-    else ctx.tunnels.set(who.session, left);
+    release();
   }
 }
 
 async function blind(ctx: ProxyContext, ask: Ask, socket: Socket): Promise<Ended> {
-  const ruling = await ctx.pipeline.judge(ask);
-  if (ruling.kind === 'gone') return gone(socket, ruling.rid);
-  if (ruling.kind === 'refuse') return { ...refused(socket, ruling.refusal), rid: ruling.rid };
-  const { event, rid } = ruling;
-  const subject = event.subject as NetworkSubject;
-  const address = ruling.address as string;
-  let upstream;
-  try {
-    upstream = await connectUpstream(address, subject.port, ctx.limits.connectTimeout);
-  } catch (err) {
-    const failure = upstreamFailure(err, authority(address, subject.port));
-    return { ...refused(socket, plainRefusal(failure.status, failure.reason)), rid };
-  }
-  const admission = {
-    session: ask.session,
-    target: event.target,
-    rid,
-    expiresAt: ctx.pipeline.approvalExpiry(event),
-  };
-  const untrack = track(ctx, admission);
-  try {
-    const piped = await relay(
-      socket,
-      upstream,
-      ctx.limits.tunnelIdle,
-      { toClient: 'HTTP/1.1 200 Connection Established\r\n\r\n', toUpstream: [] },
-      untrack.open,
-    );
-    return { status: 200, ...piped, rid };
-  } finally {
-    untrack.close();
-  }
+  const connected = await judgeAndConnect(ctx, ask, socket);
+  if (!('upstream' in connected)) return connected;
+  const opening = { toClient: 'HTTP/1.1 200 Connection Established\r\n\r\n', toUpstream: [] };
+  const piped = await relayTracked(ctx, ask.session, socket, connected, opening);
+  return { status: 200, ...piped, rid: connected.rid };
 }

@@ -1,9 +1,18 @@
+import type { IncomingMessage } from 'node:http';
+import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
+import { authority } from '../action/forward.js';
 import type { Admission, TunnelControl } from '../action/live-tunnels.js';
 import type { Refusal } from '../action/respond.js';
-import { writeRawRefusal } from '../action/respond.js';
+import { plainRefusal, writeRawRefusal } from '../action/respond.js';
 import type { Transfer } from '../action/transfer.js';
+import { upstreamFailure } from '../action/transfer.js';
+import type { Opening } from '../action/tunnel.js';
+import { connectUpstream, relay } from '../action/tunnel.js';
+import type { Event, NetworkSubject } from '../event/event.js';
+import type { Ask } from '../pipeline.js';
 import type { ProxyContext } from './context.js';
+import { earlyRefusal } from './context.js';
 import { closedWhileHeld } from './http.js';
 
 /** A transfer and the request id its outcome belongs to. */
@@ -26,6 +35,16 @@ export function track(
   };
 }
 
+/** Refuses a raw-socket request (CONNECT, Upgrade) before it is judged: journaled, then closed. */
+export function rawRefuser(
+  ctx: ProxyContext,
+  req: IncomingMessage,
+  socket: Duplex,
+): (status: number, reason: string, session?: string, headers?: Record<string, string>) => void {
+  return (status, reason, session, headers) =>
+    writeRawRefusal(socket, earlyRefusal(ctx, req, status, reason, session, headers));
+}
+
 export function refused(socket: Duplex, refusal: Refusal): Transfer {
   writeRawRefusal(socket, refusal);
   return { status: refusal.status, bytesUp: 0, bytesDown: 0, error: refusal.reason };
@@ -35,4 +54,72 @@ export function refused(socket: Duplex, refusal: Refusal): Transfer {
 export function gone(socket: Duplex, rid: number | null): Ended {
   socket.destroy();
   return { ...closedWhileHeld, rid };
+}
+
+/**
+ * Takes one of the session's `limits.tunnelsPerSession` slots: returns its release, or the
+ * reason none is free.
+ */
+export function tunnelSlot(ctx: ProxyContext, session: string): (() => void) | string {
+  const open = ctx.tunnels.get(session) ?? 0;
+  if (open >= ctx.limits.tunnelsPerSession) {
+    return `too many open tunnels for this session (limit ${ctx.limits.tunnelsPerSession})`;
+  }
+  ctx.tunnels.set(session, open + 1);
+  return () => {
+    const left = (ctx.tunnels.get(session) ?? 1) - 1;
+    if (left === 0) ctx.tunnels.delete(session);
+    else ctx.tunnels.set(session, left);
+  };
+}
+
+/** A forwarded request's connection to the address its judgement checked. */
+export interface Connected {
+  readonly event: Event;
+  readonly rid: number;
+  readonly upstream: Socket;
+  /** The upstream's authority, for reasons. */
+  readonly name: string;
+}
+
+/**
+ * Judges `ask` and connects to the checked address. A refusal, a client that left while held,
+ * or an upstream that cannot be reached (502/504) ends here, answered on `socket`.
+ */
+export async function judgeAndConnect(
+  ctx: ProxyContext,
+  ask: Ask,
+  socket: Socket,
+): Promise<Connected | Ended> {
+  const ruling = await ctx.pipeline.judge(ask);
+  if (ruling.kind === 'gone') return gone(socket, ruling.rid);
+  if (ruling.kind === 'refuse') return { ...refused(socket, ruling.refusal), rid: ruling.rid };
+  const { event, rid } = ruling;
+  const { port } = event.subject as NetworkSubject;
+  const address = ruling.address as string;
+  const name = authority(address, port);
+  try {
+    const upstream = await connectUpstream(address, port, ctx.limits.connectTimeout);
+    return { event, rid, upstream, name };
+  } catch (err) {
+    const failure = upstreamFailure(err, name);
+    return { ...refused(socket, plainRefusal(failure.status, failure.reason)), rid };
+  }
+}
+
+/** Relays an admitted tunnel while it follows its session among the live tunnels. */
+export async function relayTracked(
+  ctx: ProxyContext,
+  session: string,
+  socket: Socket,
+  { event, rid, upstream }: Connected,
+  opening: Opening,
+): Promise<Omit<Transfer, 'status'>> {
+  const expiresAt = ctx.pipeline.approvalExpiry(event);
+  const untrack = track(ctx, { session, target: event.target, rid, expiresAt });
+  try {
+    return await relay(socket, upstream, ctx.limits.tunnelIdle, opening, untrack.open);
+  } finally {
+    untrack.close();
+  }
 }

@@ -2,19 +2,14 @@ import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { performance } from 'node:perf_hooks';
-import { authority } from '../action/forward.js';
 import { expectationProblem } from '../action/headers.js';
-import { plainRefusal, writeRawRefusal } from '../action/respond.js';
-import { upstreamFailure } from '../action/transfer.js';
-import { connectUpstream, relay } from '../action/tunnel.js';
 import { sendUpgrade } from '../action/upgrade.js';
-import type { NetworkSubject } from '../event/event.js';
 import type { Ask } from '../pipeline.js';
 import type { ProxyContext } from './context.js';
-import { earlyRefusal, heldPresence } from './context.js';
+import { heldPresence } from './context.js';
 import { checkRequest } from './request-checks.js';
 import type { Ended } from './tunnel-track.js';
-import { gone, refused, track } from './tunnel-track.js';
+import { judgeAndConnect, rawRefuser, relayTracked, tunnelSlot } from './tunnel-track.js';
 
 /** `ws:` names the same origin-form request on the same default port as `http:`. */
 const SCHEMES: ReadonlySet<string> = new Set(['http:', 'ws:']);
@@ -33,12 +28,7 @@ export async function handleUpgrade(
 ): Promise<void> {
   const start = performance.now();
   socket.on('error', () => socket.destroy());
-  const refuse = (
-    status: number,
-    reason: string,
-    session?: string,
-    headers?: Record<string, string>,
-  ) => writeRawRefusal(socket, earlyRefusal(ctx, req, status, reason, session, headers));
+  const refuse = rawRefuser(ctx, req, socket);
   const checked = checkRequest(ctx, req, SCHEMES);
   if (!checked.ok) return refuse(checked.status, checked.reason, undefined, checked.headers);
   const { session, client, url } = checked;
@@ -53,15 +43,8 @@ export async function handleUpgrade(
   }
   const expectation = expectationProblem(req);
   if (expectation !== null) return refuse(417, expectation, session);
-  const open = ctx.tunnels.get(session) ?? 0;
-  if (open >= ctx.limits.tunnelsPerSession) {
-    return refuse(
-      429,
-      `too many open tunnels for this session (limit ${ctx.limits.tunnelsPerSession})`,
-      session,
-    );
-  }
-  ctx.tunnels.set(session, open + 1);
+  const release = tunnelSlot(ctx, session);
+  if (typeof release === 'string') return refuse(429, release, session);
   if (head.length > 0) socket.unshift(head);
   try {
     const method = req.method ?? 'GET';
@@ -79,9 +62,7 @@ export async function handleUpgrade(
     if (transfer.rid !== null)
       ctx.pipeline.outcome(transfer.rid, session, transfer, performance.now() - start);
   } finally {
-    const left = (ctx.tunnels.get(session) ?? 1) - 1;
-    if (left === 0) ctx.tunnels.delete(session);
-    else ctx.tunnels.set(session, left);
+    release();
   }
 }
 
@@ -92,39 +73,12 @@ async function upgrade(
   socket: Socket,
   url: URL,
 ): Promise<Ended> {
-  const ruling = await ctx.pipeline.judge(ask);
-  if (ruling.kind === 'gone') return gone(socket, ruling.rid);
-  if (ruling.kind === 'refuse') return { ...refused(socket, ruling.refusal), rid: ruling.rid };
-  const { event, rid } = ruling;
-  const { port } = event.subject as NetworkSubject;
-  const name = authority(ruling.address as string, port);
-  let upstream;
-  try {
-    upstream = await connectUpstream(ruling.address as string, port, ctx.limits.connectTimeout);
-  } catch (err) {
-    const failure = upstreamFailure(err, name);
-    return { ...refused(socket, plainRefusal(failure.status, failure.reason)), rid };
-  }
+  const connected = await judgeAndConnect(ctx, ask, socket);
+  if (!('upstream' in connected)) return connected;
+  const { upstream, name, rid } = connected;
   const answer = await sendUpgrade(socket, req, url, upstream, name, ctx.limits.upstreamTimeout);
   if (answer.kind === 'answered') return { ...answer.transfer, rid };
-  const admission = {
-    session: ask.session,
-    target: event.target,
-    rid,
-    expiresAt: ctx.pipeline.approvalExpiry(event),
-  };
-  const untrack = track(ctx, admission);
-  try {
-    const opening = { toClient: answer.head, toUpstream: [] };
-    const piped = await relay(
-      socket,
-      answer.upstream,
-      ctx.limits.tunnelIdle,
-      opening,
-      untrack.open,
-    );
-    return { status: 101, ...piped, bytesUp: answer.bytesUp + piped.bytesUp, rid };
-  } finally {
-    untrack.close();
-  }
+  const opening = { toClient: answer.head, toUpstream: [] };
+  const piped = await relayTracked(ctx, ask.session, socket, connected, opening);
+  return { status: 101, ...piped, bytesUp: answer.bytesUp + piped.bytesUp, rid };
 }

@@ -147,6 +147,18 @@ describe('an upgrade is a request until the upstream answers 101', () => {
     expect(t.rest).toMatch(/switched protocols before the body was sent/);
     expect(await outcome(g)).toMatchObject({ status: 502 });
   });
+
+  it('a 101 that names no protocol (RFC 9110 § 15.2.2) → 502, nothing relayed', async () => {
+    const g = await start();
+    const got = nextRequest((c) => c.answer('HTTP/1.1 101 Switching Protocols\r\n\r\nnew'));
+    const res = await exchange(g.gw.proxy.port, upgrade() + 'EARLY');
+    expect(res.status).toBe(502);
+    expect(res.body).toMatch(/switched protocols without naming one/);
+    const conn = await got;
+    await waitFor(() => conn.closed);
+    expect(headOnly(conn.got)).toBe(true);
+    expect(await outcome(g)).toMatchObject({ status: 502 });
+  });
 });
 
 describe('bad upgrades: the status and reason of a plain request, one journal record, upstream untouched', () => {
