@@ -76,6 +76,13 @@ export class InnerHttp {
       const why = `malformed request${where(tunnel)} (${err.code ?? err.message})`;
       writeRawRefusal(socket, hooks.refuse(tunnel, 400, why));
     });
+    // A tunnel within a tunnel would hide its requests again (Node would drop it unanswered).
+    this.#server.on('connect', (req: IncomingMessage, socket: Duplex) => {
+      const tunnel = this.#tunnels.get(socket);
+      if (!tunnel) return socket.destroy();
+      const why = `CONNECT${where(tunnel)} is not allowed: send requests, not another tunnel`;
+      writeRawRefusal(socket, hooks.refuse(tunnel, 405, why, req.url ?? ''));
+    });
   }
 
   /** Serves HTTP read from `socket` (the tunnel's bytes, decrypted when TLS) until it closes. */

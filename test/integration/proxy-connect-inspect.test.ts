@@ -132,6 +132,18 @@ describe('plain HTTP inside a CONNECT is judged per request', () => {
     expect(up.seen.length).toBe(before);
   });
 
+  it('a CONNECT inside the tunnel → 405, journaled, nothing opened', async () => {
+    const g = await start();
+    const t = keep(await connectTunnel(g.gw.proxy.port, UP));
+    const before = up.connections;
+    const r = await roundTrip(t.socket, `CONNECT ${UP} HTTP/1.1\r\nHost: ${UP}\r\n\r\n`);
+    expect(r.got).toMatch(/^HTTP\/1\.1 405 /);
+    expect(r.closed).toBe(true);
+    await waitFor(() => refusals(g).length === 1);
+    expect(refusals(g)[0]).toMatchObject({ status: 405, target: UP });
+    expect(up.connections).toBe(before);
+  });
+
   it('an absolute-form request naming another host inside the tunnel → 421', async () => {
     const g = await start();
     const t = keep(await connectTunnel(g.gw.proxy.port, UP));

@@ -7,10 +7,14 @@ import { stringify } from 'yaml';
 import { spawnCli } from '../helpers/cli.js';
 import { curl } from '../helpers/curl.js';
 import { readRecords } from '../helpers/gateway.js';
+import { startSilentServer } from '../helpers/raw.js';
 import { tempDir } from '../helpers/tmp.js';
 import { waitFor } from '../helpers/wait.js';
 
-/** The built CLI drains an in-flight request on SIGTERM, exits 0 and leaves a whole journal. */
+/**
+ * The built CLI on SIGTERM: drains an in-flight request, answers held ones, cuts what outlasts
+ * `limits.drainTimeout`, exits 0 and leaves a whole journal.
+ */
 const seen: string[] = [];
 const slow = createServer((req, res) => {
   seen.push(req.url ?? '');
@@ -22,30 +26,37 @@ afterAll(() => {
   slow.closeAllConnections();
   return new Promise<void>((r) => slow.close(() => r()));
 });
+/** Accepts and reads, never answers: a request to it is still running at any deadline. */
+const silent = await startSilentServer();
+
+/** Starts `trajgate start` on a config with `extra` keys; resolves with it and its proxy URL. */
+async function startCli(extra: Record<string, unknown>) {
+  const dir = tempDir();
+  const journal = join(dir, 'journal.jsonl');
+  const config = join(dir, 'trajgate.yaml');
+  writeFileSync(
+    config,
+    stringify({
+      version: 1,
+      workspace: dir,
+      journal,
+      listen: { proxy: '127.0.0.1:0', bridge: '127.0.0.1:0', admin: '127.0.0.1:0' },
+      ...extra,
+    }),
+  );
+  const cli = spawnCli(['start', '--config', config], { env: { TRAJGATE_LOG_LEVEL: 'warn' } });
+  const banner = await cli.waitFor(/proxy listening on http:\/\/127\.0\.0\.1:\d+/);
+  const port = Number(/proxy listening on http:\/\/127\.0\.0\.1:(\d+)/.exec(banner)?.[1]);
+  return { cli, journal, proxy: `http://127.0.0.1:${port}` };
+}
 
 describe('graceful SIGTERM (trajgate start)', () => {
   it('an in-flight request completes 200, new ones are refused, exit 0, journal complete', async () => {
-    const dir = tempDir();
-    const journal = join(dir, 'journal.jsonl');
-    const config = join(dir, 'trajgate.yaml');
-    writeFileSync(
-      config,
-      stringify({
-        version: 1,
-        workspace: dir,
-        journal,
-        listen: { proxy: '127.0.0.1:0', bridge: '127.0.0.1:0', admin: '127.0.0.1:0' },
-        network: { allow: [`127.0.0.1:${slowPort}`], allowPrivate: ['127.0.0.1/32'] },
-        limits: { drainTimeout: '8s' },
-      }),
-    );
-    const cli = spawnCli(['start', '--config', config], { env: { TRAJGATE_LOG_LEVEL: 'warn' } });
+    const { cli, journal, proxy } = await startCli({
+      network: { allow: [`127.0.0.1:${slowPort}`], allowPrivate: ['127.0.0.1/32'] },
+      limits: { drainTimeout: '8s' },
+    });
     try {
-      const banner = await cli.waitFor(/proxy listening on http:\/\/127\.0\.0\.1:\d+/);
-      const port = Number(/proxy listening on http:\/\/127\.0\.0\.1:(\d+)/.exec(banner)?.[1]);
-      expect(port).toBeGreaterThan(0);
-      const proxy = `http://127.0.0.1:${port}`;
-
       const inFlight = curl(['-x', proxy, `http://127.0.0.1:${slowPort}/slow`]);
       await waitFor(() => seen.includes('/slow'));
       const signalled = Date.now();
@@ -85,6 +96,43 @@ describe('graceful SIGTERM (trajgate start)', () => {
       expect(stoppedAfter).toBeLessThan(5_000);
       // ...and the process exits then too: the drain deadline's timer does not keep it alive.
       expect(exitedAfter).toBeLessThan(5_000);
+    } finally {
+      if (cli.child.exitCode === null) cli.child.kill('SIGKILL');
+    }
+  });
+});
+
+describe('SIGTERM with held and stuck requests', () => {
+  it('answers held requests at once and cuts what still runs at limits.drainTimeout; exit 0', async () => {
+    const { cli, journal, proxy } = await startCli({
+      network: { allow: [`127.0.0.1:${silent.port}`], allowPrivate: ['127.0.0.1/32'] },
+      limits: { drainTimeout: '1s' },
+    });
+    try {
+      const stuck = curl(['-x', proxy, `http://127.0.0.1:${silent.port}/stuck`]);
+      await waitFor(() => silent.connections === 1);
+      // Two unapproved requests: REVIEW, then PAUSE and held (holdTimeout 55 s by default).
+      const stranger = `http://127.0.0.2:${silent.port}`;
+      expect((await curl(['-x', proxy, `${stranger}/first`])).status).toBe(403);
+      const held = curl(['-x', proxy, `${stranger}/second`]);
+      await waitFor(() => readRecords(journal).some((r) => r.type === 'pause'));
+
+      const signalled = Date.now();
+      cli.child.kill('SIGTERM');
+      // The held request is answered first, at once; the stuck one only at the drain deadline.
+      const first = await Promise.race([held.then(() => 'held'), stuck.then(() => 'stuck')]);
+      expect(first).toBe('held');
+      const answered = await held;
+      expect(answered.status).toBe(403);
+      expect(answered.headers['x-trajgate-verdict']).toBe('PAUSE; boundary=network');
+      expect(answered.body).toContain('The gateway is shutting down.');
+
+      const cut = await stuck;
+      expect(cut.exitCode).not.toBe(0); // curl: empty reply from server
+      expect(Date.now() - signalled).toBeGreaterThanOrEqual(900);
+      expect(await cli.exited).toBe(0);
+      expect(Date.now() - signalled).toBeLessThan(5_000); // not upstreamTimeout (30 s)
+      expect(cli.output().stderr).toContain('trajgate: stopped; journal synced');
     } finally {
       if (cli.child.exitCode === null) cli.child.kill('SIGKILL');
     }

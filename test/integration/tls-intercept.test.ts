@@ -585,6 +585,19 @@ describe('trajgate export --har', () => {
       _trajgate: { verdict: 'REVIEW', boundary: 'network' },
     });
     expect(put?.comment).toMatch(/^trajgate REVIEW: network/);
+    // `_trajgate` is the whole decision, as journaled.
+    const putEvent = events(g).find((e) => e.method === 'PUT');
+    expect(putEvent?.count).toBe(1);
+    expect(put?._trajgate).toEqual({
+      rid: putEvent?.seq,
+      seq: putEvent?.seq,
+      verdict: 'REVIEW',
+      boundary: 'network',
+      count: putEvent?.count,
+      reason: putEvent?.reason,
+      approved: false,
+    });
+    expect(put?.comment).toBe(`trajgate REVIEW: network (${putEvent?.reason})`);
 
     // --since drops what came before.
     const since = events(g)[1]?.ts as string;

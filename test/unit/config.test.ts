@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { defaultConfig, loadConfigFile } from '../../src/config/load.js';
+import { defaultConfig, loadConfigFile, parseConfig } from '../../src/config/load.js';
 import { TrajgateError } from '../../src/errors.js';
 
 const fixtures = join(import.meta.dirname, '../fixtures/config');
@@ -78,5 +78,14 @@ describe('valid configs', () => {
       recentEvents: 20,
     });
     expect(config.agents).toBeNull();
+  });
+
+  // README § The forward proxy and § Capture name these defaults.
+  it('a file that leaves them out gets the defaults the README names', () => {
+    const config = parseConfig('version: 1\npolicy: { countBy: target }\n', 'test', '/srv/x');
+    expect(config.policy).toMatchObject({ review: 'block', pause: 'hold', holdTimeout: 55_000 });
+    expect(config.network.ports).toEqual([80, 443]);
+    expect(config.limits.bodyTimeout).toBe(30_000);
+    expect(config.capture).toEqual({ bodies: false, maxBytes: 65_536, redact: true });
   });
 });

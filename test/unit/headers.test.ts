@@ -1,6 +1,13 @@
-import { describe, expect, it } from 'vitest';
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { describe, expect, it, vi } from 'vitest';
 import { downstreamRawHeaders, upstreamRequestHeaders } from '../../src/action/headers.js';
 import { clientAddress, Identity } from '../../src/ingress/identity.js';
+
+// Identity's token comparison is watched: the real timingSafeEqual, counted.
+vi.mock('node:crypto', async (importOriginal) => {
+  const actual = await importOriginal<typeof import('node:crypto')>();
+  return { ...actual, timingSafeEqual: vi.fn(actual.timingSafeEqual) };
+});
 
 describe('hop-by-hop headers (RFC 9110 § 7.6.1)', () => {
   it('drops hop-by-hop fields, fields named in Connection and credentials; replaces Host', () => {
@@ -117,6 +124,24 @@ describe('identity', () => {
     [undefined, { ok: false, reason: 'proxy credentials required (agent id and token)' }],
   ])('%s', (header, expected) => {
     expect(identity.fromProxyAuthorization(header, '10.1.2.3')).toEqual(expected);
+  });
+
+  it('compares SHA-256 digests in constant time, whatever the length or the id given', () => {
+    const sha256 = (s: string) => createHash('sha256').update(s).digest();
+    const compare = vi.mocked(timingSafeEqual);
+    for (const [id, given] of [
+      ['agent-1', token],
+      ['agent-1', 'x'],
+      ['agent-1', `${token}-and-much-longer`],
+      ['agent-9', token],
+    ] as const) {
+      compare.mockClear();
+      identity.fromProxyAuthorization(basic(`${id}:${given}`), '10.1.2.3');
+      expect(compare).toHaveBeenCalledTimes(1);
+      const [a, b] = compare.mock.calls[0] as [Buffer, Buffer];
+      expect(a).toEqual(sha256(given));
+      expect(b).toEqual(sha256(id === 'agent-1' ? token : ''));
+    }
   });
 
   it('names the session by client address without agents', () => {
