@@ -81,7 +81,7 @@ describe('absolute-form requests', () => {
   it('are journaled before they take effect: the event is on disk when the upstream sees it', async () => {
     let journal = '';
     const onDisk: string[] = [];
-    const probe = createServer((req, res) => {
+    const probe = createServer((_req, res) => {
       onDisk.push(readFileSync(journal, 'utf8'));
       res.end('ok\n');
     });
@@ -99,8 +99,8 @@ describe('absolute-form requests', () => {
   });
 });
 
-describe('a held request judged again on resume', () => {
-  it('counts again when it is still unapproved: REVIEW 1, PAUSE 2, then PAUSE 3', async () => {
+describe('requests held while the session is paused', () => {
+  it('judged again on resume, an unapproved one counts again: REVIEW 1, PAUSE 2, PAUSE 3', async () => {
     const g = await start({ policy: { pause: 'hold', holdTimeout: '30s' } });
     const stranger = `http://127.0.0.1:${await freePort()}`;
     expect((await curl(['-x', g.proxyUrl, `${stranger}/first`])).status).toBe(403);
@@ -119,6 +119,23 @@ describe('a held request judged again on resume', () => {
       ['PAUSE', 3],
     ]);
     expect(again).toMatchObject({ rid: second?.seq, target: `${stranger}/second` });
+  });
+
+  it('a blind CONNECT held meanwhile was sent no 200: deny answers it 403, nothing opened', async () => {
+    const g = await start({ policy: { pause: 'hold', holdTimeout: '30s' } });
+    const stranger = `http://127.0.0.1:${await freePort()}`;
+    expect((await curl(['-x', g.proxyUrl, `${stranger}/first`])).status).toBe(403);
+    const held = curl(['-x', g.proxyUrl, `${stranger}/second`]);
+    await waitFor(() => g.gw.sessions.held(SESSION).length === 1);
+    const before = up.connections;
+    const pending = openRaw(g.gw.proxy.port, `CONNECT ${UP} HTTP/1.1\r\nHost: ${UP}\r\n\r\n`);
+    await waitFor(() => g.gw.sessions.held(SESSION).length === 2);
+    g.gw.sessions.deny(SESSION);
+    const t = keep(await pending);
+    expect(t.status).toBe(403);
+    expect(t.headers['x-trajgate-verdict']).toBe('PAUSE; boundary=network');
+    expect((await held).status).toBe(403);
+    expect(up.connections).toBe(before);
   });
 });
 
@@ -187,9 +204,11 @@ describe('upgraded connections and tunnels read per request follow the session',
     });
     const stranger = `http://127.0.0.1:${await freePort()}`;
     const socket = await row.open(g);
-    const ok = (got: string) => (row.target === UP ? /^HTTP\/1\.1 200 [^]*\}$/ : /^ping$/).test(got);
+    const ok = (got: string) =>
+      (row.target === UP ? /^HTTP\/1\.1 200 [^]*\}$/ : /^ping$/).test(got);
     expect(ok(await row.probe(socket))).toBe(true);
-    const change = (c: string) => tunnels(g).filter((t) => t.change === c && t.target === row.target);
+    const change = (c: string) =>
+      tunnels(g).filter((t) => t.change === c && t.target === row.target);
 
     for (const path of ['/one', '/two']) await curl(['-x', g.proxyUrl, `${stranger}${path}`]);
     await waitFor(() => change('frozen').length === 1);

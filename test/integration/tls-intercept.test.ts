@@ -585,10 +585,10 @@ describe('trajgate export --har', () => {
       _trajgate: { verdict: 'REVIEW', boundary: 'network' },
     });
     expect(put?.comment).toMatch(/^trajgate REVIEW: network/);
-    // `_trajgate` is the whole decision, as journaled.
+    // `_trajgate` is the whole decision, as journaled (and the outcome's error, if any).
     const putEvent = events(g).find((e) => e.method === 'PUT');
     expect(putEvent?.count).toBe(1);
-    expect(put?._trajgate).toEqual({
+    expect(put?._trajgate).toMatchObject({
       rid: putEvent?.seq,
       seq: putEvent?.seq,
       verdict: 'REVIEW',
