@@ -146,6 +146,9 @@ const DOTS = /^[.\s]*\.[.\s]*$/;
  * segment, so no reading of it climbs out of a prefix: allowed.
  */
 export function pathProblem(path: string): string | null {
+  // The common path (no escape, dot, backslash, semicolon, control or non-ASCII character)
+  // has no other reading: answered without decoding.
+  if (!MAYBE_AMBIGUOUS.test(path)) return null;
   const shown = JSON.stringify(path.length > 200 ? `${path.slice(0, 200)}…` : path);
   let bytes = path;
   for (let round = 0; ; round++) {
@@ -165,6 +168,8 @@ export function pathProblem(path: string): string | null {
     bytes = bytes.replace(ESCAPE, (e) => String.fromCharCode(parseInt(e.slice(1), 16)));
   }
 }
+
+const MAYBE_AMBIGUOUS = /[^\x21-\x24\x26-\x2d\x2f-\x3a\x3c-\x5b\x5d-\x7e]/;
 
 /** Whether a segment of this reading (decoded bytes, as latin1) is made of dots. */
 function hidesDotSegment(bytes: string): boolean {
