@@ -7,6 +7,8 @@ export type ErrorCode =
   | 'E_CONFIG_YAML'
   | 'E_CONFIG_INVALID'
   | 'E_EVENT_INVALID'
+  | 'E_BODY_UNSUPPORTED'
+  | 'E_PATH_REFUSED'
   | 'E_PATTERN_INVALID'
   | 'E_JOURNAL_CORRUPT'
   | 'E_JOURNAL_WRITE'
@@ -14,6 +16,8 @@ export type ErrorCode =
   | 'E_NOT_PAUSED'
   | 'E_LISTEN'
   | 'E_ADMIN_API'
+  | 'E_GATEWAY'
+  | 'E_TIMEOUT'
   | 'E_USAGE';
 
 export class TrajgateError extends Error {

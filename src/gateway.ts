@@ -20,6 +20,7 @@ import { applyRecord } from './journal/rebuild.js';
 import type { JournalWriter } from './journal/writer.js';
 import { toolMap } from './event/tool-map.js';
 import { createBridgeServer } from './ingress/bridge.js';
+import { SessionOrder } from './ingress/session-order.js';
 import { Identity } from './ingress/identity.js';
 import type { ProxyContext } from './ingress/context.js';
 import { serveHttp } from './ingress/http.js';
@@ -177,6 +178,7 @@ export async function startGateway(
     proxy: reverseProxy,
     tools: toolMap(config.bridge.tools),
     log,
+    order: new SessionOrder(),
   });
   const { tokens, file: adminTokenFile } = adminTokens(config);
   const adminServer = createAdminServer({

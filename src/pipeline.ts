@@ -7,7 +7,13 @@ import { isTrajgateError } from './errors.js';
 import type { Event, EventInput, Source } from './event/event.js';
 import { normalizeEvent } from './event/normalize.js';
 import type { Decision, Guard } from './guard/guard.js';
-import type { RefusalRecord, Summary, Unstamped } from './journal/records.js';
+import type {
+  RefusalRecord,
+  ResultRecord,
+  RootsRecord,
+  Summary,
+  Unstamped,
+} from './journal/records.js';
 import { eventRecord } from './journal/records.js';
 import { boundedTarget, PER_SECOND, RefusalLimiter } from './journal/refusal-limits.js';
 import type { JournalWriter } from './journal/writer.js';
@@ -188,6 +194,20 @@ export class Pipeline {
     return this.sessions.isPaused(session);
   }
 
+  /** The session's workspace (a real path), against which its relative targets resolve. */
+  workspaceFor(session: string): string {
+    return this.guard.policy.workspaceFor(session);
+  }
+
+  /** Journals the roots of a client's roots/list answer removed before the server saw them. */
+  rootsRemoved(record: Unstamped<RootsRecord>): void {
+    try {
+      this.journal.append(record);
+    } catch {
+      // The roots are removed either way; nothing was decided about a trajectory.
+    }
+  }
+
   /** Journals how a request ended (written with the next record: it decides nothing). */
   outcome(rid: number, session: string, transfer: Transfer, durationMs: number): void {
     if (transfer.status === 502 || transfer.status === 504) {
@@ -207,6 +227,16 @@ export class Pipeline {
     } catch {
       // The decision itself is on disk; a lost outcome is reported by the next append.
     }
+  }
+
+  /** The session's recent events, oldest first (the operators' ring). */
+  recent(session: string): readonly Summary[] {
+    return this.review.recent(session);
+  }
+
+  /** Journals a runner's report of how a call ended; it decides nothing. Throws E_JOURNAL_WRITE. */
+  result(record: Unstamped<ResultRecord>): number {
+    return this.journal.append(record);
   }
 
   /**
@@ -260,7 +290,7 @@ export class Pipeline {
       session: ask.session,
       source: ask.source ?? 'proxy',
       ts: Date.now(),
-      workspace: this.guard.policy.workspaceFor(ask.session),
+      workspace: this.workspaceFor(ask.session),
     });
   }
 

@@ -11,6 +11,20 @@ export interface Failure {
   readonly reason: string;
 }
 
+/** Headers describing a request body's bytes, its encoding or its integrity. */
+const BODY_HEADERS = [
+  'content-type',
+  'content-length',
+  'content-encoding',
+  'transfer-encoding',
+  'content-md5',
+  'digest',
+  'content-digest',
+  'repr-digest',
+  'expect',
+  'trailer',
+];
+
 interface Flight {
   readonly body: Buffer | null;
   bytesDown: number;
@@ -20,8 +34,8 @@ interface Flight {
  * The tool bridge's reverse proxy. http-proxy is unmaintained since 2020, so it stays behind
  * this one module: every error is handled (an unhandled 'error' event would kill the process),
  * the upstream has a timeout, and responses are piped as they come (MCP answers may be
- * Server-Sent Events: nothing is buffered). Request bodies arrive already read (the bridge had
- * to parse them) and are replayed with their exact length.
+ * Server-Sent Events: nothing is buffered). A request body is the JSON the bridge judged,
+ * serialised by it: sent as `application/json` with its length, never the client's bytes.
  */
 export class ReverseProxy {
   readonly #proxy: httpProxy;
@@ -50,8 +64,10 @@ export class ReverseProxy {
       const flight = this.#flights.get(req);
       proxyReq.removeHeader('proxy-authorization');
       if (!options.forwardAuthorization) proxyReq.removeHeader('authorization');
+      // The client's headers about its bytes describe bytes that are not sent.
+      for (const name of BODY_HEADERS) proxyReq.removeHeader(name);
       if (flight?.body) {
-        proxyReq.removeHeader('transfer-encoding');
+        proxyReq.setHeader('content-type', 'application/json');
         proxyReq.setHeader('content-length', flight.body.length);
       }
     });

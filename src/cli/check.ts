@@ -1,116 +1,218 @@
-import { readFileSync } from 'node:fs';
+import { addAbortSignal } from 'node:stream';
 import { parseArgs } from 'node:util';
 import { request } from 'undici';
-import { formatHostPort } from '../config/formats.js';
+import { formatHostPort, parseDuration } from '../config/formats.js';
 import { defaultConfig, loadConfigFile } from '../config/load.js';
-import { TrajgateError } from '../errors.js';
-import type { EventInput } from '../event/event.js';
+import { errnoCode, isTrajgateError, TrajgateError } from '../errors.js';
+import { claudeCodeAction } from './claude-code.js';
+import { answerError, judged, recorded } from './check-answer.js';
 
 export const CHECK_USAGE =
-  'trajgate check (--kind K --target T | --hook claude-code) [--bridge URL] [--config FILE]';
+  'trajgate check (--kind K --target T | --hook claude-code) [--bridge URL] [--config FILE] [--timeout 50s]';
+
+const HELP = `usage: ${CHECK_USAGE}
+
+Asks the gateway (POST /events on its bridge) whether an action may happen, for runner hooks.
+Exit 0: go ahead. Exit 2: refused, the reason on stderr. Every failure exits 2 with a one-line
+reason: the gateway unreachable or answering anything but a well-formed ALLOW, unreadable hook
+input, a bad config, no answer in time. Nothing exits 1 (which hooks read as "go ahead").
+
+  --kind K --target T  the action as an event (read, write, command, network, …)
+  --hook claude-code   a Claude Code hook input (JSON) on stdin: PreToolUse is judged;
+                       PostToolUse and PostToolUseFailure record how the call ended (exit 0
+                       once recorded); other hook events exit 0 with nothing judged
+  --bridge URL         the bridge (default: $TRAJGATE_BRIDGE, else listen.bridge of the config)
+  --config FILE        the gateway's config (default: the embedded one)
+  --timeout DURATION   how long to wait in all, a held request included (default 50s, below the
+                       60 s hook timeout of common runners); then exit 2
+
+The agent's bearer token comes from $TRAJGATE_AGENT_TOKEN.`;
 
 /** What the hook convention reads: 0 lets the action run, 2 blocks it with stderr as the reason. */
 const ALLOWED = 0;
 const REFUSED = 2;
+const DEFAULT_TIMEOUT = '50s';
+/** A hook input carries the tool's whole response (a file read, a command's output). */
+const HOOK_INPUT_LIMIT = 32 * 1024 * 1024;
+
+export interface CheckIo {
+  readonly out: (text: string) => void;
+  readonly err: (text: string) => void;
+  readonly stdin: (signal: AbortSignal) => Promise<string>;
+}
+
+/** One request to the bridge; its route says how the answer is read. */
+interface Ask {
+  readonly path: '/events' | '/events/result';
+  readonly body: object;
+  /** The action in words, for the refusal line. */
+  readonly what: string;
+}
 
 /**
- * Asks the bridge's ingest route whether an action may happen, for runner hooks. It exits 0
- * for ALLOW and 2 for a refusal with the reason on stderr (Claude Code's PreToolUse
- * convention). An unreachable gateway is a refusal too: a hook that fails open is no guard.
+ * Asks the bridge's ingest route whether an action may happen, for runner hooks (Claude Code's
+ * PreToolUse convention). Fails closed: anything but a well-formed ALLOW exits 2, never 1, and
+ * `--timeout` bounds the whole run, reading the hook input included.
  */
-export async function check(
-  argv: string[],
-  stderr: (line: string) => void,
-  stdin: () => string,
-): Promise<number> {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    allowPositionals: true,
-    options: {
-      kind: { type: 'string' },
-      target: { type: 'string' },
-      hook: { type: 'string' },
-      bridge: { type: 'string' },
-      config: { type: 'string' },
-    },
-  });
-  const byFlags = values.kind !== undefined && values.target !== undefined;
-  if (
-    positionals.length > 0 ||
-    byFlags === (values.hook !== undefined) ||
-    (values.hook ?? 'claude-code') !== 'claude-code'
-  ) {
-    throw new TrajgateError('E_USAGE', `usage: ${CHECK_USAGE}`);
-  }
-  const event: EventInput = byFlags
-    ? { kind: values.kind as string, target: values.target as string }
-    : claudeCodeEvent(stdin());
-  const config = values.config === undefined ? defaultConfig() : loadConfigFile(values.config);
-  const base =
-    values.bridge ??
-    process.env.TRAJGATE_BRIDGE ??
-    `http://${formatHostPort(config.listen.bridge)}`;
-  const token = process.env.TRAJGATE_AGENT_TOKEN;
-  let answer: { verdict?: string; reason?: string; message?: string; error?: { message: string } };
+export async function check(argv: string[], io: CheckIo): Promise<number> {
+  const deadline = new AbortController();
+  let timer: NodeJS.Timeout | undefined;
+  let ask: Ask | null = null;
   try {
-    const res = await request(new URL('/events', base), {
+    const { values, positionals } = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      options: {
+        kind: { type: 'string' },
+        target: { type: 'string' },
+        hook: { type: 'string' },
+        bridge: { type: 'string' },
+        config: { type: 'string' },
+        timeout: { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    });
+    if (values.help) {
+      io.out(HELP);
+      return ALLOWED;
+    }
+    const flags = [values.kind, values.target].filter((v) => v !== undefined).length;
+    if (positionals.length > 0 || flags === 1 || (flags === 2) === (values.hook !== undefined))
+      throw new TrajgateError('E_USAGE', `usage: ${CHECK_USAGE}`);
+    if (values.hook !== undefined && values.hook !== 'claude-code')
+      throw new TrajgateError('E_USAGE', `unknown --hook ${values.hook} (known: claude-code)`);
+    const timeout = values.timeout ?? DEFAULT_TIMEOUT;
+    const ms = parseDuration(/^\d+(\.\d+)?$/.test(timeout) ? `${timeout}s` : timeout);
+    if (ms === undefined || ms <= 0)
+      throw new TrajgateError('E_USAGE', `--timeout ${timeout} is not a positive duration (50s)`);
+    timer = setTimeout(() => deadline.abort(), ms);
+
+    if (flags === 2) {
+      const event = { kind: values.kind as string, target: values.target as string };
+      ask = { path: '/events', body: event, what: `${event.kind} ${event.target}` };
+    } else {
+      const action = claudeCodeAction(await hookInput(io, deadline.signal, timeout));
+      if (action.type === 'none') return ALLOWED;
+      const e = action.type === 'judge' ? action.event : action.result;
+      const path = action.type === 'judge' ? '/events' : '/events/result';
+      ask = { path, body: e, what: `${e.kind} ${e.target}` };
+    }
+    const base = bridgeUrl(values.bridge, values.config);
+    const { status, text } = await post(base, ask, deadline.signal).catch((err: unknown) => {
+      if (!deadline.signal.aborted) throw err;
+      throw new TrajgateError(
+        'E_TIMEOUT',
+        `no answer within ${timeout} (a paused session is held until an operator decides)`,
+      );
+    });
+    if (ask.path === '/events/result') {
+      recorded(status, text);
+      return ALLOWED;
+    }
+    const refusal = judged(status, text);
+    if (refusal === null) return ALLOWED;
+    io.err(refusal);
+    return REFUSED;
+  } catch (err) {
+    const why = oneLine(reasonOf(err));
+    // A PostToolUse exit 2 shows stderr to the model but cannot undo the call: it is told that
+    // its trajectory lost a record, as every failure here is a 2 (1 would read as "fine").
+    io.err(
+      ask?.path === '/events/result'
+        ? `trajgate: cannot record the result of ${ask.what}: ${why} (the call already ran)`
+        : `trajgate: ${why}; refusing ${ask?.what ?? 'the action'}`,
+    );
+    return REFUSED;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+async function hookInput(io: CheckIo, signal: AbortSignal, timeout: string): Promise<string> {
+  try {
+    return await io.stdin(signal);
+  } catch (err) {
+    if (signal.aborted)
+      throw new TrajgateError('E_TIMEOUT', `no hook input on stdin within ${timeout}`);
+    if (isTrajgateError(err)) throw err;
+    throw new TrajgateError('E_INPUT_READ', `cannot read the hook input on stdin (${msg(err)})`);
+  }
+}
+
+/** The bridge to ask: --bridge, $TRAJGATE_BRIDGE, or listen.bridge of the config. */
+function bridgeUrl(flag: string | undefined, configFile: string | undefined): URL {
+  const config = configFile === undefined ? null : loadConfigFile(configFile);
+  const text =
+    flag ||
+    process.env.TRAJGATE_BRIDGE ||
+    `http://${formatHostPort((config ?? defaultConfig()).listen.bridge)}`;
+  const url = URL.canParse(text) ? new URL(text) : null;
+  if (url === null || (url.protocol !== 'http:' && url.protocol !== 'https:'))
+    throw new TrajgateError('E_USAGE', `bridge ${JSON.stringify(text)} is not an http(s) URL`);
+  return url;
+}
+
+/** POSTs the ask; undici's own timeouts are off, the deadline's signal bounds it all. */
+async function post(
+  base: URL,
+  ask: Ask,
+  signal: AbortSignal,
+): Promise<{ status: number; text: string }> {
+  const token = process.env.TRAJGATE_AGENT_TOKEN;
+  const where = base.href.replace(/\/$/, '');
+  try {
+    const res = await request(new URL(ask.path, base), {
       method: 'POST',
       headers: {
         'content-type': 'application/json',
         ...(token ? { authorization: `Bearer ${token}` } : {}),
       },
-      body: JSON.stringify(event),
-      headersTimeout: 120_000,
+      body: JSON.stringify(ask.body),
+      signal,
+      headersTimeout: 0,
+      bodyTimeout: 0,
     });
-    answer = (await res.body.json()) as typeof answer;
+    return { status: res.statusCode, text: await answerText(res.body) };
   } catch (err) {
-    stderr(
-      `trajgate: cannot reach the gateway at ${base} (${(err as Error).message}); refusing ${event.kind} ${event.target}`,
-    );
-    return REFUSED;
+    if (signal.aborted || isTrajgateError(err)) throw err;
+    throw answerError(`cannot reach the gateway at ${where} (${msg(err)})`);
   }
-  if (answer.verdict === 'ALLOW') return ALLOWED;
-  stderr(
-    answer.message?.trim() ||
-      `trajgate: ${answer.verdict ?? 'refused'}: ${answer.reason ?? answer.error?.message ?? ''}`,
-  );
-  return REFUSED;
 }
 
-/**
- * Claude Code's PreToolUse input (JSON on stdin: tool_name, tool_input, cwd) as an event:
- * Bash runs a command in cwd, Write/Edit/MultiEdit/NotebookEdit write a file, Read reads one,
- * WebFetch is network access; other tools are `tool` events by name.
- */
-export function claudeCodeEvent(text: string): EventInput {
-  let input: { tool_name?: unknown; tool_input?: Record<string, unknown>; cwd?: unknown };
+/** Reads the answer; past a megabyte it is no answer of the gateway's. */
+async function answerText(body: AsyncIterable<Buffer>): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    size += chunk.length;
+    if (size > 1024 * 1024) throw answerError('the gateway answered more than 1 MiB');
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/** Standard input, whole, as UTF-8 (a hook input is JSON), until the signal aborts it. */
+export async function readStdin(signal: AbortSignal): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of addAbortSignal(signal, process.stdin) as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > HOOK_INPUT_LIMIT)
+      throw new TrajgateError('E_INPUT_READ', `hook input on stdin is larger than 32 MiB`);
+    chunks.push(chunk);
+  }
   try {
-    input = JSON.parse(text) as typeof input;
+    return new TextDecoder('utf-8', { fatal: true }).decode(Buffer.concat(chunks));
   } catch {
-    throw new TrajgateError('E_EVENT_INVALID', 'hook input on stdin is not JSON');
-  }
-  const tool = typeof input.tool_name === 'string' ? input.tool_name : '';
-  const args = input.tool_input ?? {};
-  const str = (v: unknown) => (typeof v === 'string' && v !== '' ? v : null);
-  if (tool === '') throw new TrajgateError('E_EVENT_INVALID', 'hook input has no "tool_name"');
-  // Without the field its target comes from, a tool is judged by name: never waved through.
-  const as = (kind: string, target: string | null): EventInput =>
-    target === null ? { kind: 'tool', target: tool } : { kind, target };
-  switch (tool) {
-    case 'Bash':
-      return as('command', str(input.cwd));
-    case 'Write':
-    case 'Edit':
-    case 'MultiEdit':
-    case 'NotebookEdit':
-      return as('write', str(args.file_path) ?? str(args.notebook_path));
-    case 'Read':
-      return as('read', str(args.file_path));
-    case 'WebFetch':
-      return as('network', str(args.url));
-    default:
-      return { kind: 'tool', target: tool };
+    throw new TrajgateError('E_INPUT_READ', 'hook input on stdin is not UTF-8');
   }
 }
 
-export const readStdin = (): string => readFileSync(0, 'utf8');
+function reasonOf(err: unknown): string {
+  if (isTrajgateError(err)) return [err.message, ...err.details].join('; ');
+  if (errnoCode(err)?.startsWith('ERR_PARSE_ARGS')) return `${msg(err)} (usage: ${CHECK_USAGE})`;
+  return `internal error: ${msg(err)}`;
+}
+
+const msg = (err: unknown): string => (err instanceof Error ? err.message : String(err));
+const oneLine = (text: string): string => text.replace(/\s*\n\s*/g, ' ');

@@ -15,6 +15,7 @@ import { bufferedOutput } from './io.js';
 import { operator, OPERATOR_USAGE } from './operator.js';
 import { REPLAY_USAGE, replay } from './replay.js';
 import { START_USAGE, start } from './start.js';
+import { terminalLines } from './table.js';
 
 const VERSION = (
   JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
@@ -34,7 +35,8 @@ const USAGE = `usage:
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
   const out = bufferedOutput(process.stdout, process.stderr);
-  const log = (line: string) => process.stderr.write(line + '\n');
+  // Errors and check's refusals quote agents' targets: made safe for a terminal.
+  const log = (line: string) => process.stderr.write(terminalLines(line) + '\n');
   try {
     switch (command) {
       case 'start':
@@ -46,7 +48,11 @@ async function main(argv: string[]): Promise<number> {
       case 'export':
         return exportCommand(rest, (line) => process.stdout.write(line + '\n'), VERSION);
       case 'check':
-        return await check(rest, log, readStdin);
+        return await check(rest, {
+          out: (text) => process.stdout.write(text + '\n'),
+          err: log,
+          stdin: readStdin,
+        });
       case 'check-config':
         return checkConfig(rest, (line) => process.stdout.write(line + '\n'));
       case 'sessions':

@@ -7,7 +7,7 @@ import { errnoCode, TrajgateError } from '../errors.js';
 import { adminTokenFile } from '../review/admin-token.js';
 import type { SessionView } from '../review/api.js';
 import type { EventRecord } from '../journal/records.js';
-import { table } from './table.js';
+import { table, terminalJson, terminalText } from './table.js';
 
 export const OPERATOR_USAGE = [
   'trajgate sessions [--json]',
@@ -18,12 +18,17 @@ export const OPERATOR_USAGE = [
   '  (each takes --admin URL and --config FILE; the token comes from TRAJGATE_ADMIN_TOKEN or the data folder)',
 ];
 
-/** The operator commands: thin clients of the admin API, tables for people, --json for scripts. */
+/**
+ * The operator commands: thin clients of the admin API, tables for people, --json for scripts.
+ * Session ids and targets come from agents: every line is made safe for a terminal.
+ */
 export async function operator(
   command: string,
   argv: string[],
-  print: (line: string) => void,
+  write: (line: string) => void,
 ): Promise<number> {
+  // Tables are made safe cell by cell; these lines as a whole.
+  const print = (line: string) => write(terminalText(line));
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
@@ -52,14 +57,14 @@ export async function operator(
   switch (command) {
     case 'sessions':
       result = await client.call('GET', '/api/sessions');
-      if (!values.json) print(sessionsTable((result as { sessions: SessionView[] }).sessions));
+      if (!values.json) write(sessionsTable((result as { sessions: SessionView[] }).sessions));
       break;
     case 'events': {
       const query = new URLSearchParams();
       if (values.limit) query.set('limit', values.limit);
       if (values.before) query.set('before', values.before);
       result = await client.call('GET', `${path}/events?${query}`);
-      if (!values.json) print(eventsTable((result as { events: EventRecord[] }).events));
+      if (!values.json) write(eventsTable((result as { events: EventRecord[] }).events));
       break;
     }
     case 'approve':
@@ -85,7 +90,7 @@ export async function operator(
         );
       break;
   }
-  if (values.json) print(JSON.stringify(result));
+  if (values.json) write(terminalJson(result));
   return 0;
 }
 

@@ -3,17 +3,17 @@ import type { Readable } from 'node:stream';
 import { parseArgs } from 'node:util';
 import type { Config } from '../config/load.js';
 import { errnoCode, isTrajgateError, TrajgateError } from '../errors.js';
-import type { EventInput } from '../event/event.js';
 import { normalizeEvent } from '../event/normalize.js';
 import type { PathResolver } from '../event/paths.js';
 import { memoPathReadings } from '../event/paths.js';
-import { describe, validateEventInput } from '../event/validate.js';
+import { describe, validateRecordedEvent } from '../event/validate.js';
 import type { Decision } from '../guard/guard.js';
 import { formatVerdict, Guard } from '../guard/guard.js';
 import { compilePolicy } from '../guard/compile.js';
 import { applyRecord } from '../journal/rebuild.js';
 import type { JournalRecord } from '../journal/records.js';
 import { configFrom, readLines, type Output } from './io.js';
+import { terminalJson } from './table.js';
 
 export const REPLAY_USAGE =
   'trajgate replay FILE.jsonl|- [--config FILE] [--workspace DIR] [--json]';
@@ -61,7 +61,7 @@ export async function replay(argv: string[], out: Output): Promise<number> {
       const [record, decision] = decided;
       out.write(
         values.json
-          ? JSON.stringify({ line: first + i, ...record, ...decision })
+          ? terminalJson({ line: first + i, ...record, ...decision })
           : formatVerdict(decision),
       );
     }
@@ -94,7 +94,7 @@ function judgeLine(
     applyRecord(guard, value as JournalRecord);
     return null;
   }
-  const input: EventInput = validateEventInput(value, config.kinds);
+  const { input, approved } = validateRecordedEvent(value, config.kinds);
   if (typeof session !== 'string' || session === '') {
     throw new TrajgateError(
       'E_EVENT_INVALID',
@@ -108,6 +108,7 @@ function judgeLine(
       source: 'replay',
       ts: timeOf(ts, now),
       workspace: guard.policy.workspaceFor(session),
+      approved,
     },
     paths,
   );

@@ -229,7 +229,13 @@ export const configSchema = z.strictObject({
         .array(
           z.strictObject({
             method: z.string().regex(/^[A-Za-z]{1,16}$/, 'expected an HTTP method'),
-            path: z.string().startsWith('/', 'expected a path starting with /'),
+            // Plain, so that it means one thing: requests are matched in this form.
+            path: z
+              .string()
+              .regex(
+                /^(?!.*\/\/)\/(?!(?:.*\/)?\.\.?(?:\/|$))[^%\\;?#\s]*$/,
+                'expected a path starting with / without %, \\, ;, ?, #, // or . and .. segments',
+              ),
             kind: name('a kind'),
             target: z
               .string()

@@ -37,14 +37,18 @@ export interface OpaqueSubject {
 
 export type Subject = PathSubject | NetworkSubject | OpaqueSubject;
 
-/** What a caller hands in: the seed article's event with optional extras. */
+/**
+ * What a caller hands in: the seed article's event with optional extras. No `approved`: only
+ * an operator approves, so live traffic cannot carry it (replay passes it in EventContext).
+ */
 export interface EventInput {
   readonly kind: string;
   readonly target: string;
-  readonly approved?: boolean;
   readonly method?: string;
   /** A network target the ingress has already parsed (saves parsing it twice per request). */
   readonly url?: URL;
+  /** A path target the ingress has already resolved: judged as it will be forwarded. */
+  readonly readings?: Omit<PathSubject, 'type'>;
 }
 
 export interface Event {

@@ -10,6 +10,8 @@ export interface EventContext {
   readonly ts: number;
   /** The session's workspace (already a real path); relative targets resolve against it. */
   readonly workspace: string;
+  /** A recorded event marked approved (replay only; live events are approved by operators). */
+  readonly approved?: boolean;
 }
 
 /** Turns what an agent tried into the event the guard judges. Throws E_EVENT_INVALID. */
@@ -22,7 +24,7 @@ export function normalizeEvent(
   return {
     kind: input.kind,
     target: input.target,
-    approved: input.approved === true,
+    approved: ctx.approved === true,
     session: ctx.session,
     source: ctx.source,
     ts: ctx.ts,
@@ -33,6 +35,7 @@ export function normalizeEvent(
 
 function subjectOf(input: EventInput, workspace: string, paths: PathResolver): Subject {
   if (input.kind === 'network') return parseNetworkTarget(input.target, input.method, input.url);
-  if (PATH_KINDS.has(input.kind)) return { type: 'path', ...paths(input.target, workspace) };
+  if (PATH_KINDS.has(input.kind))
+    return { type: 'path', ...(input.readings ?? paths(input.target, workspace)) };
   return { type: 'opaque', value: input.target };
 }

@@ -1,6 +1,6 @@
-import { lstatSync, readlinkSync, realpathSync } from 'node:fs';
+import { lstatSync, readdirSync, readlinkSync, realpathSync } from 'node:fs';
 import { isAbsolute, join, posix } from 'node:path';
-import { errnoCode } from '../errors.js';
+import { errnoCode, TrajgateError } from '../errors.js';
 
 /** Errors that mean "this part of the path does not exist (yet)": keep walking lexically. */
 const MISSING = new Set(['ENOENT', 'ENOTDIR']);
@@ -11,12 +11,18 @@ const MISSING = new Set(['ENOENT', 'ENOTDIR']);
  * so `ws/link/../x` follows `link` before `..` (a lexical normalise would keep it inside);
  * components after the first missing one cannot be links and are joined lexically.
  * Returns null when the path cannot be resolved (a loop, no permission): callers treat that
- * as outside, failing closed.
+ * as outside, failing closed. With `unicode`, a missing component is read as the one entry of
+ * its folder equal to it under NFC, as server-filesystem does (two such entries: E_PATH_REFUSED).
  */
-export function physicalPath(target: string, base: string, depth = 0): string | null {
+export function physicalPath(
+  target: string,
+  base: string,
+  options: PathOptions = {},
+  depth = 0,
+): string | null {
   if (depth > MAX_LINKS) return null;
   const abs = isAbsolute(target) ? target : join(base, target);
-  const quick = PLAIN.test(abs) ? plainPath(abs) : undefined;
+  const quick = PLAIN.test(abs) ? plainPath(abs, options) : undefined;
   if (quick !== undefined) return quick;
   const whole = tryRealpath(abs);
   if (whole !== undefined) return whole;
@@ -29,11 +35,12 @@ export function physicalPath(target: string, base: string, depth = 0): string | 
       exists = true;
       continue;
     }
-    const next = cur === '/' ? `/${part}` : `${cur}/${part}`;
+    let next = child(cur, part);
     if (!exists) {
       cur = next;
       continue;
     }
+    if (options.unicode) next = twin(cur, part) ?? next;
     const real = tryRealpath(next);
     if (real === null) return null;
     if (real === undefined) {
@@ -41,7 +48,7 @@ export function physicalPath(target: string, base: string, depth = 0): string | 
       const link = linkTarget(next);
       if (link === null) return null;
       if (link !== undefined) {
-        const followed = physicalPath(link, cur, depth + 1);
+        const followed = physicalPath(link, cur, options, depth + 1);
         if (followed === null) return null;
         cur = followed;
         continue;
@@ -53,8 +60,39 @@ export function physicalPath(target: string, base: string, depth = 0): string | 
   return cur;
 }
 
+export interface PathOptions {
+  /** Match a missing component to a Unicode-equivalent entry (the tool server does). */
+  readonly unicode?: boolean;
+}
+
 /** Links followed before giving up, as the kernel's ELOOP limit (40 on Linux). */
 const MAX_LINKS = 40;
+
+const child = (dir: string, name: string): string => (dir === '/' ? `/${name}` : `${dir}/${name}`);
+
+/**
+ * The entry of `dir` that `name` stands for when `name` itself is missing but an entry with
+ * the same NFC form exists (NFD `cafe\u0301` for NFC `café`); undefined when none is needed.
+ */
+function twin(dir: string, name: string): string | undefined {
+  const path = child(dir, name);
+  let entries: string[];
+  try {
+    if (lstatSync(path, { throwIfNoEntry: false }) !== undefined) return undefined;
+    entries = readdirSync(dir);
+  } catch {
+    return undefined;
+  }
+  const nfc = name.normalize('NFC');
+  const equal = entries.filter((e) => e !== name && e.normalize('NFC') === nfc);
+  if (equal.length > 1) {
+    throw new TrajgateError(
+      'E_PATH_REFUSED',
+      `${JSON.stringify(path)} names no entry, and ${equal.length} entries of ${dir} are the same name in Unicode (${equal.map((e) => JSON.stringify(e)).join(', ')}): name one exactly`,
+    );
+  }
+  return equal.length === 1 ? child(dir, equal[0] as string) : undefined;
+}
 
 /** No `.` or `..` segments: the common case, resolved without walking. */
 const PLAIN = /^\/(?!.*(?:^|\/)\.\.?(?:\/|$))/;
@@ -63,7 +101,7 @@ const PLAIN = /^\/(?!.*(?:^|\/)\.\.?(?:\/|$))/;
  * Two syscalls and no exception for the usual target, an existing file or a new file in an
  * existing folder (a thrown ENOENT costs more than the syscall). Undefined: walk instead.
  */
-function plainPath(abs: string): string | null | undefined {
+function plainPath(abs: string, options: PathOptions): string | null | undefined {
   let stat;
   try {
     stat = lstatSync(abs, { throwIfNoEntry: false });
@@ -74,6 +112,7 @@ function plainPath(abs: string): string | null | undefined {
     return stat.isSymbolicLink() ? (tryRealpath(abs) ?? undefined) : tryRealpath(abs);
   const dir = tryRealpath(posix.dirname(abs));
   if (typeof dir !== 'string') return dir === null ? null : undefined;
+  if (options.unicode && twin(dir, posix.basename(abs)) !== undefined) return undefined;
   return dir === '/' ? `/${posix.basename(abs)}` : `${dir}/${posix.basename(abs)}`;
 }
 
@@ -101,11 +140,15 @@ function tryRealpath(p: string): string | null | undefined {
  * `path.resolve` does) and then follow links; when the two readings differ, both are kept and
  * the guard treats the target as inside only if both are.
  */
-export function pathReadings(target: string, base: string): PathReadings {
+export function pathReadings(
+  target: string,
+  base: string,
+  options: PathOptions = {},
+): PathReadings {
   const abs = isAbsolute(target) ? target : join(base, target);
-  const path = physicalPath(abs, '/');
+  const path = physicalPath(abs, '/', options);
   if (!abs.split('/').includes('..')) return { path, alias: null };
-  const alias = physicalPath(posix.normalize(abs), '/');
+  const alias = physicalPath(posix.normalize(abs), '/', options);
   if (alias === null) return { path: null, alias: null };
   return { path, alias: alias === path ? null : alias };
 }

@@ -1,6 +1,5 @@
 import { TrajgateError } from '../errors.js';
 import { describe } from './validate.js';
-import type { EventInput } from './event.js';
 
 /** One event a tool call makes: its kind, and the argument path that holds its target. */
 export interface ToolEventSpec {
@@ -44,45 +43,69 @@ export function toolMap(
   return map;
 }
 
+/** One target a tool call names: its event, and where in the arguments its value sits. */
+export interface ToolTarget {
+  readonly kind: string;
+  readonly target: string;
+  /** Replaces the value in the call's arguments (to forward the path judged). */
+  set(value: string): void;
+}
+
 /**
- * The events a tool call makes, or null for a tool the map does not know. A mapped target
- * that is missing or not a string is an error (E_EVENT_INVALID) naming the argument: a call
- * whose target cannot be read cannot be judged, so it is refused.
+ * The targets of a tool call, or null for a tool the map does not know. A mapped target that
+ * is missing or not a string is an error (E_EVENT_INVALID) naming the argument: a call whose
+ * target cannot be read cannot be judged, so it is refused.
  */
-export function toolEvents(
+export function toolTargets(
   map: ToolMap,
   name: string,
   args: Record<string, unknown>,
-): EventInput[] | null {
+): ToolTarget[] | null {
   // Own keys only: a tool named `constructor` or `__proto__` is unmapped, not Object's.
   if (!Object.hasOwn(map, name)) return null;
   const specs = map[name] as readonly ToolEventSpec[];
-  const events: EventInput[] = [];
-  for (const spec of specs) {
-    for (const target of argumentValues(args, spec.target, name))
-      events.push({ kind: spec.kind, target });
-  }
-  return events;
+  return specs.flatMap((spec) =>
+    argumentSlots(args, spec.target, name).map(({ value, set }) => ({
+      kind: spec.kind,
+      target: value,
+      set,
+    })),
+  );
 }
 
-function argumentValues(args: Record<string, unknown>, path: string, tool: string): string[] {
-  let values: unknown[] = [args];
+interface Slot {
+  readonly value: string;
+  set(value: string): void;
+}
+
+function argumentSlots(args: Record<string, unknown>, path: string, tool: string): Slot[] {
+  // Each value with the object or array holding it and its key there.
+  let found: { value: unknown; holder: object; key: string | number }[] = [
+    { value: args, holder: {}, key: '' },
+  ];
   for (const part of path.split('.')) {
     const each = part.endsWith('[]');
     const key = each ? part.slice(0, -2) : part;
-    const next: unknown[] = [];
-    for (const v of values) {
-      const child =
-        typeof v === 'object' && v !== null ? (v as Record<string, unknown>)[key] : undefined;
-      if (!each) next.push(child);
-      else if (Array.isArray(child)) next.push(...child);
+    const next: typeof found = [];
+    for (const { value: v } of found) {
+      const holder = typeof v === 'object' && v !== null ? v : {};
+      const child: unknown = Object.hasOwn(holder, key)
+        ? (holder as Record<string, unknown>)[key]
+        : undefined;
+      if (!each) next.push({ value: child, holder, key });
+      else if (Array.isArray(child))
+        next.push(...child.map((value: unknown, i) => ({ value, holder: child, key: i })));
       else throw badArgument(tool, path, child, 'an array');
     }
-    values = next;
+    found = next;
   }
-  return values.map((v) => {
-    if (typeof v !== 'string' || v === '') throw badArgument(tool, path, v, 'a non-empty string');
-    return v;
+  return found.map(({ value, holder, key }) => {
+    if (typeof value !== 'string' || value === '')
+      throw badArgument(tool, path, value, 'a non-empty string');
+    // Defined, not assigned: an own `__proto__` key would otherwise hit Object's setter.
+    const set = (v: string) =>
+      void Object.defineProperty(holder, key, { value: v, enumerable: true, writable: true });
+    return { value, set };
   });
 }
 

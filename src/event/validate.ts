@@ -3,37 +3,76 @@ import type { EventInput } from './event.js';
 
 const METHOD = /^[A-Za-z]{1,16}$/;
 
+/** Set by an operator (`approved`, `approvedBy`) or by trajgate (the rest), never by an agent. */
+const NOT_FROM_AGENTS = [
+  'approved',
+  'approvedBy',
+  'denied',
+  'verdict',
+  'session',
+  'source',
+  'ts',
+  'seq',
+];
+
+const fail = (what: string): never => {
+  throw new TrajgateError('E_EVENT_INVALID', what);
+};
+
 /**
- * Checks an event as it arrives from outside (a replay line, an ingest body): an object with a
- * known `kind` and a non-empty string `target`; `approved` and `method` optional. Each problem
+ * Checks an event an agent sends (an ingest body): an object with a known `kind` and a
+ * non-empty string `target`, `method` optional. A field only an operator or the gateway sets
+ * is refused, not ignored: the sender learns that approval is an operator's act. Each problem
  * names its field; the caller adds where the event came from.
  */
 export function validateEventInput(value: unknown, knownKinds: ReadonlySet<string>): EventInput {
-  const fail = (what: string): never => {
-    throw new TrajgateError('E_EVENT_INVALID', what);
-  };
+  const fields = objectOf(value);
+  const taken = NOT_FROM_AGENTS.find((k) => Object.hasOwn(fields, k));
+  if (taken === 'approved' || taken === 'approvedBy') {
+    return fail(
+      `"${taken}" cannot come from an agent: only an operator approves (trajgate approve, the review page)`,
+    );
+  }
+  if (taken !== undefined)
+    return fail(`"${taken}" is set by trajgate, not by the sender: remove it`);
+  return eventOf(fields, knownKinds);
+}
+
+/**
+ * A recorded event (a replay line, a journal record, which carries the fields above): `kind`,
+ * `target` and `method` checked as for an agent's, `approved` taken as the record says.
+ */
+export function validateRecordedEvent(
+  value: unknown,
+  knownKinds: ReadonlySet<string>,
+): { input: EventInput; approved: boolean } {
+  const fields = objectOf(value);
+  const { approved } = fields;
+  if (approved !== undefined && typeof approved !== 'boolean') {
+    return fail(`"approved" must be true or false, got ${describe(approved)}`);
+  }
+  return { input: eventOf(fields, knownKinds), approved: approved === true };
+}
+
+function objectOf(value: unknown): Record<string, unknown> {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     return fail('expected a JSON object with "kind" and "target"');
   }
-  const { kind, target, approved, method } = value as Record<string, unknown>;
+  return value as Record<string, unknown>;
+}
+
+function eventOf(fields: Record<string, unknown>, knownKinds: ReadonlySet<string>): EventInput {
+  const { kind, target, method } = fields;
   if (typeof kind !== 'string') return fail(`"kind" must be a string, got ${describe(kind)}`);
   if (!knownKinds.has(kind)) {
     return fail(`unknown kind ${JSON.stringify(kind)} (known: ${[...knownKinds].join(', ')})`);
   }
   if (typeof target !== 'string') return fail(`"target" must be a string, got ${describe(target)}`);
   if (target === '') return fail('"target" is empty');
-  if (approved !== undefined && typeof approved !== 'boolean') {
-    return fail(`"approved" must be true or false, got ${describe(approved)}`);
-  }
   if (method !== undefined && (typeof method !== 'string' || !METHOD.test(method))) {
     return fail(`"method" must be an HTTP method name, got ${describe(method)}`);
   }
-  return {
-    kind,
-    target,
-    ...(approved === undefined ? {} : { approved }),
-    ...(method === undefined ? {} : { method }),
-  };
+  return method === undefined ? { kind, target } : { kind, target, method };
 }
 
 export function describe(value: unknown): string {

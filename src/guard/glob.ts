@@ -1,12 +1,18 @@
 /**
  * Target patterns for boundaries and non-network approvals: `*` and `?` stay within one path
  * segment, `**` crosses segments, `**\/` may match no directory at all and a trailing `/**`
- * also matches the directory itself (so `**\/.ssh/**` covers listing `~/.ssh`).
+ * also matches the directory itself (so `**\/.ssh/**` covers listing `~/.ssh`). A backslash
+ * makes the next `*`, `?` or `\` literal, so any target can be approved as itself alone.
+ * Literal text ends where it ends: `/x` matches `/x`, never `/xyz` or `/x/y`.
  */
 export function globToRegExp(glob: string): RegExp {
   let re = '';
   for (let i = 0; i < glob.length; i++) {
     const c = glob[i] as string;
+    if (c === '\\' && /[*?\\]/.test(glob[i + 1] ?? '')) {
+      re += `\\${glob[++i]}`;
+      continue;
+    }
     if (c === '/' && glob.slice(i) === '/**') {
       re += '(?:/.*)?';
       break;

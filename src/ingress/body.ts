@@ -1,4 +1,9 @@
-import type { IncomingMessage } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
+import { promisify } from 'node:util';
+import { brotliDecompress, gunzip, inflate } from 'node:zlib';
+import type { ErrorCode } from '../errors.js';
+import { isTrajgateError, TrajgateError } from '../errors.js';
+import { parseStrictJson } from './strict-json.js';
 
 /** A request body larger than the limit: answered 413 without reading further. */
 export class BodyTooLarge extends Error {
@@ -6,6 +11,26 @@ export class BodyTooLarge extends Error {
     super(`request body is larger than ${limit} bytes`);
   }
 }
+
+/** A body trajgate cannot read the way the next parser would: 415 (how it is sent) or 400. */
+export class BodyRefused extends TrajgateError {
+  constructor(
+    readonly status: 400 | 415,
+    code: ErrorCode,
+    message: string,
+  ) {
+    super(code, message);
+  }
+}
+
+type Decoder = (body: Buffer, options: { maxOutputLength: number }) => Promise<Buffer>;
+const DECODERS: Readonly<Record<string, Decoder>> = {
+  gzip: promisify(gunzip),
+  'x-gzip': promisify(gunzip),
+  deflate: promisify(inflate),
+  br: promisify(brotliDecompress),
+};
+const UTF8 = new TextDecoder('utf-8', { fatal: true });
 
 /**
  * Reads a whole request body, refusing past `limit` (before reading, when Content-Length says
@@ -31,4 +56,76 @@ export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
     req.once('end', () => resolve(Buffer.concat(chunks)));
     req.once('error', reject);
   });
+}
+
+/**
+ * A JSON body, read the one way trajgate forwards it: UTF-8 only (another declared charset is
+ * 415: a body parser honouring `charset=utf-7` would read other characters), Content-Encoding
+ * gzip, deflate or br decoded first with `limit` applying to the decoded size too (other codings
+ * 415), invalid UTF-8 and duplicate keys 400. An empty body is undefined when `empty` allows it.
+ */
+export async function readJson(
+  req: IncomingMessage,
+  limit: number,
+  options: { empty?: boolean } = {},
+): Promise<unknown> {
+  const codings = contentCodings(req.headers);
+  let body = await readBody(req, limit);
+  for (const coding of codings.reverse()) body = await decode(coding, body, limit);
+  if (body.length === 0) {
+    if (options.empty) return undefined;
+    throw new BodyRefused(400, 'E_EVENT_INVALID', 'the body is empty; expected JSON');
+  }
+  let text: string;
+  try {
+    text = UTF8.decode(body);
+  } catch {
+    throw new BodyRefused(400, 'E_EVENT_INVALID', 'the body is not valid UTF-8');
+  }
+  try {
+    return parseStrictJson(text);
+  } catch (err) {
+    if (!isTrajgateError(err)) throw err;
+    throw new BodyRefused(400, err.code, err.message);
+  }
+}
+
+/** The codings to undo, in the order applied; refuses a charset or coding it cannot read. */
+function contentCodings(headers: IncomingHttpHeaders): string[] {
+  for (const [, quoted, bare] of (headers['content-type'] ?? '').matchAll(CHARSET)) {
+    const charset = (quoted ?? bare ?? '').toLowerCase();
+    if (charset !== 'utf-8' && charset !== 'utf8')
+      throw unsupported(`charset ${JSON.stringify(charset)}: JSON is read as UTF-8 only`);
+  }
+  const te = list(headers['transfer-encoding']).filter((t) => t !== 'chunked');
+  if (te.length > 0) throw unsupported(`Transfer-Encoding ${te.join(', ')} (only chunked)`);
+  const codings = list(headers['content-encoding']).filter((c) => c !== 'identity');
+  const unknown = codings.find((c) => !Object.hasOwn(DECODERS, c));
+  if (unknown !== undefined)
+    throw unsupported(`Content-Encoding ${JSON.stringify(unknown)} (gzip, deflate or br)`);
+  return codings;
+}
+
+const CHARSET = /;\s*charset\s*=\s*(?:"([^"]*)"|([^;\s]*))/gi;
+
+function list(value: string | string[] | undefined): string[] {
+  return [value ?? []]
+    .flat()
+    .flatMap((v) => v.split(','))
+    .map((v) => v.trim().toLowerCase())
+    .filter((v) => v !== '');
+}
+
+async function decode(coding: string, body: Buffer, limit: number): Promise<Buffer> {
+  try {
+    return await (DECODERS[coding] as Decoder)(body, { maxOutputLength: limit });
+  } catch (err) {
+    // Checked while inflating: a small bomb stops at the limit, it is never inflated whole.
+    if ((err as { code?: unknown }).code === 'ERR_BUFFER_TOO_LARGE') throw new BodyTooLarge(limit);
+    throw new BodyRefused(400, 'E_EVENT_INVALID', `the body is not valid ${coding} data`);
+  }
+}
+
+function unsupported(what: string): BodyRefused {
+  return new BodyRefused(415, 'E_BODY_UNSUPPORTED', `unsupported body: ${what}`);
 }

@@ -9,6 +9,7 @@ import type { Decision } from '../guard/guard.js';
 import type { Pipeline } from '../pipeline.js';
 import type { Presence } from '../review/sessions.js';
 import type { Identity } from './identity.js';
+import type { SessionOrder } from './session-order.js';
 
 /** What the bridge's handlers share. */
 export interface BridgeContext {
@@ -19,6 +20,8 @@ export interface BridgeContext {
   readonly proxy: ReverseProxy | null;
   readonly tools: ToolMap;
   readonly log: Logger;
+  /** One changing tool call at a time per session. */
+  readonly order: SessionOrder;
 }
 
 /** The verdict on every event a call makes: forwarded only if all were allowed. */

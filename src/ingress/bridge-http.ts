@@ -2,24 +2,17 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { plainRefusal, sendRefusal } from '../action/respond.js';
 import type { ReverseProxy } from '../action/reverse-proxy.js';
-import type { Config } from '../config/load.js';
 import type { EventInput } from '../event/event.js';
-import { globToRegExp } from '../guard/glob.js';
-import { readBody } from './body.js';
+import { isTrajgateError } from '../errors.js';
+import type { ToolTarget } from '../event/tool-map.js';
+import { toolTargets } from '../event/tool-map.js';
+import { readJson } from './body.js';
 import type { BridgeContext } from './bridge-calls.js';
 import { callOutcome, judgeCall } from './bridge-calls.js';
 import { presence } from './context.js';
-
-interface Route {
-  readonly method: string;
-  readonly path: RegExp;
-  readonly kind: string;
-  readonly target: string;
-}
-
-export function compileRoutes(routes: Config['bridge']['routes']): Route[] {
-  return routes.map((r) => ({ ...r, method: r.method.toUpperCase(), path: globToRegExp(r.path) }));
-}
+import { judgedPaths } from './tool-paths.js';
+import type { Route, RouteMatch } from './route-path.js';
+import { matchRoute, queryValue } from './route-path.js';
 
 /**
  * A plain HTTP tool server: configured routes turn a request into an event (target from a
@@ -36,45 +29,68 @@ export async function handleHttpTool(
 ): Promise<void> {
   const start = performance.now();
   const raw = req.url ?? '/';
-  const url = new URL(raw, 'http://bridge');
   const method = req.method ?? 'GET';
-  if (!raw.startsWith('/') || raw.startsWith('//') || url.pathname !== raw.split('?')[0]) {
-    // The path judged must be the path the server gets: no dot segments, no `//`.
-    const reason = `${method} ${raw.slice(0, 200)}: the path is not in normal form (no ., .. or //)`;
+  const match = matchRoute(raw, method, routes);
+  if (!match.ok) {
+    const reason = `${method} ${match.reason}`;
     return sendRefusal(
       res,
       ctx.pipeline.refusal({ source: 'bridge', ...who, method, target: raw }, 400, reason),
     );
   }
-  const body = await readBody(req, ctx.config.bridge.maxBodyBytes);
-  const route = routes.find((r) => r.method === method && r.path.test(url.pathname));
-  let input: EventInput;
-  if (route) {
-    const target = targetOf(route.target, url, body);
-    if (target === null) {
-      const reason = `${method} ${url.pathname}: no string at ${route.target} for the ${route.kind} target`;
-      const refusal = ctx.pipeline.refusal(
-        { source: 'bridge', ...who, method, target: url.pathname },
+  // The server gets the path judged: normalised, with the query as sent.
+  req.url = match.url;
+  const path = match.path;
+  const value = await readJson(req, ctx.config.bridge.maxBodyBytes, { empty: true });
+  const route = match.route;
+  const refuse = (why: string) =>
+    sendRefusal(
+      res,
+      ctx.pipeline.refusal(
+        { source: 'bridge', ...who, method, target: path },
         400,
-        reason,
-      );
-      return sendRefusal(res, refusal);
+        `${method} ${path}: ${why}`,
+      ),
+    );
+  const target = route ? targetOf(route, match, value) : asSent('tool', `${method} ${path}`);
+  if (target === null || 'problem' in target)
+    return refuse(target?.problem ?? `no string at ${route?.target} for the ${route?.kind} target`);
+  await ctx.order.run(who.session, target.kind !== 'read', async () => {
+    // Resolved in the call's turn: an earlier call of the session may have moved things.
+    let input: EventInput;
+    try {
+      [input] = judgedPaths([target], ctx.pipeline.workspaceFor(who.session)) as [EventInput];
+    } catch (err) {
+      if (!isTrajgateError(err) || err.code !== 'E_PATH_REFUSED') throw err;
+      return refuse(err.message);
     }
-    input = { kind: route.kind, target };
-  } else {
-    input = { kind: 'tool', target: `${method} ${url.pathname}` };
-  }
+    // Serialised once the path judged is written into it.
+    const body = value === undefined ? null : Buffer.from(JSON.stringify(value));
+    await call(ctx, proxy, req, res, who, { input, body, method, path, start });
+  });
+}
+
+async function call(
+  ctx: BridgeContext,
+  proxy: ReverseProxy,
+  req: IncomingMessage,
+  res: ServerResponse,
+  who: { session: string; client: string },
+  c: { input: EventInput; body: Buffer | null; method: string; path: string; start: number },
+): Promise<void> {
+  const { input, body, method, path } = c;
+  const bytesUp = body?.length ?? 0;
   const ruling = await judgeCall(ctx.pipeline, [input], {
     ...who,
     source: 'bridge',
     waiting: presence(req.socket),
-    what: (e) => `${method} ${url.pathname} (${e.kind} ${e.target})`,
+    what: (e) => `${method} ${path} (${e.kind} ${e.target})`,
   });
   let transfer;
   if (ruling.gone) {
     transfer = {
       status: null,
-      bytesUp: body.length,
+      bytesUp,
       bytesDown: 0,
       error: 'client closed while held',
     };
@@ -83,44 +99,46 @@ export async function handleHttpTool(
     sendRefusal(res, refusal);
     transfer = {
       status: refusal.status,
-      bytesUp: body.length,
+      bytesUp,
       bytesDown: 0,
       error: refusal.reason,
     };
   } else {
-    const forwarded = await proxy.forward(req, res, body.length > 0 ? body : null);
+    const forwarded = await proxy.forward(req, res, body);
     if (forwarded.failure)
       sendRefusal(res, plainRefusal(forwarded.failure.status, forwarded.failure.reason));
     transfer = forwarded.transfer;
   }
-  callOutcome(ctx.pipeline, ruling.rids, who.session, transfer, start);
+  callOutcome(ctx.pipeline, ruling.rids, who.session, transfer, c.start);
 }
 
-/** `$.a.b` (JSON body), `query:name`, `segment:N` (1-based path segment). */
-function targetOf(spec: string, url: URL, body: Buffer): string | null {
-  let value: unknown;
+/**
+ * The route's target: `$.a.b` (JSON body: a path is written back there as judged, see
+ * judgedPaths), `query:name`, `segment:N` (1-based, decoded path segment).
+ */
+function targetOf(
+  route: Route,
+  match: RouteMatch & { ok: true },
+  body: unknown,
+): ToolTarget | null | { problem: string } {
+  const spec = route.target;
   if (spec.startsWith('$.')) {
+    const field = [{ kind: route.kind, target: spec.slice(2) }];
     try {
-      value = JSON.parse(body.toString('utf8'));
-    } catch {
-      return null;
-    }
-    for (const key of spec.slice(2).split('.')) {
-      value =
-        typeof value === 'object' && value !== null
-          ? (value as Record<string, unknown>)[key]
-          : undefined;
-    }
-  } else if (spec.startsWith('query:')) {
-    // A repeated parameter is ambiguous: servers differ on which value they take.
-    const values = url.searchParams.getAll(spec.slice(6));
-    value = values.length === 1 ? values[0] : null;
-  } else {
-    try {
-      value = decodeURIComponent(url.pathname.split('/')[Number(spec.slice(8))] ?? '');
-    } catch {
-      return null;
+      return toolTargets({ route: field }, 'route', body as Record<string, unknown>)?.[0] ?? null;
+    } catch (err) {
+      if (isTrajgateError(err)) return null;
+      throw err;
     }
   }
-  return typeof value === 'string' && value !== '' ? value : null;
+  const value = spec.startsWith('query:')
+    ? queryValue(match.query, spec.slice(6))
+    : match.segments[Number(spec.slice(8)) - 1];
+  if (typeof value === 'object' && value !== null) return value;
+  return typeof value === 'string' && value !== '' ? asSent(route.kind, value) : null;
+}
+
+/** A target in the URL: judged (and its spelling checked) but forwarded as sent. */
+function asSent(kind: string, target: string): ToolTarget {
+  return { kind, target, set: () => undefined };
 }

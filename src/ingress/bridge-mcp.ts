@@ -1,12 +1,13 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { ReverseProxy } from '../action/reverse-proxy.js';
-import { readBody } from './body.js';
+import { readJson } from './body.js';
 import type { BridgeContext } from './bridge-calls.js';
 import { callOutcome, judgeCall } from './bridge-calls.js';
 import { presence } from './context.js';
-import type { JsonRpcId } from './mcp.js';
-import { INVALID_REQUEST, jsonRpcError, readMcpMessage, REFUSED } from './mcp.js';
+import type { EventInput } from '../event/event.js';
+import type { JsonRpcId, McpInvalid } from './mcp.js';
+import { INVALID_REQUEST, jsonRpcError, readMcpMessage, REFUSED, resolveCall } from './mcp.js';
 
 /** JSON-RPC code for an upstream that failed (implementation-defined range). */
 const UPSTREAM_FAILED = -32002;
@@ -14,8 +15,9 @@ const UPSTREAM_FAILED = -32002;
 /**
  * One MCP request through the bridge. Tool calls are judged event by event; a refused or
  * timed-out call is answered with a JSON-RPC error carrying the same id and a message written
- * for the model; anything else goes to the upstream untouched, and its answer (JSON or a
- * Server-Sent Events stream) comes back as it is produced.
+ * for the model. What goes upstream is trajgate's serialisation of the message it read (tool
+ * paths resolved, roots cut to the workspace), and the answer (JSON or a Server-Sent Events
+ * stream) comes back as it is produced.
  */
 export async function handleMcp(
   ctx: BridgeContext,
@@ -48,20 +50,56 @@ export async function handleMcp(
     res.setHeader('connection', 'close');
     return answer(res, 405, jsonRpcError(null, INVALID_REQUEST, `trajgate: ${reason}`));
   }
-  const body = await readBody(req, ctx.config.bridge.maxBodyBytes);
-  const message = readMcpMessage(body, req.headers, ctx.tools);
-  if (message.kind === 'invalid') {
-    ctx.pipeline.refusal(
-      { source: 'bridge', ...who, method: 'POST', target: req.url ?? '/' },
-      400,
-      message.message,
-    );
-    return answer(res, 400, jsonRpcError(message.id, message.code, message.message));
-  }
+  const value = await readJson(req, ctx.config.bridge.maxBodyBytes);
+  const workspace = ctx.pipeline.workspaceFor(who.session);
+  const message = readMcpMessage(value, req.headers, ctx.tools, workspace);
+  if (message.kind === 'invalid') return refuse(ctx, req, res, who, message);
   if (message.kind === 'pass') {
-    await forward(ctx, proxy, req, res, body, message.id, who);
+    const roots = message.roots;
+    if (roots && roots.removed.length > 0) {
+      const kept = roots.kept.map((r) => r.uri);
+      ctx.pipeline.rootsRemoved({ type: 'roots', ...who, removed: roots.removed, kept });
+    }
+    await forward(ctx, proxy, req, res, message.body, message.id, who);
     return;
   }
+  // Anything but a read (an unmapped tool too) may change where the next call's paths lead.
+  const changes = message.targets?.some((t) => t.kind !== 'read') ?? true;
+  await ctx.order.run(who.session, changes, async () => {
+    const resolved = resolveCall(message, workspace);
+    if (resolved.kind === 'invalid') return refuse(ctx, req, res, who, resolved);
+    const { id, tool } = message;
+    await call(ctx, proxy, req, res, who, { id, tool, ...resolved }, start);
+  });
+}
+
+function refuse(
+  ctx: BridgeContext,
+  req: IncomingMessage,
+  res: ServerResponse,
+  who: { session: string; client: string },
+  invalid: McpInvalid,
+): void {
+  // A refused path is bad input (400) though its JSON-RPC error travels in a 200, so that
+  // clients hand it to the model rather than fail the transport.
+  ctx.pipeline.refusal(
+    { source: 'bridge', ...who, method: 'POST', target: req.url ?? '/' },
+    400,
+    invalid.message,
+  );
+  answer(res, invalid.status, jsonRpcError(invalid.id, invalid.code, invalid.message));
+}
+
+async function call(
+  ctx: BridgeContext,
+  proxy: ReverseProxy,
+  req: IncomingMessage,
+  res: ServerResponse,
+  who: { session: string; client: string },
+  message: { id: JsonRpcId; tool: string; events: EventInput[]; body: Buffer },
+  start: number,
+): Promise<void> {
+  const { body } = message;
   const ruling = await judgeCall(ctx.pipeline, message.events, {
     ...who,
     source: 'bridge',

@@ -1,16 +1,18 @@
 import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { sendJson } from '../review/http-json.js';
-import { BodyTooLarge } from './body.js';
+import { BodyRefused, BodyTooLarge } from './body.js';
 import type { BridgeContext } from './bridge-calls.js';
-import { compileRoutes, handleHttpTool } from './bridge-http.js';
+import { handleHttpTool } from './bridge-http.js';
 import { handleMcp } from './bridge-mcp.js';
 import { clientAddress } from './identity.js';
+import { compileRoutes } from './route-path.js';
 import { handleIngest } from './ingest.js';
-import { jsonRpcError, INVALID_REQUEST } from './mcp.js';
+import { handleResult } from './ingest-result.js';
+import { jsonRpcError, INVALID_REQUEST, PARSE_ERROR } from './mcp.js';
 
 /**
- * The tool bridge listener: `POST /events` for runner hooks, everything else to
+ * The tool bridge listener: `POST /events` and `/events/result` for runner hooks, the rest to
  * `bridge.upstream` through the MCP or HTTP adapter. `Authorization: Bearer TOKEN` names the
  * agent (the same tokens as the proxy, so network and tool events form one trajectory); the
  * header is not forwarded unless `bridge.forwardAuthorization` says so.
@@ -33,6 +35,8 @@ export function createBridgeServer(ctx: BridgeContext): Server {
     }
     const session = { session: who.session, client };
     if (path === '/events' && req.method === 'POST') return handleIngest(ctx, req, res, session);
+    if (path === '/events/result' && req.method === 'POST')
+      return handleResult(ctx, req, res, session);
     if (ctx.proxy === null)
       return reject(
         res,
@@ -40,21 +44,22 @@ export function createBridgeServer(ctx: BridgeContext): Server {
         404,
         'no tool server behind this bridge (bridge.upstream is not set); only POST /events is served',
       );
-    if (mcp) return handleMcp(ctx, ctx.proxy, req, res, session);
-    return handleHttpTool(ctx, routes, ctx.proxy, req, res, session);
+    try {
+      if (mcp) return await handleMcp(ctx, ctx.proxy, req, res, session);
+      return await handleHttpTool(ctx, routes, ctx.proxy, req, res, session);
+    } catch (err) {
+      if (!(err instanceof BodyTooLarge) && !(err instanceof BodyRefused)) throw err;
+      const status = err instanceof BodyRefused ? err.status : 413;
+      const target = path ?? '/';
+      const ask = { source: 'bridge' as const, ...session, method: req.method ?? '', target };
+      ctx.pipeline.refusal(ask, status, err.message);
+      return reject(res, mcp, status, err.message, status === 400 ? PARSE_ERROR : INVALID_REQUEST);
+    }
   };
   return createServer(
     { headersTimeout: ctx.config.limits.headerTimeout, requestTimeout: 0 },
     (req, res) => {
       handle(req, res).catch((err: unknown) => {
-        if (err instanceof BodyTooLarge) {
-          ctx.pipeline.refusal(
-            { source: 'bridge', client: clientAddress(req.socket.remoteAddress) },
-            413,
-            err.message,
-          );
-          return reject(res, mcp, 413, err.message);
-        }
         ctx.log.error({ err }, 'bridge: request failed');
         if (!res.headersSent) reject(res, mcp, 500, 'internal error; see the gateway log');
         else res.destroy();
@@ -63,13 +68,19 @@ export function createBridgeServer(ctx: BridgeContext): Server {
   );
 }
 
-function reject(res: ServerResponse, mcp: boolean, status: number, message: string): void {
+function reject(
+  res: ServerResponse,
+  mcp: boolean,
+  status: number,
+  message: string,
+  code = INVALID_REQUEST,
+): void {
   if (res.headersSent) {
     res.destroy();
     return;
   }
   if (mcp) {
-    const body = jsonRpcError(null, INVALID_REQUEST, `trajgate: ${message}`);
+    const body = jsonRpcError(null, code, `trajgate: ${message}`);
     res.writeHead(status, {
       'content-type': 'application/json',
       'content-length': Buffer.byteLength(body),

@@ -4,7 +4,7 @@ import { isTrajgateError, TrajgateError } from '../errors.js';
 import type { EventInput } from '../event/event.js';
 import { validateEventInput } from '../event/validate.js';
 import { sendJson } from '../review/http-json.js';
-import { BodyTooLarge, readBody } from './body.js';
+import { BodyRefused, BodyTooLarge, readJson } from './body.js';
 import type { BridgeContext } from './bridge-calls.js';
 import { callOutcome, judgeCall } from './bridge-calls.js';
 import { presence } from './context.js';
@@ -23,21 +23,8 @@ export async function handleIngest(
   who: { session: string; client: string },
 ): Promise<void> {
   const start = performance.now();
-  let input: EventInput;
-  try {
-    input = parseEvent(await readBody(req, INGEST_LIMIT), ctx.config.kinds);
-  } catch (err) {
-    if (!isTrajgateError(err) && !(err instanceof BodyTooLarge)) throw err;
-    const status = err instanceof BodyTooLarge ? 413 : 400;
-    ctx.pipeline.refusal(
-      { source: 'ingest', client: who.client, session: who.session },
-      status,
-      err.message,
-    );
-    return sendJson(res, status, {
-      error: { code: status === 413 ? 'E_TOO_LARGE' : 'E_EVENT_INVALID', message: err.message },
-    });
-  }
+  const input = await ingestBody(ctx, req, res, who, (body) => parseEvent(body, ctx.config.kinds));
+  if (input === null) return;
   const ruling = await judgeCall(ctx.pipeline, [input], {
     ...who,
     source: 'ingest',
@@ -58,6 +45,8 @@ export async function handleIngest(
     boundary: d?.boundary ?? null,
     count: d?.count ?? 0,
     reason: d?.reason ?? ruling.refusal?.reason ?? 'refused',
+    // REVIEW is let through under `policy.review: pass`: the verdict alone does not say so.
+    allowed: ruling.allowed,
     ...(ruling.allowed ? {} : { message: ruling.refusal?.body ?? '' }),
   };
   sendJson(res, 200, answer);
@@ -68,6 +57,36 @@ export async function handleIngest(
     { status: 200, bytesUp: 0, bytesDown: 0 },
     start,
   );
+}
+
+/**
+ * Reads and parses an ingest body (`/events`, `/events/result`); a malformed or oversized one
+ * is journaled as a refusal and answered 400 or 413 here, and null returned.
+ */
+export async function ingestBody<T>(
+  ctx: BridgeContext,
+  req: IncomingMessage,
+  res: ServerResponse,
+  who: { session: string; client: string },
+  parse: (body: Buffer) => T,
+): Promise<T | null> {
+  try {
+    // The JSON as the bridge reads it (UTF-8, decoded, no duplicate keys), in its serialisation.
+    return parse(Buffer.from(JSON.stringify(await readJson(req, INGEST_LIMIT))));
+  } catch (err) {
+    if (!isTrajgateError(err) && !(err instanceof BodyTooLarge)) throw err;
+    const status =
+      err instanceof BodyTooLarge ? 413 : err instanceof BodyRefused ? err.status : 400;
+    ctx.pipeline.refusal(
+      { source: 'ingest', client: who.client, session: who.session },
+      status,
+      err.message,
+    );
+    sendJson(res, status, {
+      error: { code: err instanceof BodyTooLarge ? 'E_TOO_LARGE' : err.code, message: err.message },
+    });
+    return null;
+  }
 }
 
 function parseEvent(body: Buffer, kinds: ReadonlySet<string>): EventInput {

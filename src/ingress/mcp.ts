@@ -2,28 +2,45 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { isTrajgateError } from '../errors.js';
 import type { EventInput } from '../event/event.js';
 import type { ToolMap } from '../event/tool-map.js';
-import { toolEvents } from '../event/tool-map.js';
+import type { ToolTarget } from '../event/tool-map.js';
+import { toolTargets } from '../event/tool-map.js';
+import type { RootsChecked } from './roots.js';
+import { rootsInside } from './roots.js';
+import { judgedPaths } from './tool-paths.js';
 
 export type JsonRpcId = string | number | null;
 
-/** What the bridge does with one MCP message. */
+/** What the bridge does with one MCP message; `body` is what goes upstream if it goes. */
 export type McpMessage =
-  /** Not a tool call (initialize, tools/list, notifications, responses): forwarded untouched. */
-  | { readonly kind: 'pass'; readonly id: JsonRpcId }
-  /** A tools/call: forwarded only if every event it makes is allowed. */
+  /** Not a tool call (initialize, tools/list, notifications, responses): forwarded. */
   | {
-      readonly kind: 'call';
+      readonly kind: 'pass';
       readonly id: JsonRpcId;
-      readonly tool: string;
-      readonly events: EventInput[];
+      readonly body: Buffer;
+      /** A roots/list answer, as checked and forwarded; null for other messages. */
+      readonly roots: RootsChecked | null;
     }
-  /** Malformed: answered here, never forwarded. */
-  | {
-      readonly kind: 'invalid';
-      readonly id: JsonRpcId;
-      readonly code: number;
-      readonly message: string;
-    };
+  /** A tools/call, forwarded only if every event it makes is allowed (see resolveCall). */
+  | McpCall
+  | McpInvalid;
+
+export interface McpCall {
+  readonly kind: 'call';
+  readonly id: JsonRpcId;
+  readonly tool: string;
+  /** Its mapped targets, or null for a tool the map does not know. */
+  readonly targets: readonly ToolTarget[] | null;
+  readonly message: object;
+}
+
+/** Malformed (400) or a path refused for the model to read (200): answered here. */
+export interface McpInvalid {
+  readonly kind: 'invalid';
+  readonly id: JsonRpcId;
+  readonly code: number;
+  readonly message: string;
+  readonly status: 200 | 400;
+}
 
 /** JSON-RPC 2.0 error codes (§ 5.1). */
 export const PARSE_ERROR = -32700;
@@ -37,22 +54,19 @@ const HEADERS_REQUIRED_FROM = '2026-07-28';
 const BASE64_SENTINEL = /^=\?base64\?([A-Za-z0-9+/]*={0,2})\?=$/;
 
 /**
- * Reads one MCP message from a POST body (streamable HTTP, 2025-11-25 and 2026-07-28). Batches
- * are refused: MCP dropped them (2025-06-18) and one call per request keeps one verdict per
- * request. Mcp-Method / Mcp-Name, when sent (required from 2026-07-28), must match the body,
- * or an intermediary routing on headers would judge a different call than the server runs.
+ * Reads one MCP message, parsed from a POST body (streamable HTTP, 2025-11-25 and 2026-07-28).
+ * Batches are refused: MCP dropped them (2025-06-18) and one call per request keeps one verdict
+ * per request. Mcp-Method / Mcp-Name, when sent (required from 2026-07-28), must match the body,
+ * or an intermediary routing on headers would judge a different call than the server runs. The
+ * message is re-serialised with its tool paths resolved against `workspace` and a roots/list
+ * answer cut to the workspace: the server receives what was judged, not the client's bytes.
  */
 export function readMcpMessage(
-  body: Buffer,
+  value: unknown,
   headers: IncomingHttpHeaders,
   tools: ToolMap,
+  workspace: string,
 ): McpMessage {
-  let value: unknown;
-  try {
-    value = JSON.parse(body.toString('utf8'));
-  } catch (err) {
-    return invalid(null, PARSE_ERROR, `body is not valid JSON (${(err as Error).message})`);
-  }
   if (Array.isArray(value)) {
     return invalid(
       null,
@@ -67,11 +81,15 @@ export function readMcpMessage(
   ) {
     return invalid(null, INVALID_REQUEST, 'expected a JSON-RPC 2.0 message object');
   }
-  const msg = value as { id?: unknown; method?: unknown; params?: unknown };
+  const msg = value as { id?: unknown; method?: unknown; params?: unknown; result?: unknown };
   const id = typeof msg.id === 'string' || typeof msg.id === 'number' ? msg.id : null;
   const mismatch = checkStandardHeaders(msg, headers);
   if (mismatch) return invalid(id, INVALID_REQUEST, mismatch);
-  if (msg.method !== 'tools/call') return { kind: 'pass', id };
+  if ('method' in msg && ('result' in msg || 'error' in msg)) {
+    // Which half a peer acts on is its choice: the SDK drops it, others may not.
+    return invalid(id, INVALID_REQUEST, 'a message is a request or a response, not both');
+  }
+  if (msg.method !== 'tools/call') return passed(msg, id, workspace);
   const params = msg.params;
   if (typeof params !== 'object' || params === null || Array.isArray(params)) {
     return invalid(id, INVALID_PARAMS, 'tools/call needs params with a "name"');
@@ -84,15 +102,54 @@ export function readMcpMessage(
     return invalid(id, INVALID_PARAMS, `tools/call ${name}: "arguments" must be an object`);
   }
   try {
-    const events = toolEvents(tools, name, args as Record<string, unknown>) ?? [
-      { kind: 'tool', target: name },
-    ];
-    return { kind: 'call', id, tool: name, events };
+    const targets = toolTargets(tools, name, args as Record<string, unknown>);
+    return { kind: 'call', id, tool: name, targets, message: msg };
   } catch (err) {
     if (!isTrajgateError(err)) throw err;
     return invalid(id, INVALID_PARAMS, err.message);
   }
 }
+
+/**
+ * A call's events and the body to forward, its paths resolved now and written into it. Called
+ * once the call's turn has come (SessionOrder): resolved earlier, an earlier call of the same
+ * session could still change what they lead to. A refused spelling is answered for the model.
+ */
+export function resolveCall(
+  call: McpCall,
+  workspace: string,
+): { kind: 'resolved'; events: EventInput[]; body: Buffer } | McpInvalid {
+  try {
+    const events = call.targets
+      ? judgedPaths(call.targets, workspace)
+      : [{ kind: 'tool', target: call.tool }];
+    return { kind: 'resolved', events, body: serialise(call.message) };
+  } catch (err) {
+    if (!isTrajgateError(err) || err.code !== 'E_PATH_REFUSED') throw err;
+    const message = `trajgate: tools/call ${call.tool}: ${err.message}`;
+    return { kind: 'invalid', id: call.id, code: INVALID_PARAMS, message, status: 200 };
+  }
+}
+
+function passed(
+  msg: { method?: unknown; result?: unknown },
+  id: JsonRpcId,
+  workspace: string,
+): McpMessage {
+  const result = msg.result as { roots?: unknown } | null | undefined;
+  const answersRoots =
+    msg.method === undefined &&
+    typeof result === 'object' &&
+    result !== null &&
+    Object.hasOwn(result, 'roots');
+  if (!answersRoots) return { kind: 'pass', id, body: serialise(msg), roots: null };
+  if (!Array.isArray(result.roots)) return invalid(id, INVALID_PARAMS, '"roots" must be an array');
+  const roots = rootsInside(result.roots, workspace);
+  result.roots = roots.kept;
+  return { kind: 'pass', id, body: serialise(msg), roots };
+}
+
+const serialise = (msg: object): Buffer => Buffer.from(JSON.stringify(msg));
 
 /** A JSON-RPC error response body, for refusals and malformed messages alike. */
 export function jsonRpcError(id: JsonRpcId, code: number, message: string, data?: object): string {
@@ -103,8 +160,8 @@ export function jsonRpcError(id: JsonRpcId, code: number, message: string, data?
   });
 }
 
-function invalid(id: JsonRpcId, code: number, message: string): McpMessage {
-  return { kind: 'invalid', id, code, message };
+function invalid(id: JsonRpcId, code: number, message: string): McpInvalid {
+  return { kind: 'invalid', id, code, message, status: 400 };
 }
 
 function checkStandardHeaders(

@@ -45,6 +45,36 @@ export interface OutcomeRecord extends RecordBase {
 }
 
 /**
+ * How a call ended, as the runner that asked about it reports (`POST /events/result`, a Claude
+ * Code PostToolUse hook). It decides nothing. `ref` is the request id of the call's event: the
+ * session's newest ingest event of that kind and target among its recent events, else null.
+ */
+export interface ResultRecord extends RecordBase {
+  readonly type: 'result';
+  readonly session: string;
+  readonly ref: number | null;
+  readonly kind: string;
+  readonly target: string;
+  readonly ok: boolean;
+  readonly error?: string;
+  readonly tool?: string;
+  /** The runner's id of the call (Claude Code's `tool_use_id`). */
+  readonly call?: string;
+}
+
+/**
+ * Roots a client listed (its `roots/list` answer through the bridge) that were outside the
+ * session's workspace, removed before the tool server saw them; `kept` are what it received.
+ */
+export interface RootsRecord extends RecordBase {
+  readonly type: 'roots';
+  readonly session: string;
+  readonly client: string;
+  readonly removed: readonly string[];
+  readonly kept: readonly string[];
+}
+
+/**
  * A request refused before it became an event: malformed, or no valid credentials. Bounded
  * (see journal/refusal-limits.ts): `truncated` and summaries with `suppressed`.
  */
@@ -127,7 +157,9 @@ export interface ResumeRecord extends RecordBase {
 export type JournalRecord =
   | EventRecord
   | OutcomeRecord
+  | ResultRecord
   | RefusalRecord
+  | RootsRecord
   | TunnelRecord
   | ApproveRecord
   | ResumeRecord

@@ -70,6 +70,34 @@ describe('hostile event text', () => {
     await api.post('/api/sessions/agent-1/deny');
     await held;
   }, 60_000);
+
+  it('proposes a target with glob characters escaped, and the approval covers it', async () => {
+    const [g, api] = await start();
+    // a file named "*": proposed verbatim, it would approve every file in /tmp
+    const held = ingest(g, 0, { kind: 'write', target: '/tmp/*' });
+    await until(async () => (await api.get('/api/sessions/agent-1')).json.held === 1);
+    const { page, errors } = await openBrowser();
+    await page.goto(`${pageUrl(g)}#/session/agent-1`);
+    await signIn(page, ADMIN);
+    const pattern = page.getByLabel('Pattern');
+    await until(async () => (await pattern.inputValue()) !== '');
+    expect(await pattern.inputValue()).toBe('/tmp/\\*');
+    await page.getByRole('button', { name: 'Approve pattern…' }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Approve' }).click();
+    await textOf(page.locator('#action-message'), /Approved write \/tmp\/\\\*/, 2_000);
+    await api.post('/api/sessions/agent-1/resume');
+    expect((await held).json).toMatchObject({ verdict: 'ALLOW' });
+    expect(
+      g
+        .records()
+        .filter((r) => r.type === 'event')
+        .at(-1),
+    ).toMatchObject({
+      target: '/tmp/*',
+      approved: true,
+    });
+    expect(errors).toEqual([]);
+  }, 60_000);
 });
 
 describe('tokens', () => {

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pino } from 'pino';
-import { afterEach } from 'vitest';
+import { afterAll, afterEach } from 'vitest';
 import { stringify } from 'yaml';
 import type { Lookup } from '../../src/action/egress.js';
 import { parseConfig } from '../../src/config/load.js';
@@ -92,4 +92,24 @@ export function gatewayPerTest(base: Record<string, unknown>): {
       current = undefined;
     },
   };
+}
+
+export const AGENT_TOKEN = 'agent-1-token-0123456789abcdef';
+
+/**
+ * A gateway for a whole test file whose bridge fronts `upstream` for `agent-1` (token
+ * AGENT_TOKEN) on `workspace`, pauses refused at once (`policy.pause: block`).
+ */
+export async function bridgeGateway(workspace: string, upstream: string): Promise<TestGateway> {
+  const g = await startTestGateway(
+    {
+      workspace,
+      agents: [{ id: 'agent-1', token: AGENT_TOKEN }],
+      policy: { pause: 'block' },
+      bridge: { upstream },
+    },
+    { dir: tempDir() },
+  );
+  afterAll(() => g.stop());
+  return g;
 }

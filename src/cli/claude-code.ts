@@ -1,0 +1,161 @@
+import { isAbsolute, posix } from 'node:path';
+import { TrajgateError } from '../errors.js';
+import type { EventInput } from '../event/event.js';
+
+/** What a tool call's result is reported as (`POST /events/result`). */
+interface ToolResult {
+  readonly kind: string;
+  readonly target: string;
+  readonly tool: string;
+  readonly ok: boolean;
+  readonly error?: string;
+  /** The runner's id of the call (`tool_use_id`), when it sends one. */
+  readonly call?: string;
+}
+
+/**
+ * What one Claude Code hook input asks of trajgate: judge a call before it runs (PreToolUse,
+ * or no `hook_event_name`), record how it ended (PostToolUse, PostToolUseFailure), or nothing:
+ * other events carry no tool call, and exit 2 means something else there (Stop: keep going,
+ * UserPromptSubmit: erase the prompt), so they are let be.
+ */
+export type HookAction =
+  | { readonly type: 'judge'; readonly event: EventInput }
+  | { readonly type: 'result'; readonly result: ToolResult }
+  | { readonly type: 'none'; readonly hook: string };
+
+/** Error texts kept in a result record: enough to see what failed, not a command's output. */
+const ERROR_CHARS = 1000;
+const READS: Readonly<Record<string, string>> = {
+  Read: 'file_path',
+  Glob: 'path',
+  Grep: 'path',
+  LS: 'path',
+};
+const WRITES: Readonly<Record<string, string>> = {
+  Write: 'file_path',
+  Edit: 'file_path',
+  MultiEdit: 'file_path',
+  NotebookEdit: 'notebook_path',
+};
+/** Glob syntax: a pattern reads from the folder before its first segment holding one. */
+const GLOB_MAGIC = /[*?[\]{}]/;
+
+const invalid = (why: string): never => {
+  throw new TrajgateError('E_EVENT_INVALID', `hook input: ${why}`);
+};
+
+/** A hook input (JSON on stdin) as what to do; throws E_EVENT_INVALID naming what is wrong. */
+export function claudeCodeAction(text: string): HookAction {
+  let input: unknown;
+  try {
+    input = JSON.parse(text);
+  } catch {
+    return invalid('not JSON');
+  }
+  if (typeof input !== 'object' || input === null || Array.isArray(input))
+    return invalid('not a JSON object');
+  const hook = (input as Record<string, unknown>).hook_event_name ?? 'PreToolUse';
+  if (typeof hook !== 'string') return invalid('"hook_event_name" is not a string');
+  const fields = input as Record<string, unknown>;
+  if (hook === 'PreToolUse') return { type: 'judge', event: claudeCodeEvent(fields) };
+  if (hook !== 'PostToolUse' && hook !== 'PostToolUseFailure') return { type: 'none', hook };
+  const { kind, target } = claudeCodeEvent(fields);
+  const error = failure(hook, fields);
+  const call = fields.tool_use_id;
+  return {
+    type: 'result',
+    result: {
+      kind,
+      target,
+      tool: fields.tool_name as string,
+      ok: error === null,
+      ...(error === null ? {} : { error }),
+      ...(typeof call === 'string' && call !== '' ? { call } : {}),
+    },
+  };
+}
+
+/**
+ * The event a tool call is judged as, by what the tool does: Read/Glob/Grep/LS read their path
+ * (default: `cwd`), Write/Edit/MultiEdit/NotebookEdit write theirs, Bash runs a command in
+ * `cwd`, WebFetch GETs its URL; anything else is a `tool` event by name. Relative paths are
+ * joined to `cwd` without normalising `..`, so the gateway judges both of its readings.
+ */
+function claudeCodeEvent(input: Record<string, unknown>): EventInput {
+  const tool = input.tool_name;
+  if (typeof tool !== 'string' || tool === '') return invalid('no "tool_name"');
+  const args = input.tool_input ?? {};
+  if (typeof args !== 'object' || args === null || Array.isArray(args))
+    return invalid('"tool_input" is not an object');
+  const arg = (name: string): string | null => {
+    const v = (args as Record<string, unknown>)[name];
+    if (v === undefined || v === null || v === '') return null;
+    return typeof v === 'string' ? v : invalid(`"tool_input.${name}" is not a string`);
+  };
+  const cwd = (): string => {
+    const v = input.cwd;
+    return typeof v === 'string' && isAbsolute(v) ? v : invalid('no absolute "cwd"');
+  };
+  // Whether `~` or `file:` is expanded is the runner's business: refused, not guessed.
+  const under = (base: () => string, value: string, name: string): string => {
+    if (value.startsWith('~') || /^file:/i.test(value))
+      return invalid(`"tool_input.${name}" ${JSON.stringify(value)}: give an absolute path`);
+    return isAbsolute(value) ? value : `${base().replace(/\/+$/, '')}/${value}`;
+  };
+  const path = (name: string): string => {
+    const value = arg(name);
+    return value === null ? cwd() : under(cwd, value, name);
+  };
+  const read = READS[tool];
+  if (read !== undefined) {
+    const base = path(read);
+    const pattern = tool === 'Glob' ? arg('pattern') : null;
+    const target = pattern === null ? base : globRoot(under(() => base, pattern, 'pattern'));
+    return { kind: 'read', target };
+  }
+  const write = WRITES[tool];
+  if (write !== undefined) {
+    const name = tool === 'NotebookEdit' && arg(write) === null ? 'file_path' : write;
+    if (arg(name) === null) return invalid(`${tool} without "tool_input.${write}"`);
+    return { kind: 'write', target: path(name) };
+  }
+  if (tool === 'Bash') return { kind: 'command', target: cwd() };
+  if (tool === 'WebFetch') {
+    const url = arg('url') ?? invalid('WebFetch without "tool_input.url"');
+    return { kind: 'network', target: url, method: 'GET' };
+  }
+  return { kind: 'tool', target: tool };
+}
+
+/** `/ws/src/**\/*.ts` → `/ws/src`; an absolute or `..` pattern reads where it points. */
+function globRoot(pattern: string): string {
+  const segments = pattern.split('/');
+  const magic = segments.findIndex((s) => GLOB_MAGIC.test(s));
+  return magic === -1 ? pattern : segments.slice(0, magic).join('/') || posix.sep;
+}
+
+/**
+ * Why the call failed, or null: PostToolUseFailure's `error`, else any sign of failure a
+ * runner version may send (`is_error`, `error`, `success: false`, an interruption), at the top
+ * level or in `tool_response`.
+ */
+function failure(hook: string, input: Record<string, unknown>): string | null {
+  const response = input.tool_response;
+  const places = [input, typeof response === 'object' && response !== null ? response : {}];
+  for (const place of places as Record<string, unknown>[]) {
+    const why =
+      text(place.error) ??
+      text(place.error_message) ??
+      (place.is_error === true || place.success === false ? 'the tool reported an error' : null) ??
+      (place.is_interrupt === true || place.interrupted === true ? 'interrupted' : null);
+    if (why !== null) return why;
+  }
+  return hook === 'PostToolUseFailure' ? 'the tool failed' : null;
+}
+
+function text(value: unknown): string | null {
+  if (typeof value !== 'string' || value.trim() === '') return null;
+  const line = value.trim().replace(/\s+/g, ' ');
+  return line.length > ERROR_CHARS ? line.slice(0, ERROR_CHARS) + '…' : line;
+}

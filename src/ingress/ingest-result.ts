@@ -1,0 +1,92 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { isTrajgateError, TrajgateError } from '../errors.js';
+import { describe, validateEventInput } from '../event/validate.js';
+import type { ResultRecord, Summary, Unstamped } from '../journal/records.js';
+import { sendJson } from '../review/http-json.js';
+import type { BridgeContext } from './bridge-calls.js';
+import { ingestBody } from './ingest.js';
+
+type Report = Omit<Unstamped<ResultRecord>, 'type' | 'session' | 'ref'>;
+
+/** What a runner may report; anything else (`approved`, a verdict) is refused. */
+const FIELDS: ReadonlySet<string> = new Set(['kind', 'target', 'ok', 'error', 'tool', 'call']);
+/** An error text is kept to this length: a failed command's whole output is not a record. */
+const ERROR_CHARS = 1024;
+const NAME_CHARS = 256;
+
+/**
+ * `POST /events/result {"kind","target","ok","error"?,"tool"?,"call"?}`: a runner reports how a
+ * call it asked about through `POST /events` ended (a Claude Code PostToolUse hook). Journaled
+ * as a `result` record linked to the call's event. It decides nothing, so it is answered at
+ * once, paused session or not: `{"recorded": SEQ, "ref": REQUEST_ID | null}`, or 503 when the
+ * journal cannot be written (the runner is told the record is lost).
+ */
+export async function handleResult(
+  ctx: BridgeContext,
+  req: IncomingMessage,
+  res: ServerResponse,
+  who: { session: string; client: string },
+): Promise<void> {
+  const report = await ingestBody(ctx, req, res, who, (body) =>
+    parseReport(body, ctx.config.kinds),
+  );
+  if (report === null) return;
+  const ref = callOf(ctx.pipeline.recent(who.session), report);
+  let seq: number;
+  try {
+    seq = ctx.pipeline.result({ type: 'result', session: who.session, ref, ...report });
+  } catch (err) {
+    if (!isTrajgateError(err)) throw err;
+    return sendJson(res, 503, {
+      error: { code: err.code, message: `the result was not recorded: ${err.message}` },
+    });
+  }
+  sendJson(res, 200, { recorded: seq, ref });
+}
+
+/** The request id of the newest ingest event the report can be about, or null. */
+function callOf(recent: readonly Summary[], report: Report): number | null {
+  const event = recent.findLast(
+    (e) => e.source === 'ingest' && e.kind === report.kind && e.target === report.target,
+  );
+  return event === undefined ? null : (event.rid ?? event.seq);
+}
+
+function parseReport(body: Buffer, kinds: ReadonlySet<string>): Report {
+  const fail = (what: string): never => {
+    throw new TrajgateError('E_EVENT_INVALID', what);
+  };
+  let value: unknown;
+  try {
+    value = JSON.parse(body.toString('utf8'));
+  } catch (err) {
+    return fail(`body is not valid JSON (${(err as Error).message})`);
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    return fail('expected a JSON object with "kind", "target" and "ok"');
+  const fields = value as Record<string, unknown>;
+  const unknown = Object.keys(fields).find((k) => !FIELDS.has(k));
+  if (unknown !== undefined) return fail(`unknown field ${JSON.stringify(unknown)} in a result`);
+  const { kind, target } = validateEventInput({ kind: fields.kind, target: fields.target }, kinds);
+  const { ok, error, tool, call } = fields;
+  if (typeof ok !== 'boolean') return fail(`"ok" must be true or false, got ${describe(ok)}`);
+  if (error !== undefined && (typeof error !== 'string' || ok))
+    return fail(`"error" must be a string, and only with "ok": false; got ${describe(error)}`);
+  for (const [name, v] of [
+    ['tool', tool],
+    ['call', call],
+  ] as const) {
+    if (v !== undefined && (typeof v !== 'string' || v === '' || v.length > NAME_CHARS))
+      return fail(`"${name}" must be a string of 1 to ${NAME_CHARS} characters`);
+  }
+  return {
+    kind,
+    target,
+    ok,
+    ...(error === undefined
+      ? {}
+      : { error: error.length > ERROR_CHARS ? error.slice(0, ERROR_CHARS) + '…' : error }),
+    ...(tool === undefined ? {} : { tool: tool as string }),
+    ...(call === undefined ? {} : { call: call as string }),
+  };
+}

@@ -1,0 +1,143 @@
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { EventRecord, JournalRecord } from '../../src/journal/records.js';
+import type { TestGateway } from '../helpers/gateway.js';
+import { settle, startTestGateway } from '../helpers/gateway.js';
+import { exchange } from '../helpers/raw.js';
+import { tempDir } from '../helpers/tmp.js';
+import { startUpstream } from '../helpers/upstream.js';
+
+/**
+ * HTTP adapter routes matched as tool servers route: each spelling of a request path is
+ * either matched one way (event, and the normalised path forwarded) or refused 400 because
+ * another server reading reaches another route or target. Unmapped calls are allowed here,
+ * so a spelling that slipped past its route as "unmapped" would reach the tool server.
+ */
+const tools = await startUpstream();
+const ws = tempDir();
+const TOKEN = 'agent-1-token-0123456789abcdef';
+let g: TestGateway;
+beforeAll(async () => {
+  g = await startTestGateway(
+    {
+      workspace: ws,
+      agents: [{ id: 'agent-1', token: TOKEN }],
+      policy: { pause: 'block' },
+      bridge: {
+        upstream: tools.url,
+        protocol: 'http',
+        unmapped: 'allow',
+        routes: [
+          { method: 'POST', path: '/fs/write', kind: 'write', target: '$.path' },
+          { method: 'POST', path: '/Admin/Reset/', kind: 'command', target: '$.cwd' },
+          { method: 'GET', path: '/fs/read', kind: 'read', target: 'query:path' },
+          { method: 'DELETE', path: '/files/*', kind: 'write', target: 'segment:2' },
+          { method: 'GET', path: '/docs/**', kind: 'read', target: 'segment:2' },
+        ],
+      },
+    },
+    { dir: tempDir() },
+  );
+});
+afterAll(() => g.stop());
+
+const body = JSON.stringify({ path: join(ws, 'a.txt'), cwd: ws });
+/** Exactly these bytes on the wire: clients would clean up some of the spellings below. */
+function send(method: string, target: string) {
+  const withBody = method === 'POST';
+  const head = [
+    `${method} ${target} HTTP/1.1`,
+    'Host: tools',
+    `Authorization: Bearer ${TOKEN}`,
+    ...(withBody ? ['Content-Type: application/json', `Content-Length: ${body.length}`] : []),
+    'Connection: close',
+  ];
+  return exchange(g.gw.bridge.port, `${head.join('\r\n')}\r\n\r\n${withBody ? body : ''}`);
+}
+
+const journal = () => g.records();
+const isEvent = (r: JournalRecord): r is EventRecord => r.type === 'event';
+
+// [method, request target, event kind, event target, what the tool server received]
+const matched: [string, string, string, string, string][] = [
+  ['POST', '/fs/write', 'write', join(ws, 'a.txt'), '/fs/write'],
+  ['POST', '/FS/Write', 'write', join(ws, 'a.txt'), '/FS/Write'],
+  ['POST', '/fs/write/', 'write', join(ws, 'a.txt'), '/fs/write/'],
+  ['POST', '/fs/%77rit%65', 'write', join(ws, 'a.txt'), '/fs/write'],
+  ['POST', '/admin/reset', 'command', ws, '/admin/reset'],
+  // Dot segments are removed and the server gets the path without them: one reading left.
+  ['POST', '/fs/x/../write', 'write', join(ws, 'a.txt'), '/fs/write'],
+  ['POST', '/fs/./write', 'write', join(ws, 'a.txt'), '/fs/write'],
+  ['POST', '/fs/x/%2e%2E/write', 'write', join(ws, 'a.txt'), '/fs/write'],
+  ['POST', '/../fs/write', 'write', join(ws, 'a.txt'), '/fs/write'],
+  ['GET', '/fs/read?path=a.txt', 'read', 'a.txt', '/fs/read?path=a.txt'],
+  ['HEAD', '/fs/read?path=b.txt', 'read', 'b.txt', '/fs/read?path=b.txt'],
+  ['DELETE', '/files/a%20b.txt', 'write', 'a b.txt', '/files/a%20b.txt'],
+  ['DELETE', '/files/%c3%a9.txt', 'write', 'é.txt', '/files/%C3%A9.txt'],
+  ['GET', '/docs/guide/intro', 'read', 'guide', '/docs/guide/intro'],
+  ['GET', '/status', 'tool', 'GET /status', '/status'],
+  ['GET', '/a/../status', 'tool', 'GET /status', '/status'],
+  ['GET', '/pkg/%40scope%2Fname', 'tool', 'GET /pkg/%40scope%2Fname', '/pkg/%40scope%2Fname'],
+  ['GET', '/x/a;v=1', 'tool', 'GET /x/a;v=1', '/x/a;v=1'],
+];
+
+describe('route spellings that match one way', () => {
+  it.each(matched)('%s %s → %s %s, the tool server gets %s', async (m, path, kind, target, got) => {
+    const before = tools.seen.length;
+    const res = await send(m, path);
+    expect(res.status).toBe(200);
+    expect(tools.seen.slice(before).map((s) => `${s.method} ${s.url}`)).toEqual([`${m} ${got}`]);
+    await settle();
+    expect(journal().filter(isEvent).at(-1)).toMatchObject({ kind, target, verdict: 'ALLOW' });
+  });
+});
+
+// [method, request target, what the reason names]
+const refused: [string, string, RegExp][] = [
+  ['POST', '/fs%2Fwrite', /encoded "\/" or "\\"/],
+  ['POST', '/fs%2fwrite', /write route POST \/fs\/write/],
+  ['POST', '/fs%5Cwrite', /encoded "\/" or "\\"/],
+  ['POST', '/fs\\write', /encoded "\/" or "\\"/],
+  ['POST', '/fs/write;x=1', /drops ";" parameters/],
+  ['POST', '/fs;v=1/write', /drops ";" parameters/],
+  ['POST', '/fs/x/..;/write', /hides a dot segment/],
+  ['POST', '/fs/%2577rite', /decodes twice/],
+  ['POST', '/fs/x/%252e%252e/write', /hides a dot segment/],
+  ['POST', '/fs//write', /merges empty segments/],
+  ['POST', '/fs/wr%C4%B1te', /upper-cases Unicode/],
+  ['POST', '/fs/%EF%BD%97rite', /NFKC/],
+  ['POST', '//fs/write', /single "\/"/],
+  ['POST', '/fs/write%FF', /not UTF-8/],
+  ['POST', '/fs/write#x', /"#"/],
+  ['POST', '/fs/wr%te', /two hex digits/],
+  ['DELETE', '/files/a%2Fb', /write route DELETE \/files\/\* with target "a\/b" .* no route/],
+  ['GET', '/docs/a%2Fb', /target "a\/b" .* target "a"/],
+  ['DELETE', '/files/%2Fetc%2Fpasswd', /target "\/etc\/passwd" .* no route/],
+  ['DELETE', '/files/..%2F..%2Fetc%2Fpasswd', /hides a dot segment/],
+  ['GET', '/fs/read?path=a.txt;path=/etc/passwd', /";"/],
+  ['GET', '/fs/read?PATH=/etc/passwd&path=a.txt', /"PATH" may be read as "path"/],
+  ['GET', '/fs/read?path[]=/etc/passwd&path=a.txt', /"path\[\]" may be read as "path"/],
+  ['GET', '/fs/read?path=a.txt&path=/etc/passwd', /"path" is repeated/],
+];
+
+describe('route spellings another server reads differently', () => {
+  it.each(refused)('%s %s → 400, one record, nothing forwarded', async (m, path, says) => {
+    const before = tools.seen.length;
+    const records = journal().length;
+    const res = await send(m, path);
+    expect(res.status).toBe(400);
+    expect(res.body).toMatch(/^trajgate: [^\n]+\n$/);
+    expect(res.body).toMatch(says);
+    await settle();
+    const added = journal().slice(records);
+    expect(added).toEqual([
+      expect.objectContaining({
+        type: 'refusal',
+        source: 'bridge',
+        session: 'agent-1',
+        status: 400,
+      }),
+    ]);
+    expect(tools.seen.length).toBe(before);
+  });
+});

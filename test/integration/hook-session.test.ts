@@ -1,0 +1,130 @@
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Lookup } from '../../src/action/egress.js';
+import type { EventRecord, ResultRecord } from '../../src/journal/records.js';
+import { runCliPiped } from '../helpers/cli.js';
+import type { TestGateway } from '../helpers/gateway.js';
+import { settle, startTestGateway } from '../helpers/gateway.js';
+import { tempDir } from '../helpers/tmp.js';
+
+/**
+ * A recorded Claude Code session (test/fixtures/hooks/claude-code-session.jsonl: every hook
+ * input of a small bug fix, PreToolUse and PostToolUse of Read, Glob, Grep, LS, Write, Edit,
+ * MultiEdit, NotebookEdit, Bash and WebFetch, plus session events) replayed line by line
+ * through `trajgate check --hook claude-code` against a real gateway whose workspace is the
+ * session's cwd. A normal session must run through: every call exits 0, no REVIEW.
+ */
+const RECORDED_CWD = '/home/dev/projects/todo-api';
+const TOKEN = 'claude-agent-token-0123456789abcdef';
+const FIXTURE = join(import.meta.dirname, '../fixtures/hooks/claude-code-session.jsonl');
+const ws = tempDir();
+// The docs host resolves to a public address (no DNS in tests); it is on the allowlist.
+const lookup: Lookup = async () => ['93.184.216.34'];
+let g: TestGateway;
+let lines: string[];
+beforeAll(async () => {
+  for (const dir of ['src/routes', 'test', 'notebooks'])
+    mkdirSync(join(ws, dir), { recursive: true });
+  writeFileSync(join(ws, 'src/routes/todos.ts'), '');
+  writeFileSync(join(ws, 'src/validate.ts'), '');
+  g = await startTestGateway(
+    {
+      workspace: ws,
+      agents: [{ id: 'claude', token: TOKEN }],
+      network: { allow: ['docs.example.com'] },
+    },
+    { dir: tempDir(), lookup },
+  );
+  lines = readFileSync(FIXTURE, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => line.replaceAll(RECORDED_CWD, ws));
+});
+afterAll(() => g.stop());
+
+const hookOf = (line: string) =>
+  JSON.parse(line) as { hook_event_name: string; tool_name?: string };
+
+describe('a recorded Claude Code session through check --hook claude-code', () => {
+  it('covers every mapped tool, before and after', () => {
+    const tools = new Set(lines.map((l) => hookOf(l).tool_name).filter(Boolean));
+    expect([...tools].sort()).toEqual([
+      'Bash',
+      'Edit',
+      'Glob',
+      'Grep',
+      'LS',
+      'MultiEdit',
+      'NotebookEdit',
+      'Read',
+      'WebFetch',
+      'Write',
+    ]);
+  });
+
+  it('every hook call exits 0 and the journal holds no REVIEW', async () => {
+    const bridge = `http://127.0.0.1:${g.gw.bridge.port}`;
+    for (const [i, line] of lines.entries()) {
+      const r = await runCliPiped(['check', '--hook', 'claude-code', '--bridge', bridge], {
+        input: line,
+        env: { TRAJGATE_AGENT_TOKEN: TOKEN, TRAJGATE_BRIDGE: '' },
+      });
+      expect({ line: i + 1, ...r }).toEqual({ line: i + 1, status: 0, stdout: '', stderr: '' });
+    }
+    await settle();
+    const records = g.records();
+    const events = records.filter((r): r is EventRecord => r.type === 'event');
+    const results = records.filter((r): r is ResultRecord => r.type === 'result');
+    const hooks = lines.map(hookOf);
+    const pre = hooks.filter((h) => h.hook_event_name === 'PreToolUse');
+    const post = hooks.filter((h) => h.hook_event_name.startsWith('PostToolUse'));
+
+    expect(events.map((e) => e.verdict)).toEqual(pre.map(() => 'ALLOW'));
+    expect(events.every((e) => e.session === 'claude' && e.source === 'ingest')).toBe(true);
+    expect(records.filter((r) => r.type === 'refusal')).toEqual([]);
+    expect(events.map((e) => e.kind)).toEqual([
+      'read', // Glob src/**/*.ts
+      'read', // Grep in src (relative)
+      'read', // LS test
+      'read', // Read
+      'read', // Read
+      'network', // WebFetch
+      'write', // Edit
+      'write', // MultiEdit
+      'write', // Write
+      'command', // Bash: npm test (fails)
+      'read', // Read src/routes/todos.ts (relative)
+      'write', // Edit
+      'write', // NotebookEdit
+      'command', // Bash: npm test
+    ]);
+    expect(events[0]?.target).toBe(join(ws, 'src'));
+    expect(events[1]?.target).toBe(`${ws}/src`);
+    expect(events[5]).toMatchObject({
+      method: 'GET',
+      target: expect.stringMatching(/^https:\/\/docs/),
+    });
+
+    // Each PostToolUse is recorded as its call's result, linked to the call's event.
+    expect(results).toHaveLength(post.length);
+    for (const [i, result] of results.entries()) {
+      const event = events[i] as EventRecord;
+      expect(result).toMatchObject({
+        session: 'claude',
+        ref: event.seq,
+        kind: event.kind,
+        target: event.target,
+        tool: pre[i]?.tool_name,
+        call: expect.stringMatching(/^toolu_01/),
+      });
+      expect(result.seq).toBeGreaterThan(event.seq);
+    }
+    const failed = results.filter((r) => !r.ok);
+    expect(failed).toHaveLength(1);
+    expect(failed[0]).toMatchObject({
+      tool: 'Bash',
+      error: expect.stringMatching(/^Command failed with exit code 1 FAIL/),
+    });
+  }, 120_000); // one CLI start per hook input, as in a real session
+});

@@ -1,0 +1,147 @@
+import { describe, expect, it } from 'vitest';
+import { claudeCodeAction } from '../../src/cli/claude-code.js';
+import { isTrajgateError } from '../../src/errors.js';
+
+/** claudeCodeAction: a Claude Code hook input → judge an event, record a result, or nothing. */
+const CWD = '/home/dev/app';
+const pre = (tool_name: string, tool_input: Record<string, unknown>, extra = {}) =>
+  JSON.stringify({ hook_event_name: 'PreToolUse', cwd: CWD, tool_name, tool_input, ...extra });
+const judged = (text: string) => {
+  const action = claudeCodeAction(text);
+  if (action.type !== 'judge') throw new Error(`not judged: ${action.type}`);
+  return action.event;
+};
+
+describe('PreToolUse → the event judged', () => {
+  const rows: [string, Record<string, unknown>, object][] = [
+    ['Read', { file_path: '/home/dev/app/a.ts' }, { kind: 'read', target: '/home/dev/app/a.ts' }],
+    ['Read', { file_path: 'src/a.ts' }, { kind: 'read', target: `${CWD}/src/a.ts` }],
+    ['Glob', { pattern: '**/*.ts' }, { kind: 'read', target: CWD }],
+    ['Glob', { pattern: 'src/**/*.ts', path: '/x' }, { kind: 'read', target: '/x/src' }],
+    ['Glob', { pattern: '/etc/**/*.conf' }, { kind: 'read', target: '/etc' }],
+    ['Glob', { pattern: '../../.ssh/id_*' }, { kind: 'read', target: `${CWD}/../../.ssh` }],
+    ['Grep', { pattern: 'TODO' }, { kind: 'read', target: CWD }],
+    ['Grep', { pattern: 'TODO', path: 'lib' }, { kind: 'read', target: `${CWD}/lib` }],
+    ['LS', { path: '/home/dev' }, { kind: 'read', target: '/home/dev' }],
+    ['Write', { file_path: 'b.ts', content: '' }, { kind: 'write', target: `${CWD}/b.ts` }],
+    ['Edit', { file_path: '/etc/hosts' }, { kind: 'write', target: '/etc/hosts' }],
+    ['MultiEdit', { file_path: '/w/c.ts', edits: [] }, { kind: 'write', target: '/w/c.ts' }],
+    ['NotebookEdit', { notebook_path: 'n.ipynb' }, { kind: 'write', target: `${CWD}/n.ipynb` }],
+    ['Bash', { command: 'rm -rf /' }, { kind: 'command', target: CWD }],
+    [
+      'WebFetch',
+      { url: 'https://docs.example.com/x', prompt: 'p' },
+      { kind: 'network', target: 'https://docs.example.com/x', method: 'GET' },
+    ],
+    ['TodoWrite', { todos: [] }, { kind: 'tool', target: 'TodoWrite' }],
+    [
+      'mcp__github__create_issue',
+      { title: 't' },
+      { kind: 'tool', target: 'mcp__github__create_issue' },
+    ],
+  ];
+  it.each(rows)('%s %j → %j', (tool, input, event) => {
+    expect(judged(pre(tool, input))).toEqual(event);
+  });
+
+  it('keeps `..` in a relative path for the gateway to judge both readings', () => {
+    expect(judged(pre('Write', { file_path: 'link/../x' }))).toEqual({
+      kind: 'write',
+      target: `${CWD}/link/../x`,
+    });
+  });
+
+  it('judges an input without hook_event_name as PreToolUse', () => {
+    const text = JSON.stringify({ cwd: CWD, tool_name: 'Read', tool_input: { file_path: '/a' } });
+    expect(judged(text)).toEqual({ kind: 'read', target: '/a' });
+  });
+});
+
+describe('PostToolUse / PostToolUseFailure → the result recorded', () => {
+  const post = (hook: string, extra: Record<string, unknown>) =>
+    claudeCodeAction(
+      JSON.stringify({
+        hook_event_name: hook,
+        cwd: CWD,
+        tool_name: 'Bash',
+        tool_input: { command: 'npm test' },
+        tool_use_id: 'toolu_01abc',
+        ...extra,
+      }),
+    );
+  const base = { kind: 'command', target: CWD, tool: 'Bash', call: 'toolu_01abc' };
+  const rows: [string, string, Record<string, unknown>, object][] = [
+    ['success', 'PostToolUse', { tool_response: { stdout: 'ok', stderr: '' } }, { ok: true }],
+    ['an empty error field', 'PostToolUse', { tool_response: { error: '' } }, { ok: true }],
+    [
+      'PostToolUseFailure',
+      'PostToolUseFailure',
+      { error: 'exit 1\n  FAIL x', is_interrupt: false },
+      { ok: false, error: 'exit 1 FAIL x' },
+    ],
+    ['a failure without text', 'PostToolUseFailure', {}, { ok: false, error: 'the tool failed' }],
+    [
+      'tool_response.is_error',
+      'PostToolUse',
+      { tool_response: { is_error: true } },
+      { ok: false, error: 'the tool reported an error' },
+    ],
+    [
+      'tool_response.interrupted',
+      'PostToolUse',
+      { tool_response: { interrupted: true } },
+      { ok: false, error: 'interrupted' },
+    ],
+  ];
+  it.each(rows)('%s', (_name, hook, extra, result) => {
+    expect(post(hook, extra)).toEqual({ type: 'result', result: { ...base, ...result } });
+  });
+
+  it('cuts a long error to 1000 characters', () => {
+    const action = post('PostToolUseFailure', { error: 'x'.repeat(5000) });
+    expect(action.type === 'result' && action.result.error?.length).toBe(1001);
+  });
+});
+
+describe('other inputs', () => {
+  it.each(['SessionStart', 'UserPromptSubmit', 'Stop', 'Notification', 'PermissionRequest'])(
+    '%s → nothing judged',
+    (hook) => {
+      expect(claudeCodeAction(JSON.stringify({ hook_event_name: hook, cwd: CWD }))).toEqual({
+        type: 'none',
+        hook,
+      });
+    },
+  );
+
+  const bad: [string, string, RegExp][] = [
+    ['not JSON', '{"tool_name":', /not JSON/],
+    ['empty', '', /not JSON/],
+    ['an array', '[]', /not a JSON object/],
+    ['no tool_name', JSON.stringify({ cwd: CWD, tool_input: {} }), /no "tool_name"/],
+    ['a numeric hook_event_name', JSON.stringify({ hook_event_name: 5 }), /hook_event_name/],
+    ['tool_input a string', pre('Read', {}).replace('{}', '"x"'), /"tool_input" is not an object/],
+    ['a numeric file_path', pre('Read', { file_path: 5 }), /"tool_input.file_path" is not a/],
+    ['Write without file_path', pre('Write', { content: 'x' }), /Write without/],
+    ['WebFetch without url', pre('WebFetch', { prompt: 'x' }), /WebFetch without/],
+    ['a leading ~', pre('Read', { file_path: '~/.ssh/id_rsa' }), /give an absolute path/],
+    ['a file: URI', pre('Write', { file_path: 'file:///etc/x' }), /give an absolute path/],
+    ['a ~ Glob pattern', pre('Glob', { pattern: '~/.aws/*' }), /give an absolute path/],
+    [
+      'a relative path without cwd',
+      JSON.stringify({ tool_name: 'Read', tool_input: { file_path: 'a' } }),
+      /no absolute "cwd"/,
+    ],
+    ['Bash with a relative cwd', pre('Bash', { command: 'ls' }, { cwd: 'app' }), /no absolute/],
+  ];
+  it.each(bad)('%s → E_EVENT_INVALID', (_name, text, message) => {
+    let error: unknown;
+    try {
+      claudeCodeAction(text);
+    } catch (err) {
+      error = err;
+    }
+    expect(isTrajgateError(error) && error.code).toBe('E_EVENT_INVALID');
+    expect((error as Error).message).toMatch(message);
+  });
+});
