@@ -1,9 +1,8 @@
 import { readFileSync } from 'node:fs';
 import type { Server } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { Egress } from './action/egress.js';
 import type { Lookup } from './action/egress.js';
@@ -15,7 +14,9 @@ import type { Config } from './config/load.js';
 import { TrajgateError } from './errors.js';
 import { compilePolicy } from './guard/compile.js';
 import { Guard } from './guard/guard.js';
+import { JournalHealth } from './journal/health.js';
 import { openJournal } from './journal/open.js';
+import { SessionIndex } from './journal/session-index.js';
 import { applyRecord } from './journal/rebuild.js';
 import type { JournalWriter } from './journal/writer.js';
 import { toolMap } from './event/tool-map.js';
@@ -23,6 +24,8 @@ import { createBridgeServer } from './ingress/bridge.js';
 import { SessionOrder } from './ingress/session-order.js';
 import { Identity } from './ingress/identity.js';
 import type { ProxyContext } from './ingress/context.js';
+import type { Cut } from './ingress/drain.js';
+import { Drain, drained } from './ingress/drain.js';
 import { serveHttp } from './ingress/http.js';
 import { tunnelRefusal } from './ingress/context.js';
 import type { Tunnel } from './ingress/inner-http.js';
@@ -53,8 +56,20 @@ export interface RunningGateway {
   readonly adminTokenFile: string | null;
   /** Records read back from the journal at start. */
   readonly restored: number;
-  /** Stops accepting, lets in-flight requests finish up to `limits.drainTimeout`, syncs the journal. */
-  stop(): Promise<void>;
+  /** Whether the journal can be written (GET /api/health). */
+  readonly health: JournalHealth;
+  /**
+   * Stops accepting and drains (see Drain): in-flight requests finish up to
+   * `limits.drainTimeout`, then what remains is cut; syncs the journal.
+   */
+  stop(): Promise<StopSummary>;
+}
+
+export interface StopSummary {
+  /** From stop() to the journal closed. */
+  readonly ms: number;
+  /** What still ran at `limits.drainTimeout` and was cut; null when everything drained. */
+  readonly cut: Cut | null;
 }
 
 export interface GatewayOptions {
@@ -76,6 +91,8 @@ export async function startGateway(
     held: () => sessions?.heldCount() ?? 0,
     paused: () => [...guard.sessions()].filter(([, s]) => s.pausedAt !== null).length,
   });
+  const index = new SessionIndex();
+  const health = new JournalHealth(config.journal, log, () => metrics.journalFailures.inc());
   const { writer: journal, restored } = openJournal(
     config.journal,
     (record) => {
@@ -86,6 +103,8 @@ export async function startGateway(
       fsyncMs: config.journalFsync,
       warn: (m) => log.warn(m),
       onWrite: (s) => metrics.journalWrite.observe(s),
+      health,
+      onAppend: (record, seq, offset, bytes) => index.add(record, seq, offset, bytes),
     },
   );
   const live = new LiveTunnels(config.policy.holdTimeout, (admission, change, reason) => {
@@ -105,15 +124,17 @@ export async function startGateway(
   });
   sessions = new Sessions(guard, journal, config.policy.holdTimeout, review, live);
   const notifier = config.notify.webhook
-    ? new Notifier({ ...config.notify, webhook: config.notify.webhook }, log, () =>
-        metrics.webhookFailures.inc(),
-      )
+    ? new Notifier({ ...config.notify, webhook: config.notify.webhook }, log, {
+        failed: () => metrics.webhookFailures.inc(),
+        dropped: () => metrics.webhookDropped.inc(),
+        queued: (n) => metrics.webhookQueued.set(n),
+      })
     : null;
   if (notifier) {
     if (config.notify.on.includes('pause'))
-      review.onPause((record) => notifier.send('pause', record));
+      review.onPause((record) => notifier.send('pause', record.session, record));
     if (config.notify.on.includes('review'))
-      review.onReview((summary) => notifier.send('review', { event: summary }));
+      review.onReview((summary) => notifier.send('review', summary.session, { event: summary }));
   }
   const egress = new Egress({
     allowPrivate: config.network.allowPrivate,
@@ -124,8 +145,9 @@ export async function startGateway(
   const pipeline = new Pipeline(config, guard, journal, sessions, egress, review, metrics);
   const forwarder = new Forwarder(config.limits, egress, readCaFiles(config.tls.upstreamCa));
   const identity = new Identity(config.agents);
+  const drain = new Drain();
   // Requests read from inside tunnels are served like absolute-form ones.
-  const inner = new InnerHttp(config, {
+  const inner = new InnerHttp(config, drain, {
     serve: (req, res, url, tunnel) =>
       serveHttp(
         proxyContext,
@@ -155,6 +177,7 @@ export async function startGateway(
       : null,
     inner,
     live,
+    drain,
     intercept:
       config.tls.intercept.length > 0
         ? await interceptor(config, inner, (tunnel, status, reason) =>
@@ -179,17 +202,18 @@ export async function startGateway(
     tools: toolMap(config.bridge.tools),
     log,
     order: new SessionOrder(),
+    drain,
   });
   const { tokens, file: adminTokenFile } = adminTokens(config);
   const adminServer = createAdminServer({
-    api: new Api(config, guard, sessions, review),
+    api: new Api(config, guard, sessions, review, index),
     metrics,
+    health,
     tokens,
     log,
   });
-  const sockets = track(proxyServer);
-  const bridgeSockets = track(bridgeServer);
   const servers = [proxyServer, bridgeServer, adminServer];
+  for (const server of servers) drain.attach(server);
   let proxy: HostPort;
   let bridge: HostPort;
   let admin: HostPort;
@@ -216,32 +240,25 @@ export async function startGateway(
     admin,
     adminTokenFile,
     restored,
+    health,
     async stop() {
+      const began = performance.now();
+      drain.start();
       const closed = Promise.all(
         servers.map((server) => new Promise<void>((resolve) => server.close(() => resolve()))),
       );
-      for (const server of servers) server.closeIdleConnections();
       held.shutdown();
-      const deadline = new AbortController();
-      const drained = await Promise.race([
-        closed.then(() => true),
-        sleep(config.limits.drainTimeout, false, { signal: deadline.signal }).catch(() => true),
-      ]);
-      deadline.abort();
-      if (!drained) {
-        log.warn(
-          `stop: ${sockets.size} connection(s) still open after ${config.limits.drainTimeout} ms; closing them`,
-        );
-        for (const socket of [...sockets, ...bridgeSockets]) socket.destroy();
-        adminServer.closeAllConnections();
-        await closed;
-      }
+      const cut = await drained(drain, closed, config.limits.drainTimeout, log, (reason) =>
+        live.closeAll(reason),
+      );
       await forwarder.close();
       reverseProxy?.close();
       inner.close();
       await notifier?.close();
       pipeline.close();
+      health.close();
       journal.close();
+      return { ms: Math.round(performance.now() - began), cut };
     },
   };
 }
@@ -268,16 +285,6 @@ async function interceptor(
   const { loadCa } = await import('./tls/ca.js');
   const { LeafCache } = await import('./tls/leaves.js');
   return new Interceptor(config, new LeafCache(loadCa(config.tls.ca)), inner, refuse);
-}
-
-/** The server's open sockets, so a stop past its deadline can close them. */
-function track(server: Server): Set<Socket> {
-  const sockets = new Set<Socket>();
-  server.on('connection', (socket: Socket) => {
-    sockets.add(socket);
-    socket.once('close', () => sockets.delete(socket));
-  });
-  return sockets;
 }
 
 function listen(server: Server, at: HostPort): Promise<HostPort> {

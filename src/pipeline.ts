@@ -8,6 +8,7 @@ import type { Event, EventInput, Source } from './event/event.js';
 import { normalizeEvent } from './event/normalize.js';
 import type { Decision, Guard } from './guard/guard.js';
 import type {
+  PauseRecord,
   RefusalRecord,
   ResultRecord,
   RootsRecord,
@@ -72,7 +73,7 @@ const HELD: Decision = {
 /**
  * The data path between ingress and action: normalise → (egress check) → guard → journal →
  * forward, refuse or hold. Every decision is journaled before it takes effect; a journal that
- * cannot be written refuses the request (fail closed).
+ * cannot be written refuses the request (fail closed) and changes nothing.
  */
 export class Pipeline {
   /** Bounds refusal records without a session (see refusal). */
@@ -109,7 +110,7 @@ export class Pipeline {
     if (ask.connect && subject.type === 'network' && !this.#portAllowed(event, subject.port)) {
       event = { ...event, denied: `port ${subject.port} not allowed` };
     } else {
-      preview = this.guard.preview(event);
+      preview = this.guard.inspect(event);
       if (subject.type === 'network' && this.#mayForward(preview)) {
         const pending = this.egress.check(subject.host, subject.port);
         const check = pending instanceof Promise ? await pending : pending;
@@ -124,23 +125,12 @@ export class Pipeline {
     // An approval counts nothing, so an approved preview is the decision (unless denied since).
     const decision =
       preview?.approved && event.denied === undefined ? preview : this.guard.inspect(event);
-    const written = this.#record(event, decision, rid, false);
-    if (written === null) return this.#failClosed(rid);
-    const id = written.rid;
     const { verdict } = decision;
+    const pausing = verdict === 'PAUSE' ? this.#holding(ask) : null;
+    const id = this.#record(event, decision, rid, false, pausing);
+    if (id === null) return this.#failClosed(rid);
     if (verdict === 'PAUSE') {
-      const since = Date.now();
-      const held =
-        this.config.policy.pause === 'hold'
-          ? [{ what: ask.what, since, deadline: since + this.config.policy.holdTimeout }]
-          : [];
-      const pause = this.review.paused(written.summary, held);
-      try {
-        this.journal.append({ type: 'pause', ...pause }, { sync: true });
-      } catch {
-        return this.#failClosed(id);
-      }
-      this.review.announce(pause);
+      // Journaled and installed: now open tunnels freeze.
       this.sessions.paused(ask.session);
       if (this.config.policy.pause === 'block') return this.#refuse(id, decision, ask, 'blocked');
       return this.#hold(ask, event, decision, id, this.#again(ask));
@@ -304,6 +294,13 @@ export class Pipeline {
     }
   }
 
+  /** The requests a pause record says it holds: this one, unless a pause refuses at once. */
+  #holding(ask: Ask): PauseRecord['held'] {
+    if (this.config.policy.pause !== 'hold') return [];
+    const since = Date.now();
+    return [{ what: ask.what, since, deadline: since + this.config.policy.holdTimeout }];
+  }
+
   /** On resume a held request is judged again, as the request it is. */
   #again(ask: Ask): (rid: number) => Promise<Ruling> {
     return (rid) => this.judge(ask, rid);
@@ -319,9 +316,8 @@ export class Pipeline {
   ): Promise<R | Unforwarded> {
     let id = rid;
     if (decision === null) {
-      const written = this.#record(event, HELD, rid, true);
-      if (written === null) return this.#failClosed(rid);
-      id = written.rid;
+      id = this.#record(event, HELD, rid, true, null);
+      if (id === null) return this.#failClosed(rid);
     }
     const held = decision ?? HELD;
     if (this.config.policy.pause === 'block')
@@ -367,29 +363,39 @@ export class Pipeline {
     };
   }
 
-  /** Writes the event record; returns the request id, or null when the journal failed. */
+  /**
+   * Writes the event record, for a PAUSE with its pause record (`pausing`: the requests it
+   * holds) in one write(2) so that neither is on disk without the other, and only then installs
+   * what was decided: the guard's counts and pause, the operators' view. Returns the request id,
+   * or null when the journal failed, and then nothing changed.
+   */
   #record(
     event: Event,
     decision: Decision,
     rid: number | null,
     held: boolean,
-  ): { rid: number; summary: Summary } | null {
+    pausing: PauseRecord['held'] | null,
+  ): number | null {
     const record = eventRecord(event, decision, { rid: rid ?? undefined, held: held || undefined });
-    let seq: number;
+    // Stamped as the writer will stamp it, so that the pause record can name it; the object
+    // then serves the operators' view (the line's fields are written by name).
+    const summary = record as { -readonly [K in keyof Summary]: Summary[K] };
+    summary.seq = this.journal.lastSeq + 1;
+    summary.ts = this.journal.iso(event.ts);
+    const pause = pausing && this.review.pauseFor(summary, pausing);
     try {
-      // Written before the caller acts on it; a PAUSE is also synced at once. Outcomes of
-      // earlier requests ride along in the same write(2).
-      seq = this.journal.append(record, { ts: event.ts, sync: decision.verdict === 'PAUSE' });
+      // Written before the caller acts on it; a PAUSE (held requests too) is synced at once.
+      // Outcomes of earlier requests ride along in the same write(2).
+      if (!pause) this.journal.append(record, { ts: event.ts, sync: held });
+      else this.journal.appendAll([record, { type: 'pause', ...pause }], event.ts);
     } catch (err) {
       if (isTrajgateError(err)) return null;
       throw err;
     }
-    // Stamped in place: the journal line is written, the object now serves the operators' view.
-    const summary = record as { -readonly [K in keyof Summary]: Summary[K] };
-    summary.seq = seq;
-    summary.ts = this.journal.iso(event.ts);
+    this.guard.commit(event.session, event.ts, decision);
     this.review.observe(summary, event.ts);
+    if (pause) this.review.announce(pause);
     this.metrics.event(event.source, event.kind, decision.verdict);
-    return { rid: rid ?? seq, summary };
+    return rid ?? summary.seq;
   }
 }

@@ -60,11 +60,13 @@ function timeLoop(inspect) {
 const seed = new SeedGuard(workspace);
 const seedRate = timeLoop((e) => seed.inspect(e));
 const guard = new Guard(compilePolicy(config));
-const guardRate = timeLoop((e) => guard.inspect(e));
+// A decision and its commit (the gateway commits once the journal line is written).
+const decide = (e) => guard.commit(e.session, e.ts, guard.inspect(e));
+const guardRate = timeLoop(decide);
 const raw = [...syntheticEvents(200_000, workspace)];
 const t0 = process.hrtime.bigint();
 for (const [i, e] of raw.entries()) {
-  guard.inspect(normalizeEvent(e, { session: e.session, source: 'replay', ts: i, workspace }));
+  decide(normalizeEvent(e, { session: e.session, source: 'replay', ts: i, workspace }));
 }
 const fullRate = rate(raw.length, process.hrtime.bigint() - t0);
 

@@ -33,10 +33,21 @@ function viaProxy(agent, proxyPort, auth, url, timeoutMs) {
  * Runs every session until `until` (ms since the epoch). A session sends requests one after
  * the other to the allowlisted upstream; a "drifting" session sends every `everyNth` request to
  * the unapproved one and runs two loops, so requests also arrive while it is paused.
- * Returns every request sent: { url, session, status | error, body kind }.
+ * Returns every request sent: { url, session, status | error, body kind }; with `record`, hands
+ * each to it instead (a long run keeps nothing). `paceMs` spaces each loop's requests.
  */
-export async function runAgents({ agents, proxyPort, allowedPort, otherPort, until, drifting }) {
+export async function runAgents({
+  agents,
+  proxyPort,
+  allowedPort,
+  otherPort,
+  until,
+  drifting,
+  paceMs = 0,
+  record,
+}) {
   const sent = [];
+  const keep = record ?? ((r) => sent.push(r));
   const loops = [];
   for (const [i, a] of agents.entries()) {
     const drifts = drifting(i);
@@ -54,7 +65,8 @@ export async function runAgents({ agents, proxyPort, allowedPort, otherPort, unt
           : `http://127.0.0.1:${allowedPort}/s/${a.id}/${k}/`;
         const t = Date.now();
         const r = await viaProxy(agent, proxyPort, auth, url, 60_000);
-        sent.push({ url, session: a.id, off, ms: Date.now() - t, ...classify(r) });
+        keep({ url, session: a.id, off, ms: Date.now() - t, ...classify(r) });
+        if (paceMs > 0) await sleep(Math.min(paceMs - (Date.now() - t), until - Date.now()));
       }
     };
     loops.push(Promise.all(drifts ? [loop(0), loop(1)] : [loop(0)]).finally(() => agent.destroy()));
@@ -74,9 +86,12 @@ function classify(r) {
   return { status: r.status, end };
 }
 
-/** A small JSON client of the admin API. */
-export function admin(port, token) {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: 8 });
+/**
+ * A small JSON client of the admin API, over at most `sockets` keep-alive connections; `raw`
+ * leaves bodies unparsed (a load generator's own CPU is part of what it measures).
+ */
+export function admin(port, token, { sockets = 8, raw = false } = {}) {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: sockets });
   return (method, path, body) =>
     new Promise((resolve, reject) => {
       const text = body === undefined ? undefined : JSON.stringify(body);
@@ -100,11 +115,11 @@ export function admin(port, token) {
           res.on('end', () => {
             let json = null;
             try {
-              json = JSON.parse(data);
+              if (!raw) json = JSON.parse(data);
             } catch {
               // metrics text
             }
-            resolve({ status: res.statusCode, json, text: data });
+            resolve({ status: res.statusCode, headers: res.headers, json, text: data });
           });
         },
       );

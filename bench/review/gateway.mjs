@@ -1,7 +1,7 @@
 // The gateway under load: `node dist/cli/main.js start` in its own process group, pinned to
 // core 1 with taskset when there is one; ports parsed from its banner; RSS read from /proc.
 import { spawn, spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { join } from 'node:path';
 import { launcherFlags } from '../proxy/targets.mjs';
@@ -68,6 +68,32 @@ export async function startGateway(configFile, { cpu = '1', timeoutMs = 15_000 }
       return result;
     },
   };
+}
+
+/**
+ * Writes `dir`/trajgate.yaml for `sessions` agents (`agent-000`…, random tokens): loopback
+ * listeners on port 0, the journal in `dir`, 127.0.0.1:`allowedPort` allowlisted, `extra`
+ * keys added. Returns the file's path, the agents and the journal's path.
+ */
+export function writeConfig(dir, { sessions, allowedPort, adminToken, ...extra }) {
+  const agents = Array.from({ length: sessions }, (_, i) => ({
+    id: `agent-${String(i).padStart(3, '0')}`,
+    token: `token-${i}-${Math.random().toString(36).slice(2)}-0123456789`,
+  }));
+  const journal = join(dir, 'journal.jsonl');
+  const config = join(dir, 'trajgate.yaml');
+  const keys = {
+    version: 1,
+    workspace: dir,
+    journal,
+    listen: { proxy: '127.0.0.1:0', bridge: '127.0.0.1:0', admin: '127.0.0.1:0' },
+    agents,
+    network: { allow: [`127.0.0.1:${allowedPort}`], allowPrivate: ['127.0.0.1/32'] },
+    admin: { token: adminToken },
+    ...extra,
+  };
+  writeFileSync(config, JSON.stringify(keys));
+  return { config, agents, journal };
 }
 
 /** VmRSS and VmHWM (peak) of `pid` in MB, or null once it is gone. */

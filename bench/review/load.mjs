@@ -3,13 +3,13 @@
 // is checked request by request. Loopback only; every wait is bounded.
 //
 //   npm run build && node bench/review/load.mjs [--sessions 200] [--seconds 15] [--drifting 10]
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { check, readJournal } from './check.mjs';
 import { admin, operator, runAgents } from './clients.mjs';
-import { memory, pinSelf, sleep, startGateway, startUpstream } from './gateway.mjs';
+import { memory, pinSelf, sleep, startGateway, startUpstream, writeConfig } from './gateway.mjs';
 
 const { values } = parseArgs({
   options: {
@@ -28,28 +28,15 @@ const ADMIN = 'bench-admin-token-0123456789abcdef';
 
 const pinned = pinSelf('0');
 const dir = mkdtempSync(join(tmpdir(), 'trajgate-review-load-'));
-const journal = join(dir, 'journal.jsonl');
 const allowed = await startUpstream();
 const other = await startUpstream();
-const agents = Array.from({ length: SESSIONS }, (_, i) => ({
-  id: `agent-${String(i).padStart(3, '0')}`,
-  token: `token-${i}-${Math.random().toString(36).slice(2)}-0123456789`,
-}));
-const config = join(dir, 'trajgate.yaml');
-writeFileSync(
-  config,
-  JSON.stringify({
-    version: 1,
-    workspace: dir,
-    journal,
-    listen: { proxy: '127.0.0.1:0', bridge: '127.0.0.1:0', admin: '127.0.0.1:0' },
-    agents,
-    policy: { holdTimeout: values['hold-timeout'] },
-    network: { allow: [`127.0.0.1:${allowed.port}`], allowPrivate: ['127.0.0.1/32'] },
-    admin: { token: ADMIN },
-    limits: { tunnelsPerSession: 64 },
-  }),
-);
+const { config, agents, journal } = writeConfig(dir, {
+  sessions: SESSIONS,
+  allowedPort: allowed.port,
+  adminToken: ADMIN,
+  policy: { holdTimeout: values['hold-timeout'] },
+  limits: { tunnelsPerSession: 64 },
+});
 
 const gw = await startGateway(config);
 const call = admin(gw.adminPort, ADMIN);

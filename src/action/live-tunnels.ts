@@ -100,6 +100,13 @@ export class LiveTunnels {
     for (const entry of this.#entries(session)) this.#close(entry, 'denied by an operator');
   }
 
+  /** Closes every tunnel, each journaled with `reason` (a stop's drain deadline). */
+  closeAll(reason: string): void {
+    for (const set of [...this.#bySession.values()]) {
+      for (const entry of [...set]) this.#close(entry, reason);
+    }
+  }
+
   #entries(session: string): Entry[] {
     return [...(this.#bySession.get(session) ?? [])];
   }

@@ -71,10 +71,16 @@ export class ReverseProxy {
         proxyReq.setHeader('content-length', flight.body.length);
       }
     });
-    this.#proxy.on('proxyRes', (proxyRes: IncomingMessage, req: IncomingMessage) => {
-      const flight = this.#flights.get(req);
-      if (flight) proxyRes.on('data', (chunk: Buffer) => (flight.bytesDown += chunk.length));
-    });
+    this.#proxy.on(
+      'proxyRes',
+      (proxyRes: IncomingMessage, req: IncomingMessage, res: ServerResponse) => {
+        const flight = this.#flights.get(req);
+        if (flight) proxyRes.on('data', (chunk: Buffer) => (flight.bytesDown += chunk.length));
+        // Connection is hop-by-hop: http-proxy would pass the upstream's on (or add keep-alive),
+        // and an explicit field overrides Node's own choice (a drain, a client that closes).
+        proxyRes.headers.connection = res.shouldKeepAlive ? 'keep-alive' : 'close';
+      },
+    );
     // Errors also reach each request's callback below; this listener keeps one from crashing.
     this.#proxy.on('error', () => undefined);
   }

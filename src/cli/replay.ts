@@ -112,7 +112,10 @@ function judgeLine(
     },
     paths,
   );
-  return [{ session, kind: input.kind, target: input.target }, guard.inspect(event)];
+  const decision = guard.inspect(event);
+  // Offline nothing is written: each decision takes effect at once.
+  guard.commit(session, event.ts, decision);
+  return [{ session, kind: input.kind, target: input.target }, decision];
 }
 
 function timeOf(ts: unknown, now: number): number {

@@ -6,9 +6,13 @@ import { createLogger } from '../log.js';
 
 export const START_USAGE = 'trajgate start [--config FILE]';
 
+/** The exit code of a stop that had to cut requests, tunnels or connections at the deadline. */
+export const EXIT_CUT = 3;
+
 /**
  * Runs the gateway on a config (or the embedded default) until SIGTERM or SIGINT, then drains
- * in-flight requests, syncs the journal and exits 0.
+ * in-flight requests and syncs the journal. Exits 0 when everything drained, EXIT_CUT when
+ * something still open at `limits.drainTimeout` was cut; one line says which.
  */
 export async function start(argv: string[], say: (line: string) => void): Promise<number> {
   const { values } = parseArgs({ args: argv, options: { config: { type: 'string' } } });
@@ -43,8 +47,14 @@ export async function start(argv: string[], say: (line: string) => void): Promis
     process.once('SIGTERM', resolve);
     process.once('SIGINT', resolve);
   });
-  say('trajgate: stopping');
-  await gateway.stop();
-  say('trajgate: stopped; journal synced');
-  return 0;
+  say(`trajgate: stopping (draining for up to ${config.limits.drainTimeout} ms)`);
+  const { ms, cut } = await gateway.stop();
+  if (cut === null) {
+    say(`trajgate: stopped in ${ms} ms; everything drained; journal synced`);
+    return 0;
+  }
+  say(
+    `trajgate: stopped in ${ms} ms; cut at the drain deadline: ${cut.requests} request(s), ${cut.tunnels} tunnel(s), ${cut.connections} connection(s); journal synced`,
+  );
+  return EXIT_CUT;
 }

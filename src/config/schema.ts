@@ -214,6 +214,9 @@ export const configSchema = z.strictObject({
       timeout: duration.default(5_000),
       attempts: z.number().int().min(1).max(10).default(3),
       backoff: duration.default(500),
+      // Bounds on what a slow or hanging receiver can cost: sockets, and payloads waiting.
+      connections: z.number().int().min(1).max(64).default(4),
+      queue: z.number().int().min(1).max(100_000).default(1_000),
     })
     .prefault({}),
   bridge: z

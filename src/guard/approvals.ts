@@ -74,12 +74,19 @@ export function compileApproval(spec: ApprovalSpec): Approval {
   };
 }
 
-/** Global approvals plus per-session ones; expired approvals are dropped as they are met. */
+/**
+ * Global approvals plus per-session ones. Matching changes nothing (an expired approval is
+ * passed over); `prune` drops the expired ones once a committed event's time passes them.
+ */
 export class ApprovalSet {
-  readonly #global: Approval[] = [];
+  #global: Approval[] = [];
   readonly #bySession = new Map<string, Approval[]>();
+  /** The earliest expiry among those held, so that `prune` is free until then. */
+  #nextExpiry = Infinity;
 
   add(approval: Approval): void {
+    if (approval.expiresAt !== null)
+      this.#nextExpiry = Math.min(this.#nextExpiry, approval.expiresAt);
     if (approval.session === null) {
       this.#global.push(approval);
       return;
@@ -91,6 +98,24 @@ export class ApprovalSet {
 
   match(event: Event): Approval | undefined {
     return find(this.#global, event) ?? find(this.#bySession.get(event.session), event);
+  }
+
+  prune(now: number): void {
+    if (now < this.#nextExpiry) return;
+    this.#nextExpiry = Infinity;
+    const keep = (list: Approval[]) =>
+      list.filter((a) => {
+        if (a.expiresAt === null) return true;
+        if (a.expiresAt <= now) return false;
+        this.#nextExpiry = Math.min(this.#nextExpiry, a.expiresAt);
+        return true;
+      });
+    this.#global = keep(this.#global);
+    for (const [session, list] of this.#bySession) {
+      const kept = keep(list);
+      if (kept.length === 0) this.#bySession.delete(session);
+      else this.#bySession.set(session, kept);
+    }
   }
 
   /** The first unexpired approval for the event's session that covers its authority only. */
@@ -116,13 +141,7 @@ export class ApprovalSet {
 
 function find(list: Approval[] | undefined, event: Event): Approval | undefined {
   if (!list) return undefined;
-  for (let i = 0; i < list.length; i++) {
-    const a = list[i] as Approval;
-    if (a.expiresAt !== null && a.expiresAt <= event.ts) {
-      list.splice(i--, 1);
-      continue;
-    }
-    if (a.test(event)) return a;
-  }
+  for (const a of list)
+    if ((a.expiresAt === null || a.expiresAt > event.ts) && a.test(event)) return a;
   return undefined;
 }

@@ -17,15 +17,29 @@ export interface Decision {
   readonly approved: boolean;
   /** The approval pattern that matched, when one did. */
   readonly approvedBy: string | null;
-  /** Every counter this event bumped and its new value; what a restart restores. */
+  /** Every counter this event bumped and its new value; what `commit` installs. */
   readonly counted: Readonly<Record<string, number>> | null;
 }
 
+/** What a decision changes, as its event record keeps it. */
+export interface Change {
+  readonly verdict: Verdict;
+  readonly boundary: string | null;
+  readonly counted?: Readonly<Record<string, number>> | null | undefined;
+}
+
 export interface SessionState {
-  readonly counts: Map<string, number>;
+  readonly counts: ReadonlyMap<string, number>;
   /** When the session paused (ms), or null while it runs. */
-  pausedAt: number | null;
+  readonly pausedAt: number | null;
   /** The boundary whose crossing paused it. */
+  readonly pausedBy: string | null;
+}
+
+/** Only `commit`, `resume` and a restart's replay of them write to it. */
+interface Live {
+  readonly counts: Map<string, number>;
+  pausedAt: number | null;
   pausedBy: string | null;
 }
 
@@ -35,12 +49,14 @@ const EMPTY: SessionState = { counts: new Map(), pausedAt: null, pausedBy: null 
 /**
  * The trajectory guard of the seed article, generalised to configured boundaries. Pure: its
  * answers depend only on the policy and the events and operator actions fed to it, in order
- * (time comes from `event.ts`), so replaying a journal rebuilds the same state.
+ * (time comes from `event.ts`), so replaying a journal rebuilds the same state. `inspect`
+ * decides on a copy; state moves only by `commit`, `approve` and `resume`, each called once
+ * its record is written (a failed write changes nothing).
  */
 export class Guard {
   readonly policy: GuardPolicy;
   readonly approvals = new ApprovalSet();
-  readonly #sessions = new Map<string, SessionState>();
+  readonly #sessions = new Map<string, Live>();
   readonly #approvedDecisions = new WeakMap<Approval, Decision>();
 
   constructor(policy: GuardPolicy) {
@@ -48,26 +64,19 @@ export class Guard {
     for (const a of policy.allow) this.approvals.add(a);
   }
 
-  /** Judges an event and records its crossings: the counts move, a PAUSE pauses. */
-  inspect(event: Event): Decision {
-    return this.#judge(event, true);
-  }
-
   /**
-   * What `inspect` would answer now, changing nothing: lets the gateway resolve a host name
-   * only for requests it may forward (a lookup of an unapproved name would already leak it).
+   * Judges an event against the current state and changes nothing: the decision carries what
+   * it would change (`counted`, a PAUSE), for `commit` to install once its record is written.
+   * The gateway also asks before resolving a host name (a lookup of an unapproved name would
+   * already leak it).
    */
-  preview(event: Event): Decision {
-    return this.#judge(event, false);
-  }
-
-  #judge(event: Event, commit: boolean): Decision {
+  inspect(event: Event): Decision {
     if (event.denied === undefined) {
       if (event.approved) return MARKED_APPROVED;
       const approval = this.approvals.match(event);
       if (approval) return this.#approvedBy(approval);
     }
-    const state = this.#sessions.get(event.session) ?? (commit ? this.state(event.session) : EMPTY);
+    const state = this.#sessions.get(event.session) ?? EMPTY;
     const workspace = this.policy.workspaceFor(event.session);
     let worst: { b: Boundary; n: number; verdict: Verdict } | undefined;
     let counted: Record<string, number> | null = null;
@@ -75,7 +84,6 @@ export class Guard {
       if (!crosses(b, event, workspace)) continue;
       const key = countKey(this.policy, b, event);
       const n = (state.counts.get(key) ?? 0) + 1;
-      if (commit) state.counts.set(key, n);
       (counted ??= {})[key] = n;
       const verdict = verdictAt(b, n);
       if (!worst || RANK[verdict] > RANK[worst.verdict]) worst = { b, n, verdict };
@@ -94,7 +102,6 @@ export class Guard {
     // A refused event is never allowed, whatever the counts say.
     const verdict =
       event.denied !== undefined && worst.verdict === 'ALLOW' ? 'REVIEW' : worst.verdict;
-    if (commit && verdict === 'PAUSE') this.#pause(state, event.ts, worst.b.name);
     return {
       verdict,
       boundary: worst.b.name,
@@ -147,20 +154,22 @@ export class Guard {
     return approval;
   }
 
-  /** Sets counters to values read back from the journal (a decision's `counted`). */
-  restore(session: string, counted: Readonly<Record<string, number>>): void {
-    const counts = this.state(session).counts;
-    for (const [key, n] of Object.entries(counted)) counts.set(key, n);
-  }
-
-  pause(session: string, at: number, boundary: string | null): void {
-    this.#pause(this.state(session), at, boundary);
-  }
-
-  #pause(state: SessionState, at: number, boundary: string | null): void {
-    if (state.pausedAt !== null) return;
-    state.pausedAt = at;
-    state.pausedBy = boundary;
+  /**
+   * Installs what a decision changed, or its event record at restart (the same values): each
+   * counter's new value and a PAUSE; expired approvals go. Called once the record is written,
+   * with no await since `inspect`, so it replaces the state the decision was made on. The
+   * values are absolute: committing one decision twice is harmless.
+   */
+  commit(session: string, at: number, change: Change): void {
+    this.approvals.prune(at);
+    const { counted } = change;
+    if (!counted && change.verdict !== 'PAUSE') return;
+    const state = this.state(session);
+    if (counted) for (const key in counted) state.counts.set(key, counted[key] as number);
+    if (change.verdict === 'PAUSE' && state.pausedAt === null) {
+      state.pausedAt = at;
+      state.pausedBy = change.boundary;
+    }
   }
 
   /** Unpauses; counts are kept unless `reset` (the operator said so explicitly). */
@@ -171,15 +180,15 @@ export class Guard {
     if (reset) state.counts.clear();
   }
 
-  session(id: string): Readonly<SessionState> | undefined {
+  session(id: string): SessionState | undefined {
     return this.#sessions.get(id);
   }
 
-  sessions(): IterableIterator<[string, Readonly<SessionState>]> {
+  sessions(): IterableIterator<[string, SessionState]> {
     return this.#sessions.entries();
   }
 
-  private state(session: string): SessionState {
+  private state(session: string): Live {
     let state = this.#sessions.get(session);
     if (!state) {
       state = { counts: new Map(), pausedAt: null, pausedBy: null };

@@ -8,6 +8,7 @@ import type { ToolMap } from '../event/tool-map.js';
 import type { Decision } from '../guard/guard.js';
 import type { Pipeline } from '../pipeline.js';
 import type { Presence } from '../review/sessions.js';
+import type { Drain } from './drain.js';
 import type { Identity } from './identity.js';
 import type { SessionOrder } from './session-order.js';
 
@@ -22,6 +23,8 @@ export interface BridgeContext {
   readonly log: Logger;
   /** One changing tool call at a time per session. */
   readonly order: SessionOrder;
+  /** Counts running handlers (a stop waits for their outcomes). */
+  readonly drain: Drain;
 }
 
 /** The verdict on every event a call makes: forwarded only if all were allowed. */

@@ -59,7 +59,9 @@ export function createBridgeServer(ctx: BridgeContext): Server {
   return createServer(
     { headersTimeout: ctx.config.limits.headerTimeout, requestTimeout: 0 },
     (req, res) => {
-      handle(req, res).catch((err: unknown) => {
+      const handled = handle(req, res);
+      ctx.drain.track('request', handled);
+      handled.catch((err: unknown) => {
         ctx.log.error({ err }, 'bridge: request failed');
         if (!res.headersSent) reject(res, mcp, 500, 'internal error; see the gateway log');
         else res.destroy();

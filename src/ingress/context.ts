@@ -7,6 +7,7 @@ import type { Forwarder } from '../action/forward.js';
 import { authority } from '../action/forward.js';
 import type { LiveTunnels } from '../action/live-tunnels.js';
 import { clientAddress } from './identity.js';
+import type { Drain } from './drain.js';
 import type { InnerHttp, Tunnel } from './inner-http.js';
 import type { Interceptor } from './intercept.js';
 import type { Config } from '../config/load.js';
@@ -31,6 +32,8 @@ export interface ProxyContext {
   readonly inner: InnerHttp;
   /** Open tunnels, which follow their session's state. */
   readonly live: LiveTunnels;
+  /** Counts running handlers; closes connections after their response once stopping. */
+  readonly drain: Drain;
 }
 
 /**

@@ -33,6 +33,15 @@ export class HeaderDeadlines {
     }
   }
 
+  /** Closes the sockets idle between requests (at a drain): nothing read since a response. */
+  closeIdle(): void {
+    for (const [socket, w] of this.#watched) {
+      if (w.first || socket.bytesRead > w.bytes) continue;
+      this.clear(socket);
+      socket.destroy();
+    }
+  }
+
   #tick(): void {
     const now = Date.now();
     for (const [socket, w] of this.#watched) {

@@ -40,21 +40,25 @@ export async function handleIngest(
       start,
     );
   const d = ruling.decision;
+  const refusal = ruling.refusal;
+  // Nothing was decided (the journal cannot be written): an outage, not a verdict.
+  const outage = d === undefined && refusal?.status === 503;
   const answer = {
     verdict: d?.verdict ?? 'REVIEW',
     boundary: d?.boundary ?? null,
     count: d?.count ?? 0,
-    reason: d?.reason ?? ruling.refusal?.reason ?? 'refused',
+    reason: d?.reason ?? refusal?.reason ?? 'refused',
     // REVIEW is let through under `policy.review: pass`: the verdict alone does not say so.
     allowed: ruling.allowed,
-    ...(ruling.allowed ? {} : { message: ruling.refusal?.body ?? '' }),
+    ...(ruling.allowed ? {} : { message: refusal?.body ?? '' }),
   };
-  sendJson(res, 200, answer);
+  if (outage) sendJson(res, 503, { error: { code: 'E_JOURNAL_WRITE', message: refusal.reason } });
+  else sendJson(res, 200, answer);
   callOutcome(
     ctx.pipeline,
     ruling.rids,
     who.session,
-    { status: 200, bytesUp: 0, bytesDown: 0 },
+    { status: outage ? 503 : 200, bytesUp: 0, bytesDown: 0 },
     start,
   );
 }

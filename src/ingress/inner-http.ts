@@ -7,6 +7,7 @@ import type { Refusal } from '../action/respond.js';
 import { dropIfAnswered, sendRefusal, writeRawRefusal } from '../action/respond.js';
 import type { Config } from '../config/load.js';
 import { canonicalHost } from '../event/network-target.js';
+import type { Drain } from './drain.js';
 import { HeaderDeadlines } from './header-deadline.js';
 
 /** One tunnel whose HTTP trajgate reads: who opened it and the authority its CONNECT named. */
@@ -41,9 +42,11 @@ export class InnerHttp {
   readonly #tunnels = new WeakMap<object, Tunnel>();
   readonly #server: Server;
   readonly #deadlines: HeaderDeadlines;
+  readonly #drain: Drain;
 
-  constructor(config: Config, hooks: InnerHooks) {
+  constructor(config: Config, drain: Drain, hooks: InnerHooks) {
     this.#hooks = hooks;
+    this.#drain = drain;
     this.#server = createServer({
       maxHeaderSize: config.limits.headerBytes,
       requestTimeout: 0,
@@ -83,6 +86,8 @@ export class InnerHttp {
       const why = `CONNECT${where(tunnel)} is not allowed: send requests, not another tunnel`;
       writeRawRefusal(socket, hooks.refuse(tunnel, 405, why, req.url ?? ''));
     });
+    // This server never listens, so Node knows none of its connections: idle ones are ours.
+    drain.attach(this.#server, () => this.#deadlines.closeIdle());
   }
 
   /** Serves HTTP read from `socket` (the tunnel's bytes, decrypted when TLS) until it closes. */
@@ -131,7 +136,9 @@ export class InnerHttp {
       sendRefusal(res, this.#hooks.refuse(tunnel, 421, reason, target));
       return;
     }
-    this.#hooks.serve(req, res, url, tunnel).catch(() => res.destroy());
+    const served = this.#hooks.serve(req, res, url, tunnel);
+    this.#drain.track('request', served);
+    served.catch(() => res.destroy());
   }
 }
 

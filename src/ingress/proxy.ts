@@ -28,7 +28,9 @@ export function createProxyServer(ctx: ProxyContext): Server {
   });
   const crashed = (err: unknown, what: string) => ctx.log.error({ err }, `proxy: ${what} failed`);
   const onRequest = (req: IncomingMessage, res: ServerResponse) => {
-    handleHttp(ctx, req, res).catch((err: unknown) => {
+    const handled = handleHttp(ctx, req, res);
+    ctx.drain.track('request', handled);
+    handled.catch((err: unknown) => {
       crashed(err, 'request');
       if (!res.headersSent) res.writeHead(500).end('trajgate: internal error\n');
       else res.destroy();
@@ -40,13 +42,17 @@ export function createProxyServer(ctx: ProxyContext): Server {
   server.on('checkContinue', onRequest);
   server.on('checkExpectation', onRequest);
   server.on('connect', (req, socket: Duplex, head: Buffer) => {
-    handleConnect(ctx, req, socket, head).catch((err: unknown) => {
+    const handled = handleConnect(ctx, req, socket, head);
+    ctx.drain.track('tunnel', handled);
+    handled.catch((err: unknown) => {
       crashed(err, 'CONNECT');
       socket.destroy();
     });
   });
   server.on('upgrade', (req, socket: Duplex, head: Buffer) => {
-    handleUpgrade(ctx, req, socket, head).catch((err: unknown) => {
+    const handled = handleUpgrade(ctx, req, socket, head);
+    ctx.drain.track('tunnel', handled);
+    handled.catch((err: unknown) => {
       crashed(err, 'upgrade');
       socket.destroy();
     });

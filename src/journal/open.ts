@@ -3,6 +3,7 @@ import { dirname } from 'node:path';
 import { isTrajgateError, TrajgateError } from '../errors.js';
 import type { JournalRecord } from './records.js';
 import { readJournal } from './reader.js';
+import type { WriterOptions } from './writer.js';
 import { JournalWriter } from './writer.js';
 
 export interface OpenedJournal {
@@ -11,7 +12,10 @@ export interface OpenedJournal {
   readonly restored: number;
 }
 
-/** Reads an existing journal through `apply` (rebuilding state), then opens it for appending. */
+/**
+ * Reads an existing journal through `apply` (rebuilding state), then opens it for appending.
+ * `onAppend` sees every record in the file: each one read back, then each one written.
+ */
 export function openJournal(
   path: string,
   apply: (record: JournalRecord) => void,
@@ -20,6 +24,8 @@ export function openJournal(
     warn: (message: string) => void;
     now?: () => number;
     onWrite?: (seconds: number) => void;
+    health?: WriterOptions['health'];
+    onAppend?: WriterOptions['onAppend'];
   },
 ): OpenedJournal {
   try {
@@ -32,9 +38,10 @@ export function openJournal(
   }
   const { lastSeq, records } = readJournal(
     path,
-    (record, line) => {
+    (record, line, offset, bytes) => {
       try {
         apply(record);
+        options.onAppend?.(record, record.seq, offset, bytes);
       } catch (err) {
         if (!isTrajgateError(err)) throw err;
         throw new TrajgateError(err.code, `${path}:${line}: ${err.message}`);
@@ -47,6 +54,8 @@ export function openJournal(
     fsyncMs: options.fsyncMs,
     ...(options.now ? { now: options.now } : {}),
     ...(options.onWrite ? { onWrite: options.onWrite } : {}),
+    ...(options.health ? { health: options.health } : {}),
+    ...(options.onAppend ? { onAppend: options.onAppend } : {}),
   });
   return { writer, restored: records };
 }

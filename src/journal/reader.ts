@@ -11,7 +11,8 @@ export interface ReadResult {
 const CHUNK = 1 << 20;
 
 /**
- * Streams a journal from disk, calling `onRecord` for each record in order, in constant memory.
+ * Streams a journal from disk, calling `onRecord` for each record in order (with its line's
+ * offset and length without the newline), in constant memory.
  * A last line cut short by a crash (no newline, not valid JSON) is moved to `<file>.torn-<n>`,
  * cut from the journal and reported through `warn`; any other bad line throws
  * E_JOURNAL_CORRUPT with its line number, because state rebuilt past it would be wrong.
@@ -19,7 +20,7 @@ const CHUNK = 1 << 20;
  */
 export function readJournal(
   path: string,
-  onRecord: (record: JournalRecord, line: number) => void,
+  onRecord: (record: JournalRecord, line: number, offset: number, bytes: number) => void,
   warn: (message: string) => void,
   options: { repair?: boolean } = {},
 ): ReadResult {
@@ -51,7 +52,7 @@ export function readJournal(
         line++;
         const record = parseLine(data.toString('utf8', start, nl), path, line, true);
         if (record) {
-          onRecord(record, line);
+          onRecord(record, line, offset + start, nl - start);
           records++;
           if (record.seq > lastSeq) lastSeq = record.seq;
         }
@@ -64,7 +65,7 @@ export function readJournal(
       line++;
       const record = parseLine(pending.toString('utf8'), path, line, false);
       if (record) {
-        onRecord(record, line);
+        onRecord(record, line, offset, pending.length);
         records++;
         if (record.seq > lastSeq) lastSeq = record.seq;
         if (options.repair !== false) writeSync(fd, '\n', offset + pending.length);

@@ -15,9 +15,8 @@ export function applyRecord(guard: Guard, record: JournalRecord): void {
       if (typeof record.session !== 'string') throw bad('has no "session"');
       if (record.counted !== undefined && !isCounts(record.counted))
         throw bad('has a bad "counted"');
-      if (record.counted) guard.restore(record.session, record.counted);
-      if (record.verdict === 'PAUSE')
-        guard.pause(record.session, Date.parse(record.ts), record.boundary);
+      // What the live gateway installed once this line was written: the same call.
+      guard.commit(record.session, Date.parse(record.ts), record);
       return;
     case 'approve':
       try {

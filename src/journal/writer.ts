@@ -21,6 +21,18 @@ export interface WriterOptions {
   readonly now?: () => number;
   /** Told how long each write(2) took, in seconds (metrics). */
   readonly onWrite?: (seconds: number) => void;
+  /**
+   * Told of each record once it is in the file: its seq, the offset of its line and the
+   * line's length without the newline (the session index).
+   */
+  readonly onAppend?: (
+    record: Unstamped<JournalRecord>,
+    seq: number,
+    offset: number,
+    bytes: number,
+  ) => void;
+  /** Told of each failed write (its error) and of the first write that succeeds after one. */
+  readonly health?: { failed(error: string): void; recovered(): void };
 }
 
 /**
@@ -46,6 +58,11 @@ export class JournalWriter {
   readonly #fsyncMs: number;
   readonly #now: () => number;
   readonly #onWrite: ((seconds: number) => void) | undefined;
+  readonly #onAppend: WriterOptions['onAppend'];
+  /** Records stamped and not yet written, for `onAppend`, in file order. */
+  #stamped: { record: Unstamped<JournalRecord>; seq: number; bytes: number }[] = [];
+  readonly #health: WriterOptions['health'];
+  #failing = false;
 
   constructor(path: string, options: WriterOptions) {
     this.path = path;
@@ -62,6 +79,8 @@ export class JournalWriter {
     this.#fsyncMs = options.fsyncMs;
     this.#now = options.now ?? Date.now;
     this.#onWrite = options.onWrite;
+    this.#onAppend = options.onAppend;
+    this.#health = options.health;
   }
 
   get lastSeq(): number {
@@ -76,6 +95,18 @@ export class JournalWriter {
     this.#write(this.#stamp(record, options.ts));
     if (options.sync || this.#fsyncMs === 0) this.sync();
     return this.#seq;
+  }
+
+  /**
+   * Writes records that stand or fall together (a PAUSE and its pause record) in one write(2),
+   * so the file gets all of them or none; stamped as `append` does, the i-th with seq
+   * `lastSeq + 1 + i`. Synced at once.
+   */
+  appendAll(records: readonly Unstamped<JournalRecord>[], ts?: number): void {
+    let text = '';
+    for (const record of records) text += this.#stamp(record, ts);
+    this.#write(text);
+    this.sync();
   }
 
   /**
@@ -127,7 +158,9 @@ export class JournalWriter {
   #stamp(record: Unstamped<JournalRecord>, ts: number | undefined): string {
     if (this.#fd < 0) throw new TrajgateError('E_JOURNAL_WRITE', `${this.path}: journal is closed`);
     const seq = ++this.#seq;
-    return `{"seq":${seq},"ts":"${this.iso(ts ?? this.#now())}",${recordFields(record)}\n`;
+    const line = `{"seq":${seq},"ts":"${this.iso(ts ?? this.#now())}",${recordFields(record)}\n`;
+    if (this.#onAppend) this.#stamped.push({ record, seq, bytes: Buffer.byteLength(line) });
+    return line;
   }
 
   /** ISO 8601 of `ms`; many records share a millisecond under load, so each is formatted once. */
@@ -143,6 +176,8 @@ export class JournalWriter {
   #write(text: string): void {
     const data = this.#deferred + text;
     this.#deferred = '';
+    const stamped = this.#stamped;
+    this.#stamped = [];
     // Encoded into one reused buffer when it surely fits (UTF-8 takes at most 3 bytes per
     // UTF-16 unit): no conversion copy, no length pass, no allocation per write.
     const out =
@@ -167,12 +202,23 @@ export class JournalWriter {
           // The next start-up sees the torn line and skips it.
         }
       }
+      this.#failing = true;
+      this.#health?.failed((err as Error).message);
       throw new TrajgateError(
         'E_JOURNAL_WRITE',
         `${this.path}: journal write failed: ${(err as Error).message}`,
       );
     }
+    if (this.#failing) {
+      this.#failing = false;
+      this.#health?.recovered();
+    }
     if (this.#onWrite) this.#onWrite((performance.now() - start) / 1000);
+    let at = this.#size;
+    for (const { record, seq, bytes } of stamped) {
+      this.#onAppend?.(record, seq, at, bytes - 1);
+      at += bytes;
+    }
     this.#size += size;
     this.#dirty = true;
     if (this.#fsyncMs > 0)

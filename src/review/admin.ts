@@ -2,8 +2,10 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { createServer } from 'node:http';
 import type { Logger } from 'pino';
+import { AdminQueue, RETRY_AFTER } from './admin-queue.js';
 import type { Api } from './api.js';
 import { ApiError, readJsonBody, sendError, sendJson } from './http-json.js';
+import type { JournalHealth } from '../journal/health.js';
 import type { Metrics } from './metrics.js';
 import { reviewPage } from './page.js';
 
@@ -19,6 +21,8 @@ interface Route {
   readonly pattern: RegExp;
   readonly handler: Handler;
   readonly status?: number;
+  /** Reads the journal or every session: waits its turn in the admin queue (429 past it). */
+  readonly queued?: true;
 }
 
 const digest = (text: string) => createHash('sha256').update(text).digest();
@@ -32,6 +36,7 @@ const digest = (text: string) => createHash('sha256').update(text).digest();
 export function createAdminServer(deps: {
   api: Api;
   metrics: Metrics;
+  health: JournalHealth;
   tokens: readonly { name: string; token: string }[];
   log: Logger;
 }): Server {
@@ -39,11 +44,18 @@ export function createAdminServer(deps: {
   const tokens = deps.tokens.map((t) => ({ name: t.name, digest: digest(t.token) }));
   const session = (tail: string) => new RegExp(`^/api/sessions/([^/]+)${tail}$`);
   const routes: Route[] = [
-    { method: 'GET', pattern: /^\/api\/sessions$/, handler: () => ({ sessions: api.list() }) },
-    { method: 'GET', pattern: session(''), handler: (_req, _by, id) => api.detail(id as string) },
+    { method: 'GET', pattern: /^\/api\/health$/, handler: () => deps.health.view() },
+    { method: 'GET', pattern: /^\/api\/sessions$/, queued: true, handler: () => api.listBody() },
+    {
+      method: 'GET',
+      pattern: session(''),
+      queued: true,
+      handler: (_req, _by, id) => api.detail(id as string),
+    },
     {
       method: 'GET',
       pattern: session('/events'),
+      queued: true,
       handler: (_r, _b, id, q) => api.events(id as string, q),
     },
     {
@@ -92,6 +104,7 @@ export function createAdminServer(deps: {
   };
 
   const page = reviewPage();
+  const queue = new AdminQueue();
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
     const url = new URL(req.url ?? '/', 'http://admin');
     // The review page's static files hold no data: served before the token check.
@@ -118,7 +131,11 @@ export function createAdminServer(deps: {
       allowed = true;
       if (route.method !== req.method) continue;
       const id = m[1] === undefined ? null : decodeURIComponent(m[1]);
-      sendJson(res, route.status ?? 200, await route.handler(req, by, id, url.searchParams));
+      const answer = async () =>
+        sendJson(res, route.status ?? 200, await route.handler(req, by, id, url.searchParams));
+      // Reads wait their turn (sending included); a caller gone meanwhile costs nothing more.
+      if (route.queued) await queue.run(() => (req.socket.destroyed ? undefined : answer()));
+      else await answer();
       return;
     }
     if (allowed)
@@ -128,7 +145,10 @@ export function createAdminServer(deps: {
 
   return createServer({ headersTimeout: 10_000, requestTimeout: 30_000 }, (req, res) => {
     handle(req, res).catch((err: unknown) => {
-      if (err instanceof ApiError) return sendError(res, err);
+      if (err instanceof ApiError) {
+        if (err.status === 429) res.setHeader('retry-after', String(RETRY_AFTER));
+        return sendError(res, err);
+      }
       if (err instanceof URIError)
         return sendError(
           res,

@@ -5,9 +5,10 @@ import { describe } from '../event/validate.js';
 import type { Approval } from '../guard/approvals.js';
 import type { Guard } from '../guard/guard.js';
 import { boundaryOfKey } from '../guard/policy.js';
-import type { EventRecord, PauseRecord, Summary } from '../journal/records.js';
-import { readBackwards } from '../journal/tail.js';
-import { ApiError } from './http-json.js';
+import { eventsPage } from '../journal/event-pages.js';
+import type { PauseRecord, Summary } from '../journal/records.js';
+import type { SessionIndex } from '../journal/session-index.js';
+import { ApiError, RawJson } from './http-json.js';
 import type { Review } from './review.js';
 import type { Sessions } from './sessions.js';
 
@@ -50,14 +51,33 @@ interface ApprovalView {
 
 const iso = (ms: number | null | undefined) => (ms ? new Date(ms).toISOString() : null);
 
+/** The most events one call of the events route returns; `next` pages on. */
+const EVENTS_LIMIT = 1000;
+
 /** The admin API's behaviour, apart from HTTP: what each route reads or does. */
 export class Api {
+  #listed: { key: string; body: RawJson } | null = null;
+
   constructor(
     private readonly config: Config,
     private readonly guard: Guard,
     private readonly sessions: Sessions,
     private readonly review: Review,
+    private readonly index: SessionIndex,
   ) {}
+
+  /**
+   * `{"sessions":[…]}`, built again only when something was journaled or a held request
+   * ended since the last call: polling it costs a comparison, not a walk over the sessions.
+   */
+  listBody(): RawJson {
+    const key = `${this.index.records}:${this.sessions.heldCount()}`;
+    if (this.#listed?.key !== key) {
+      const body = new RawJson(Buffer.from(JSON.stringify({ sessions: this.list() })));
+      this.#listed = { key, body };
+    }
+    return this.#listed.body;
+  }
 
   list(): SessionView[] {
     const ids = new Set<string>([
@@ -95,27 +115,13 @@ export class Api {
 
   /**
    * The session's event records from the journal, newest first, each with the `status` its
-   * request ended with (outcomes are newer than their events, so they are met first).
+   * request ended with; read through the session index, never by a scan on this thread.
    */
-  events(
-    id: string,
-    query: URLSearchParams,
-  ): { events: (EventRecord & { status?: number | null })[]; next: number | null } {
+  async events(id: string, query: URLSearchParams): Promise<RawJson> {
     this.#known(id);
-    const limit = intParam(query, 'limit', 100, 1, 10_000);
+    const limit = intParam(query, 'limit', 100, 1, EVENTS_LIMIT);
     const before = intParam(query, 'before', Number.MAX_SAFE_INTEGER, 1, Number.MAX_SAFE_INTEGER);
-    const events: (EventRecord & { status?: number | null })[] = [];
-    const statuses = new Map<number, number | null>();
-    readBackwards(this.config.journal, (r) => {
-      if (r.session !== id) return true;
-      if (r.type === 'outcome') statuses.set(r.ref, r.status);
-      else if (r.type === 'event' && r.seq < before) {
-        const status = statuses.get(r.rid ?? r.seq);
-        events.push(status === undefined ? r : { ...r, status });
-      }
-      return events.length < limit;
-    });
-    return { events, next: events.length === limit ? (events.at(-1)?.seq ?? null) : null };
+    return new RawJson(await eventsPage(this.config.journal, this.index, id, before, limit));
   }
 
   approve(id: string | null, body: Record<string, unknown>, by: string): ApprovalView {
@@ -155,7 +161,7 @@ export class Api {
       if (isTrajgateError(err) && err.code === 'E_PATTERN_INVALID') {
         throw new ApiError(400, 'E_PATTERN_INVALID', err.message);
       }
-      throw err;
+      throw unjournaled(err);
     }
     return approvalView(approval);
   }
@@ -187,7 +193,7 @@ export class Api {
     } catch (err) {
       if (isTrajgateError(err) && err.code === 'E_NOT_PAUSED')
         throw new ApiError(409, 'E_NOT_PAUSED', err.message);
-      throw err;
+      throw unjournaled(err);
     }
   }
 
@@ -218,6 +224,12 @@ export class Api {
       (this.config.agents ?? []).some((a) => a.id === id);
     if (!known) throw new ApiError(404, 'E_UNKNOWN_SESSION', `no session ${JSON.stringify(id)}`);
   }
+}
+
+/** An operator action the journal could not record did not happen: 503, with the reason. */
+function unjournaled(err: unknown): unknown {
+  if (!isTrajgateError(err) || err.code !== 'E_JOURNAL_WRITE') return err;
+  return new ApiError(503, 'E_JOURNAL_WRITE', `${err.message}; nothing was changed, try again`);
 }
 
 function approvalView(a: Approval): ApprovalView {

@@ -14,8 +14,13 @@ export class ApiError extends Error {
 
 export const BODY_LIMIT = 64 * 1024;
 
+/** A JSON body already serialised (journal lines as written, a cached answer): sent as is. */
+export class RawJson {
+  constructor(readonly bytes: Buffer) {}
+}
+
 export function sendJson(res: ServerResponse, status: number, value: unknown): void {
-  const body = JSON.stringify(value);
+  const body = value instanceof RawJson ? value.bytes : JSON.stringify(value);
   res.writeHead(status, {
     'content-type': 'application/json; charset=utf-8',
     'content-length': Buffer.byteLength(body),

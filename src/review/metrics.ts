@@ -1,4 +1,4 @@
-import { Counter, Gauge, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
 import type { Metric } from 'prom-client';
 
 interface EventCount {
@@ -14,6 +14,9 @@ export class Metrics {
   readonly registry = new Registry();
   readonly upstreamErrors: Counter<'status'>;
   readonly webhookFailures: Counter;
+  readonly journalFailures: Counter;
+  readonly webhookDropped: Counter;
+  readonly webhookQueued: Gauge;
   readonly journalWrite: WriteTimes;
   /** Counted here per event, handed to prom-client when scraped (its inc hashes labels). */
   readonly #eventCounts = new Map<string, EventCount>();
@@ -40,6 +43,21 @@ export class Metrics {
     this.webhookFailures = new Counter({
       name: 'trajgate_webhook_failures_total',
       help: 'Notifications that could not be delivered after all retries',
+      registers,
+    });
+    this.webhookDropped = new Counter({
+      name: 'trajgate_webhook_dropped_total',
+      help: 'Notifications dropped unsent because notify.queue was full (the oldest go first)',
+      registers,
+    });
+    this.webhookQueued = new Gauge({
+      name: 'trajgate_webhook_queued',
+      help: 'Notifications waiting for a connection to the webhook',
+      registers,
+    });
+    this.journalFailures = new Counter({
+      name: 'trajgate_journal_failures_total',
+      help: 'Journal writes that failed (each refused what it would have recorded with 503)',
       registers,
     });
     this.journalWrite = new WriteTimes(
@@ -74,13 +92,31 @@ export class Metrics {
     else this.#eventCounts.set(key, { labels: { source, kind, verdict }, n: 1 });
   }
 
-  text(): Promise<string> {
-    return this.registry.metrics();
+  /** This gateway's metrics, then the process's (one set per process: see processMetrics). */
+  async text(): Promise<string> {
+    const [own, node] = await Promise.all([this.registry.metrics(), processMetrics().metrics()]);
+    return `${own}\n${node}`;
   }
 
   get contentType(): string {
     return this.registry.contentType;
   }
+}
+
+let processRegistry: Registry | undefined;
+
+/**
+ * Node's process and heap metrics (prom-client's default collectors). They describe the
+ * process, not a gateway, and each collectDefaultMetrics call starts an event-loop monitor and
+ * a GC observer that nothing stops: so one set per process, whatever number of gateways it runs
+ * (tests run many), beside each gateway's own registry.
+ */
+function processMetrics(): Registry {
+  if (processRegistry === undefined) {
+    processRegistry = new Registry();
+    collectDefaultMetrics({ register: processRegistry });
+  }
+  return processRegistry;
 }
 
 /**

@@ -1,60 +1,175 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
-import { Agent, request } from 'undici';
+import { Pool } from 'undici';
 import type { Config } from '../config/load.js';
+
+export type NoticeKind = 'pause' | 'review';
+
+/** One notification waiting to be delivered: the latest payload of its session and kind. */
+export interface Notice {
+  readonly key: string;
+  readonly kind: NoticeKind;
+  /** The payload as JSON, serialised when it was sent (later changes to it are not seen). */
+  json: string;
+  /** How many earlier notifications of this session and kind it stands for. */
+  coalesced: number;
+}
+
+/**
+ * The notifications waiting for a free connection, oldest first, at most `bound` of them.
+ * A notification of a session and kind that is already waiting replaces its payload in place
+ * (a burst costs one entry and one delivery); past the bound the oldest is dropped, so a
+ * receiver that hangs costs at most `bound` payloads.
+ */
+export class NoticeQueue {
+  readonly #waiting = new Map<string, Notice>();
+
+  constructor(readonly bound: number) {}
+
+  get size(): number {
+    return this.#waiting.size;
+  }
+
+  /** Queues (or coalesces) a notification; returns the one dropped to make room, if any. */
+  push(kind: NoticeKind, session: string, json: string): Notice | undefined {
+    const key = `${kind}\0${session}`;
+    const same = this.#waiting.get(key);
+    if (same) {
+      same.json = json;
+      same.coalesced++;
+      return undefined;
+    }
+    let dropped: Notice | undefined;
+    if (this.#waiting.size >= this.bound) {
+      dropped = this.#waiting.values().next().value as Notice;
+      this.#waiting.delete(dropped.key);
+    }
+    this.#waiting.set(key, { key, kind, json, coalesced: 0 });
+    return dropped;
+  }
+
+  /**
+   * Removes and returns the oldest notification whose key is not `busy` (one delivery per
+   * session and kind at a time keeps their order). Skips at most one entry per busy key.
+   */
+  take(busy: (key: string) => boolean): Notice | undefined {
+    for (const notice of this.#waiting.values()) {
+      if (busy(notice.key)) continue;
+      this.#waiting.delete(notice.key);
+      return notice;
+    }
+    return undefined;
+  }
+
+  /**
+   * A delivery about to retry gives way when a newer notification of its key is waiting: that
+   * one carries the latest and now also stands for this one. Returns whether it gave way.
+   */
+  supersede(notice: Notice): boolean {
+    const newer = this.#waiting.get(notice.key);
+    if (!newer) return false;
+    newer.coalesced += 1 + notice.coalesced;
+    return true;
+  }
+
+  /** Empties the queue; returns how many it held. */
+  clear(): number {
+    const n = this.#waiting.size;
+    this.#waiting.clear();
+    return n;
+  }
+}
+
+/** What the notifier reports to metrics. */
+export interface NotifyCounts {
+  failed(): void;
+  dropped(): void;
+  queued(n: number): void;
+}
 
 /**
  * Posts pause records (and, if asked, reviews) to `notify.webhook`. Fire and forget: a webhook
  * that is slow or down is retried with backoff (`notify.attempts`, `notify.backoff`, each try
  * bounded by `notify.timeout`), logged and counted, and never delays or fails a request of the
- * agent. Stopping the gateway abandons deliveries still under way (counted as failed).
+ * agent. Bounded whatever the receiver does: at most `notify.connections` deliveries (and so
+ * sockets) at a time, at most `notify.queue` waiting (the oldest dropped, counted, logged at
+ * most once a second), a burst of one session and kind coalesced into one delivery of the
+ * latest. Stopping the gateway abandons the queue and deliveries under way.
  */
 export class Notifier {
   readonly #config: Config['notify'] & { webhook: string };
+  readonly #path: string;
   readonly #headers: Record<string, string>;
   readonly #log: Logger;
-  readonly #failed: () => void;
-  readonly #agent: Agent;
+  readonly #counts: NotifyCounts;
+  readonly #pool: Pool;
+  readonly #queue: NoticeQueue;
+  /** Deliveries under way (trying or waiting to retry), by key. */
+  readonly #active = new Map<string, Promise<void>>();
   readonly #closing = new AbortController();
-  readonly #pending = new Set<Promise<void>>();
+  #unloggedDrops = 0;
+  #dropLog: NodeJS.Timeout | undefined;
 
-  constructor(config: Config['notify'] & { webhook: string }, log: Logger, failed: () => void) {
+  constructor(config: Config['notify'] & { webhook: string }, log: Logger, counts: NotifyCounts) {
     this.#config = config;
+    const url = new URL(config.webhook);
+    this.#path = url.pathname + url.search;
     this.#headers = { ...config.headers, 'content-type': 'application/json' };
     this.#log = log;
-    this.#failed = failed;
+    this.#counts = counts;
+    this.#queue = new NoticeQueue(config.queue);
     const t = config.timeout;
-    this.#agent = new Agent({ headersTimeout: t, bodyTimeout: t, connect: { timeout: t } });
+    this.#pool = new Pool(url.origin, {
+      connections: config.connections,
+      headersTimeout: t,
+      bodyTimeout: t,
+      connect: { timeout: t },
+    });
   }
 
-  send(kind: 'pause' | 'review', payload: object): void {
-    const body = JSON.stringify({ kind, ...payload });
-    const delivery = this.#deliver(kind, body).finally(() => this.#pending.delete(delivery));
-    this.#pending.add(delivery);
+  send(kind: NoticeKind, session: string, payload: object): void {
+    if (this.#closing.signal.aborted) return;
+    if (this.#queue.push(kind, session, JSON.stringify(payload))) this.#dropped();
+    this.#pump();
   }
 
-  /** Abandons deliveries under way, then closes the connection pool. */
+  /** Abandons the queue and deliveries under way, then closes the connections. */
   async close(): Promise<void> {
     this.#closing.abort();
-    await Promise.allSettled(this.#pending);
-    await this.#agent.destroy();
+    const abandoned = this.#queue.clear();
+    this.#counts.queued(0);
+    if (abandoned > 0)
+      this.#log.warn(`notify: stopping, ${abandoned} queued notification(s) not sent`);
+    clearTimeout(this.#dropLog);
+    this.#logDrops();
+    await Promise.allSettled(this.#active.values());
+    await this.#pool.destroy();
   }
 
-  async #deliver(kind: string, body: string): Promise<void> {
-    const { attempts, backoff, timeout } = this.#config;
+  /** Starts deliveries while there are free connections and notifications to send. */
+  #pump(): void {
+    while (this.#active.size < this.#config.connections) {
+      const notice = this.#queue.take((key) => this.#active.has(key));
+      if (!notice) break;
+      const delivery = this.#deliver(notice).finally(() => {
+        this.#active.delete(notice.key);
+        this.#pump();
+      });
+      this.#active.set(notice.key, delivery);
+    }
+    this.#counts.queued(this.#queue.size);
+  }
+
+  async #deliver(notice: Notice): Promise<void> {
+    const { attempts, backoff } = this.#config;
+    // The payload's own fields follow kind and coalesced (it is a non-empty JSON object).
+    const body = `{"kind":"${notice.kind}","coalesced":${notice.coalesced},${notice.json.slice(1)}`;
     let why = '';
     for (let attempt = 1; attempt <= attempts && !this.#closing.signal.aborted; attempt++) {
       try {
-        const res = await request(this.#config.webhook, {
-          method: 'POST',
-          headers: this.#headers,
-          body,
-          dispatcher: this.#agent,
-          signal: AbortSignal.any([this.#closing.signal, AbortSignal.timeout(timeout)]),
-        });
-        await res.body.dump();
-        if (res.statusCode < 300) return;
-        why = `status ${res.statusCode}`;
+        const status = await this.#post(body);
+        if (status < 300) return;
+        why = `status ${status}`;
       } catch (err) {
         why = (err as Error).message;
       }
@@ -62,10 +177,59 @@ export class Notifier {
         await sleep(backoff * 2 ** (attempt - 1), undefined, {
           signal: this.#closing.signal,
         }).catch(() => undefined);
+        // A newer notification of this session and kind is waiting: it replaces this retry.
+        if (this.#queue.supersede(notice)) return;
       }
     }
     if (this.#closing.signal.aborted) why = `gateway stopping (${why || 'not sent'})`;
-    this.#failed();
-    this.#log.warn(`notify: ${kind} webhook failed (${why})`);
+    this.#counts.failed();
+    this.#log.warn(`notify: ${notice.kind} webhook failed (${why})`);
   }
+
+  /** One attempt, bounded by notify.timeout; its timer and listener go with it. */
+  async #post(body: string): Promise<number> {
+    const attempt = new AbortController();
+    const abort = () => attempt.abort(new Error('gateway stopping'));
+    const closing = this.#closing.signal;
+    closing.addEventListener('abort', abort, { once: true });
+    const timer = setTimeout(
+      () => attempt.abort(new Error(`no answer within ${this.#config.timeout} ms`)),
+      this.#config.timeout,
+    );
+    try {
+      const res = await this.#pool.request({
+        path: this.#path,
+        method: 'POST',
+        headers: this.#headers,
+        body,
+        signal: attempt.signal,
+      });
+      await res.body.dump();
+      return res.statusCode;
+    } finally {
+      clearTimeout(timer);
+      closing.removeEventListener('abort', abort);
+    }
+  }
+
+  #dropped(): void {
+    this.#counts.dropped();
+    this.#unloggedDrops++;
+    if (this.#dropLog === undefined) this.#logDrops();
+  }
+
+  /** Logs the drops since the last line, then at most once a second while drops go on. */
+  #logDrops = (): void => {
+    if (this.#unloggedDrops === 0) {
+      this.#dropLog = undefined;
+      return;
+    }
+    this.#log.warn(
+      `notify: queue full (notify.queue: ${this.#queue.bound}), dropped the ${this.#unloggedDrops} oldest pending notification(s)`,
+    );
+    this.#unloggedDrops = 0;
+    this.#dropLog = this.#closing.signal.aborted
+      ? undefined
+      : setTimeout(this.#logDrops, 1_000).unref();
+  };
 }

@@ -48,26 +48,28 @@ export class Review {
     if (record.verdict === 'REVIEW' && record.held !== true) this.#emit(this.#onReview, record);
   }
 
-  /** A session just paused on `trigger`: builds and keeps its pause record. */
-  paused(trigger: Summary, held: PauseRecord['held']): PauseRecord {
-    const trail = this.#trail(trigger.session);
-    const record: PauseRecord = {
+  /**
+   * The pause record of a session pausing on `trigger`, which is not yet observed: built
+   * before anything is written, changing nothing.
+   */
+  pauseFor(trigger: Summary, held: PauseRecord['held']): PauseRecord {
+    const recent = [...(this.#trails.get(trigger.session)?.recent ?? []), trigger];
+    return {
       session: trigger.session,
       pausedAt: trigger.ts,
       boundary: trigger.boundary,
       count: trigger.count,
       reason: trigger.reason,
       trigger,
-      recent: [...trail.recent],
+      recent: recent.slice(-this.#size),
       held,
       restored: false,
     };
-    trail.pause = record;
-    return record;
   }
 
-  /** Tells listeners (webhook, metrics) of a pause record once it is journaled. */
+  /** A pause record is journaled: kept for operators, and listeners (webhook, metrics) told. */
   announce(record: PauseRecord): void {
+    this.#trail(record.session).pause = record;
     this.#emit(this.#onPause, record);
   }
 

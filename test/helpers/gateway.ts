@@ -46,7 +46,7 @@ export async function startTestGateway(
     proxyUrl: `http://127.0.0.1:${gw.proxy.port}`,
     journalPath,
     records: () => readRecords(journalPath),
-    stop: () => gw.stop(),
+    stop: () => gw.stop().then(() => undefined),
   };
 }
 

@@ -17,12 +17,29 @@ export interface WebhookReceiver {
   readonly deliveries: Delivery[];
   /** Status to answer with; `null` reads the request and never answers. */
   status: number | null;
+  /** TCP connections accepted, and the most that were open at once. */
+  connections: number;
+  peakOpen: number;
+  /** Answers every request left hanging (while `status` was null) with `status`. */
+  release(status: number): void;
 }
 
 /** A loopback webhook receiver on port 0; closes everything after the test file. */
 export async function startWebhook(status: number | null = 204): Promise<WebhookReceiver> {
   const hanging = new Set<ServerResponse>();
-  const receiver: WebhookReceiver = { port: 0, url: '', deliveries: [], status };
+  let open = 0;
+  const receiver: WebhookReceiver = {
+    port: 0,
+    url: '',
+    deliveries: [],
+    status,
+    connections: 0,
+    peakOpen: 0,
+    release(answer) {
+      for (const res of hanging) res.writeHead(answer).end();
+      hanging.clear();
+    },
+  };
   const server = createServer((req, res) => {
     let text = '';
     req.setEncoding('utf8');
@@ -41,6 +58,11 @@ export async function startWebhook(status: number | null = 204): Promise<Webhook
       }
       res.writeHead(receiver.status).end();
     });
+  });
+  server.on('connection', (socket) => {
+    receiver.connections++;
+    receiver.peakOpen = Math.max(receiver.peakOpen, ++open);
+    socket.once('close', () => open--);
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const port = (server.address() as AddressInfo).port;

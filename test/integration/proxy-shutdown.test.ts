@@ -12,8 +12,8 @@ import { tempDir } from '../helpers/tmp.js';
 import { waitFor } from '../helpers/wait.js';
 
 /**
- * The built CLI on SIGTERM: drains an in-flight request, answers held ones, cuts what outlasts
- * `limits.drainTimeout`, exits 0 and leaves a whole journal.
+ * The built CLI on SIGTERM: drains an in-flight request (exit 0), answers held ones, cuts what
+ * outlasts `limits.drainTimeout` (exit 3) and leaves a whole journal.
  */
 const seen: string[] = [];
 const slow = createServer((req, res) => {
@@ -68,11 +68,11 @@ describe('graceful SIGTERM (trajgate start)', () => {
       const res = await inFlight;
       expect(res.status).toBe(200);
       expect(res.body).toBe('slow answer\n');
-      await cli.waitFor('trajgate: stopped; journal synced');
+      await cli.waitFor(/trajgate: stopped in \d+ ms; everything drained; journal synced/);
       const stoppedAfter = Date.now() - signalled;
       expect(await cli.exited).toBe(0);
       const exitedAfter = Date.now() - signalled;
-      expect(cli.output().stderr).toContain('trajgate: stopped; journal synced');
+      expect(res.headers.connection).toBe('close');
       // Issue 11: sessions named by client address are only as good as the agent's addresses.
       expect(cli.output().stderr).toMatch(
         /warning: no `agents` configured, so the client address names the session: an agent able to use several source addresses escapes per-session counting/,
@@ -103,7 +103,7 @@ describe('graceful SIGTERM (trajgate start)', () => {
 });
 
 describe('SIGTERM with held and stuck requests', () => {
-  it('answers held requests at once and cuts what still runs at limits.drainTimeout; exit 0', async () => {
+  it('answers held requests at once and cuts what still runs at limits.drainTimeout; exit 3', async () => {
     const { cli, journal, proxy } = await startCli({
       network: { allow: [`127.0.0.1:${silent.port}`], allowPrivate: ['127.0.0.1/32'] },
       limits: { drainTimeout: '1s' },
@@ -130,9 +130,17 @@ describe('SIGTERM with held and stuck requests', () => {
       const cut = await stuck;
       expect(cut.exitCode).not.toBe(0); // curl: empty reply from server
       expect(Date.now() - signalled).toBeGreaterThanOrEqual(900);
-      expect(await cli.exited).toBe(0);
+      expect(await cli.exited).toBe(3);
       expect(Date.now() - signalled).toBeLessThan(5_000); // not upstreamTimeout (30 s)
-      expect(cli.output().stderr).toContain('trajgate: stopped; journal synced');
+      expect(cli.output().stderr).toMatch(
+        /cut at the drain deadline: 1 request\(s\), 0 tunnel\(s\), 1 connection\(s\); journal synced/,
+      );
+      const stuckEvent = readRecords(journal).find(
+        (r) => r.type === 'event' && r.target.endsWith('/stuck'),
+      );
+      expect(
+        readRecords(journal).find((r) => r.type === 'outcome' && r.ref === stuckEvent?.seq),
+      ).toMatchObject({ status: null });
     } finally {
       if (cli.child.exitCode === null) cli.child.kill('SIGKILL');
     }

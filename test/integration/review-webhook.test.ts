@@ -65,6 +65,7 @@ describe('webhook notification', () => {
     const body = d!.body;
     expect(body).toMatchObject({
       kind: 'pause',
+      coalesced: 0,
       session: 'agent-1',
       boundary: 'network',
       count: 2,
@@ -80,7 +81,7 @@ describe('webhook notification', () => {
     ]);
     // the same record as the API's
     const detail = await api.get('/api/sessions/agent-1');
-    const { kind: _kind, ...record } = body;
+    const { kind: _kind, coalesced: _coalesced, ...record } = body;
     expect(detail.json.pause).toEqual(record);
     expect(await failures(api)).toBe(0);
     await api.post('/api/sessions/agent-1/deny');

@@ -78,6 +78,7 @@ describe.each(files)('guard fixture %s', (file) => {
         },
       );
       const decision = guard.inspect(event);
+      guard.commit(session, event.ts, decision);
       expect(formatVerdict(decision), `${at}: ${decision.reason}`).toBe(step.expect);
       if (step.count !== undefined) expect(decision.count, `${at} count`).toBe(step.count);
       if (step.approvedBy !== undefined)

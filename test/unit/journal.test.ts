@@ -50,6 +50,7 @@ function judge(
   );
   const decision = guard.inspect(event);
   writer.append(eventRecord(event, decision), { ts, sync: decision.verdict === 'PAUSE' });
+  guard.commit(session, ts, decision);
   return decision;
 }
 
@@ -231,6 +232,7 @@ describe('restart: state is rebuilt from the journal', () => {
           { session, source: 'proxy', ts, workspace: '/tmp/agent-demo' },
         ),
       );
+      after.commit(session, ts, actual);
       expect(actual).toEqual(expected);
     }
     expect(after.session('a')?.pausedAt).toBe(5);

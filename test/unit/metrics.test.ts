@@ -19,6 +19,24 @@ describe('metrics counted on the hot path, rendered when scraped', () => {
     expect(line(text, pause)).toBe(`${pause} 1`);
   });
 
+  it("Node's process and heap metrics follow the gateway's; gateways in one process coexist", async () => {
+    const a = new Metrics({ held: () => 0, paused: () => 0 });
+    const b = new Metrics({ held: () => 0, paused: () => 0 });
+    a.journalFailures.inc();
+    const [textA, textB] = await Promise.all([a.text(), b.text()]);
+    for (const text of [textA, textB]) {
+      expect(text).toContain('# TYPE process_resident_memory_bytes gauge');
+      expect(Number(line(text, 'nodejs_heap_size_used_bytes')?.split(' ')[1])).toBeGreaterThan(0);
+      expect(text).toMatch(/\n\n# HELP process_cpu_user_seconds_total /);
+    }
+    expect(line(textA, 'trajgate_journal_failures_total')).toBe(
+      'trajgate_journal_failures_total 1',
+    );
+    expect(line(textB, 'trajgate_journal_failures_total')).toBe(
+      'trajgate_journal_failures_total 0',
+    );
+  });
+
   it('journal write times render as a Prometheus histogram: cumulative buckets, sum, count', async () => {
     const m = new Metrics({ held: () => 0, paused: () => 0 });
     for (const s of [0.00002, 0.003, 0.004, 1]) m.journalWrite.observe(s);

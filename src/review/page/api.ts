@@ -2,6 +2,8 @@
 
 const TOKEN_KEY = 'trajgate.adminToken';
 const TIMEOUT_MS = 5_000;
+/** A busy API (429) is asked again after its Retry-After, this many times. */
+const BUSY_RETRIES = 3;
 
 /** No token, or the API refused it (401). */
 export class Unauthorized extends Error {}
@@ -37,12 +39,15 @@ export const token = {
   },
 };
 
-export async function call<T>(method: 'GET' | 'POST', path: string, body?: unknown): Promise<T> {
-  const bearer = token.get();
-  if (bearer === null) throw new Unauthorized('no admin token');
-  let res: Response;
+/** One fetch of the API; a network failure or timeout is `Down`. */
+async function send(
+  method: string,
+  path: string,
+  bearer: string,
+  body: unknown,
+): Promise<Response> {
   try {
-    res = await fetch(path, {
+    return await fetch(path, {
       method,
       headers: {
         authorization: `Bearer ${bearer}`,
@@ -55,6 +60,17 @@ export async function call<T>(method: 'GET' | 'POST', path: string, body?: unkno
     });
   } catch (err) {
     throw new Down(err instanceof Error ? err.message : String(err));
+  }
+}
+
+export async function call<T>(method: 'GET' | 'POST', path: string, body?: unknown): Promise<T> {
+  const bearer = token.get();
+  if (bearer === null) throw new Unauthorized('no admin token');
+  let res = await send(method, path, bearer, body);
+  for (let i = 0; res.status === 429 && i < BUSY_RETRIES; i++) {
+    const seconds = Math.min(5, Number(res.headers.get('retry-after')) || 1);
+    await new Promise((resolve) => setTimeout(resolve, seconds * 1000));
+    res = await send(method, path, bearer, body);
   }
   if (res.status === 401) throw new Unauthorized('the admin API refused the token');
   if (res.status === 502 || res.status === 503 || res.status === 504)

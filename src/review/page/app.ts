@@ -3,6 +3,7 @@
 
 import { ApiFailure, call, Down, token, Unauthorized } from './api.js';
 import { byId, clock, setText } from './dom.js';
+import { hideHealth, loadHealth } from './health.js';
 import { SessionPage } from './session.js';
 import { SessionsList } from './sessions.js';
 import type { SessionView } from './types.js';
@@ -56,6 +57,7 @@ function showLogin(message: string | null): void {
   signOut.hidden = true;
   pausedLink.hidden = true;
   banner.hidden = true;
+  hideHealth();
   down = null;
   setConn('signed-out', 'Not signed in');
   setText(loginError, message ?? '');
@@ -136,8 +138,8 @@ async function poll(): Promise<number> {
   }
   const r = currentRoute();
   try {
-    if (r.kind === 'list') await loadSessions();
-    else await Promise.all([sessionPage.load(), loadSessions()]);
+    if (r.kind === 'list') await Promise.all([loadSessions(), loadHealth()]);
+    else await Promise.all([sessionPage.load(), loadSessions(), loadHealth()]);
     if (token.get() === null) {
       showLogin(null); // forgotten while the poll was in flight
       return -1;

@@ -7,8 +7,30 @@ import { ago, clock, clockMs, duration, fill, h, plural, setText, stamp } from '
 import { Timeline } from './timeline.js';
 import type { ApprovalView, EventsPage, HeldView, SessionDetail, TrajEvent } from './types.js';
 
-/** The events route's own limit: the newest 10,000 events are drawn. */
+/** The newest 10,000 events are drawn, fetched in pages of the events route's limit. */
 const MAX_EVENTS = 10_000;
+const PAGE = 1_000;
+/** Pages older than the gateway's index may hold few events: bounded calls per poll. */
+const MAX_CALLS = 30;
+
+/** Up to `max` of the session's newest events with a seq above `after`, oldest first. */
+async function newest(id: string, max: number, after: number): Promise<TrajEvent[]> {
+  const got: TrajEvent[] = [];
+  let before: number | null = null;
+  for (let calls = 0; got.length < max && calls < MAX_CALLS; calls++) {
+    const limit = Math.min(PAGE, max - got.length);
+    const cursor: string = before === null ? '' : `&before=${before}`;
+    const page: EventsPage = await call<EventsPage>(
+      'GET',
+      `${sessionPath(id)}/events?limit=${limit}${cursor}`,
+    );
+    const fresh = page.events.filter((e) => e.seq > after);
+    got.push(...fresh);
+    if (page.next === null || fresh.length < page.events.length) break;
+    before = page.next;
+  }
+  return got.reverse();
+}
 
 export class SessionPage {
   readonly element: HTMLElement;
@@ -236,13 +258,9 @@ export class SessionPage {
     const delta = detail.events - this.#counted;
     let events = this.#events;
     if (this.#counted < 0 || delta < 0 || delta > MAX_EVENTS) {
-      const page = await call<EventsPage>('GET', `${sessionPath(id)}/events?limit=${MAX_EVENTS}`);
-      events = page.events.reverse();
+      events = await newest(id, MAX_EVENTS, -1);
     } else if (delta > 0) {
-      const page = await call<EventsPage>('GET', `${sessionPath(id)}/events?limit=${delta}`);
-      const last = events.at(-1)?.seq ?? -1;
-      const newer = page.events.filter((e) => e.seq > last).reverse();
-      events = events.concat(newer);
+      events = events.concat(await newest(id, delta, events.at(-1)?.seq ?? -1));
       if (events.length > MAX_EVENTS) events = events.slice(events.length - MAX_EVENTS);
     }
     if (id !== this.#id) return; // the operator moved on meanwhile
