@@ -86,12 +86,9 @@ function classify(r) {
   return { status: r.status, end };
 }
 
-/**
- * A small JSON client of the admin API, over at most `sockets` keep-alive connections; `raw`
- * leaves bodies unparsed (a load generator's own CPU is part of what it measures).
- */
-export function admin(port, token, { sockets = 8, raw = false } = {}) {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: sockets });
+/** A small JSON client of the admin API. */
+export function admin(port, token) {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 8 });
   return (method, path, body) =>
     new Promise((resolve, reject) => {
       const text = body === undefined ? undefined : JSON.stringify(body);
@@ -115,11 +112,11 @@ export function admin(port, token, { sockets = 8, raw = false } = {}) {
           res.on('end', () => {
             let json = null;
             try {
-              if (!raw) json = JSON.parse(data);
+              json = JSON.parse(data);
             } catch {
               // metrics text
             }
-            resolve({ status: res.statusCode, headers: res.headers, json, text: data });
+            resolve({ status: res.statusCode, json, text: data });
           });
         },
       );

@@ -8,12 +8,11 @@
 //     [--seconds 5] [--rounds 2] [--callers 4] [--max-ratio 1.5] [--keep]
 import http from 'node:http';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { ARCHIVED, writeBigJournal } from './big-journal.mjs';
-import { admin } from './clients.mjs';
 import { memory, pinSelf, sleep, startGateway, startUpstream } from './gateway.mjs';
 
 const { values } = parseArgs({
@@ -67,7 +66,38 @@ t = performance.now();
 const gw = await startGateway(config, { timeoutMs: 300_000 });
 const startS = (performance.now() - t) / 1000;
 const atStart = memory(gw.pid);
-const call = admin(gw.adminPort, ADMIN, { sockets: 64, raw: true });
+const adminAgent = new http.Agent({ keepAlive: true, maxSockets: 64 });
+
+/**
+ * GET on the admin API, keeping only the status, headers, size and the body's last bytes (the
+ * `next` cursor): the load generator shares a core with the agents and their upstream.
+ */
+function call(path) {
+  return new Promise((resolve) => {
+    const req = http.request({
+      host: '127.0.0.1',
+      port: gw.adminPort,
+      path,
+      agent: adminAgent,
+      headers: { authorization: `Bearer ${ADMIN}` },
+      timeout: 30_000,
+    });
+    req.on('timeout', () => req.destroy(new Error('no answer within 30 s')));
+    req.on('error', () => resolve({ status: 0, headers: {}, bytes: 0, tail: '' }));
+    req.on('response', (res) => {
+      let bytes = 0;
+      let tail = Buffer.alloc(0);
+      res.on('data', (chunk) => {
+        bytes += chunk.length;
+        tail = Buffer.concat([tail, chunk]).subarray(-64);
+      });
+      res.on('end', () =>
+        resolve({ status: res.statusCode, headers: res.headers, bytes, tail: `${tail}` }),
+      );
+    });
+    req.end();
+  });
+}
 
 function get(agent, auth, url) {
   return new Promise((resolve) => {
@@ -122,10 +152,10 @@ async function callersWhile(agentsDone) {
   agentsDone.then(() => (running = false));
   const timed = async (path) => {
     const t0 = performance.now();
-    const r = await call('GET', path);
+    const r = await call(path);
     stats.latencies.push(performance.now() - t0);
     stats.calls++;
-    stats.bytes += r.text.length;
+    stats.bytes += r.bytes;
     if (r.status !== 200) stats.failed++;
     return r;
   };
@@ -135,7 +165,7 @@ async function callersWhile(agentsDone) {
       let cursor = '';
       for (let p = 0; p < PAGES && running; p++) {
         const r = await timed(`/api/sessions/${session}/events?limit=1000${cursor}`);
-        const next = /"next":(\d+)\}$/.exec(r.text)?.[1];
+        const next = /"next":(\d+)\}$/.exec(r.tail)?.[1];
         if (!next) break;
         cursor = `&before=${next}`;
       }
@@ -175,7 +205,7 @@ for (let r = 0; r < ROUNDS; r++) {
 // Past the queue: 1 running + 16 waiting are served, the rest refused at once.
 const burst = await Promise.all(
   Array.from({ length: 64 }, (_, i) =>
-    call('GET', `/api/sessions/${agents[i % AGENTS].id}/events?limit=1000&before=${LINES >> 2}`),
+    call(`/api/sessions/${agents[i % AGENTS].id}/events?limit=1000&before=${LINES >> 2}`),
   ),
 );
 const refused = burst.filter((r) => r.status === 429);
@@ -186,7 +216,9 @@ await upstream.close();
 
 const [a99, r99] = [pct(runs.alone, 99), pct(runs.read, 99)];
 const ratio = r99 / a99;
-console.log(`pinned: ${pinned ? 'bench on core 0, gateway on core 1' : 'no (taskset missing)'}`);
+console.log(
+  `pinned: ${pinned ? 'bench on core 0, gateway on core 1' : 'no (taskset missing)'}; host load average ${loadavg()[0].toFixed(1)} (1 min) at the end`,
+);
 console.log(
   `journal: ${big.lines.toLocaleString('en')} lines, ${(big.bytes / 2 ** 20).toFixed(0)} MiB, written in ${wroteS.toFixed(1)} s; gateway up (read back + index) in ${startS.toFixed(1)} s`,
 );

@@ -100,6 +100,7 @@ export class ApprovalSet {
     return find(this.#global, event) ?? find(this.#bySession.get(event.session), event);
   }
 
+  /** Drops the approvals expired at `now`. */
   prune(now: number): void {
     if (now < this.#nextExpiry) return;
     this.#nextExpiry = Infinity;

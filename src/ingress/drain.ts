@@ -53,20 +53,21 @@ export class Drain {
     };
   }
 
-  get draining(): boolean {
-    return this.#draining;
+  /** Follows a listener's responses (before its own handlers run) and its connections. */
+  attach(server: Server): void {
+    this.attachInner(server, () => server.closeIdleConnections());
+    server.on('connection', this.#connected);
   }
 
   /**
-   * Follows `server`'s responses, before its own listeners run; `closeIdle` closes its idle
-   * connections (Node's own, for a listening server).
+   * Follows the responses of a server that serves connections inside the listeners' (read
+   * tunnels), whose idle ones `closeIdle` closes.
    */
-  attach(server: Server, closeIdle = () => server.closeIdleConnections()): void {
+  attachInner(server: Server, closeIdle: () => void): void {
     for (const event of EXPECTATIONS) {
       // A listener where there was none would change how Node answers an expectation.
       if (server.listenerCount(event) > 0) server.prependListener(event, this.#follow);
     }
-    server.on('connection', this.#connected);
     this.#closeIdle.push(closeIdle);
   }
 

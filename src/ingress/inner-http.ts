@@ -87,7 +87,7 @@ export class InnerHttp {
       writeRawRefusal(socket, hooks.refuse(tunnel, 405, why, req.url ?? ''));
     });
     // This server never listens, so Node knows none of its connections: idle ones are ours.
-    drain.attach(this.#server, () => this.#deadlines.closeIdle());
+    drain.attachInner(this.#server, () => this.#deadlines.closeIdle());
   }
 
   /** Serves HTTP read from `socket` (the tunnel's bytes, decrypted when TLS) until it closes. */

@@ -5,7 +5,7 @@ import type { Located, SessionIndex } from './session-index.js';
 
 /** Bytes of journal one page read from the file itself may cover (older than the index). */
 export const SCAN_BUDGET = 4 << 20;
-const CHUNK = 64 << 10;
+const CHUNK = 256 << 10;
 /**
  * Lines closer than GAP are read in one go, up to SPAN bytes a read: copying a gap from the
  * page cache on the thread pool costs less than another read's turn on the event loop.
@@ -102,17 +102,26 @@ async function scanBack(
   const statuses = new Map<number, number | null>();
   const found: Found[] = [];
   let earliest = Infinity;
-  const visit = (line: Buffer): void => {
-    if (line.length === 0) return;
-    earliest = seqOf(line);
-    // Lines of other sessions cost a search, not a parse (a quote inside a string is escaped).
-    if (line.indexOf(marker) < 0) return;
-    const r = JSON.parse(line.toString('utf8')) as Record<string, unknown>;
-    if (r.session !== session) return;
-    if (r.type === 'outcome' && typeof r.ref === 'number') {
-      statuses.set(r.ref, typeof r.status === 'number' ? r.status : null);
-    } else if (r.type === 'event' && earliest < before) {
-      found.push({ line, status: statuses.get(typeof r.rid === 'number' ? r.rid : earliest) });
+  /** The whole lines in buf[start, end): only those naming the session are parsed. */
+  const visit = (buf: Buffer, start: number, end: number): void => {
+    if (start === end) return;
+    earliest = seqOf(buf.subarray(start, buf.indexOf(10, start)));
+    // A quote inside a JSON string is escaped: the marker is only ever a "session" field.
+    const lines: number[] = [];
+    for (let at = buf.indexOf(marker, start); at >= 0; at = buf.indexOf(marker, at + 1)) {
+      const line = buf.lastIndexOf(10, at) + 1;
+      if (lines.at(-1) !== line) lines.push(line);
+    }
+    for (let i = lines.length - 1; i >= 0 && found.length < limit; i--) {
+      const line = buf.subarray(lines[i], buf.indexOf(10, lines[i]));
+      const r = JSON.parse(line.toString('utf8')) as Record<string, unknown>;
+      if (r.session !== session || typeof r.seq !== 'number') continue;
+      if (r.type === 'outcome' && typeof r.ref === 'number') {
+        statuses.set(r.ref, typeof r.status === 'number' ? r.status : null);
+      } else if (r.type === 'event' && r.seq < before) {
+        found.push({ line, status: statuses.get(typeof r.rid === 'number' ? r.rid : r.seq) });
+        if (found.length === limit) earliest = r.seq;
+      }
     }
   };
   let pos = from;
@@ -122,23 +131,17 @@ async function scanBack(
   while (pos > 0 && found.length < limit && (read < SCAN_BUDGET || earliest >= before)) {
     const len = Math.min(CHUNK, pos);
     pos -= len;
-    const chunk = Buffer.allocUnsafe(len);
-    await readFully(fh, chunk, pos);
+    const buf = Buffer.allocUnsafe(len + carry.length);
+    await readFully(fh, buf.subarray(0, len), pos);
+    carry.copy(buf, len);
     read += len;
-    const buf = carry.length > 0 ? Buffer.concat([chunk, carry]) : chunk;
-    let end = buf.length;
-    for (let nl = buf.lastIndexOf(10, end - 1); nl >= 0 && found.length < limit;) {
-      visit(buf.subarray(nl + 1, end));
-      end = nl;
-      nl = end > 0 ? buf.lastIndexOf(10, end - 1) : -1;
-    }
-    carry = buf.subarray(0, end);
+    // Whole lines begin after the chunk's first newline, or at the file's start.
+    const nl = buf.indexOf(10);
+    const start = pos === 0 ? 0 : nl < 0 ? buf.length : nl + 1;
+    visit(buf, start, buf.length);
+    carry = buf.subarray(0, start);
   }
-  if (pos === 0 && found.length < limit) {
-    visit(carry);
-    return { found, next: found.length === limit ? earliest : null };
-  }
-  return { found, next: found.length === limit ? earliest : Math.min(earliest, before) };
+  return { found, next: pos === 0 && found.length < limit ? null : earliest };
 }
 
 /** The seq a line starts with (`{"seq":N,`), else as JSON says. */

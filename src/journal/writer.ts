@@ -99,7 +99,7 @@ export class JournalWriter {
 
   /**
    * Writes records that stand or fall together (a PAUSE and its pause record) in one write(2),
-   * so the file gets all of them or none; stamped as `append` does, the i-th with seq
+   * so the file gets all of them or none; each stamped with `ts` (or now), the i-th with seq
    * `lastSeq + 1 + i`. Synced at once.
    */
   appendAll(records: readonly Unstamped<JournalRecord>[], ts?: number): void {

@@ -45,7 +45,7 @@ export function createAdminServer(deps: {
   const session = (tail: string) => new RegExp(`^/api/sessions/([^/]+)${tail}$`);
   const routes: Route[] = [
     { method: 'GET', pattern: /^\/api\/health$/, handler: () => deps.health.view() },
-    { method: 'GET', pattern: /^\/api\/sessions$/, queued: true, handler: () => api.listBody() },
+    { method: 'GET', pattern: /^\/api\/sessions$/, queued: true, handler: () => api.list() },
     {
       method: 'GET',
       pattern: session(''),

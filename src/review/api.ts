@@ -51,7 +51,7 @@ interface ApprovalView {
 
 const iso = (ms: number | null | undefined) => (ms ? new Date(ms).toISOString() : null);
 
-/** The most events one call of the events route returns; `next` pages on. */
+/** The most events one call of the events route returns (`next` pages on). */
 const EVENTS_LIMIT = 1000;
 
 /** The admin API's behaviour, apart from HTTP: what each route reads or does. */
@@ -67,31 +67,26 @@ export class Api {
   ) {}
 
   /**
-   * `{"sessions":[…]}`, built again only when something was journaled or a held request
-   * ended since the last call: polling it costs a comparison, not a walk over the sessions.
+   * `{"sessions":[…]}`, paused first, then the most recently active; built again only when
+   * something was journaled or a held request ended since the last call (polling is cheap).
    */
-  listBody(): RawJson {
+  list(): RawJson {
     const key = `${this.index.records}:${this.sessions.heldCount()}`;
-    if (this.#listed?.key !== key) {
-      const body = new RawJson(Buffer.from(JSON.stringify({ sessions: this.list() })));
-      this.#listed = { key, body };
-    }
-    return this.#listed.body;
-  }
-
-  list(): SessionView[] {
+    if (this.#listed?.key === key) return this.#listed.body;
     const ids = new Set<string>([
       ...this.review.sessions(),
       ...[...this.guard.sessions()].map(([id]) => id),
       ...(this.config.agents ?? []).map((a) => a.id),
     ]);
-    const views = [...ids].map((id) => this.#view(id));
-    // Paused sessions first, then the most recently active.
-    return views.sort(
-      (a, b) =>
-        Number(b.state === 'paused') - Number(a.state === 'paused') ||
-        (b.lastActivity ?? '').localeCompare(a.lastActivity ?? ''),
-    );
+    const sessions = [...ids]
+      .map((id) => this.#view(id))
+      .sort(
+        (a, b) =>
+          Number(b.state === 'paused') - Number(a.state === 'paused') ||
+          (b.lastActivity ?? '').localeCompare(a.lastActivity ?? ''),
+      );
+    this.#listed = { key, body: new RawJson(Buffer.from(JSON.stringify({ sessions }))) };
+    return this.#listed.body;
   }
 
   detail(id: string): SessionDetail {
@@ -113,10 +108,7 @@ export class Api {
     };
   }
 
-  /**
-   * The session's event records from the journal, newest first, each with the `status` its
-   * request ended with; read through the session index, never by a scan on this thread.
-   */
+  /** The session's events, newest first, with their statuses: read through the index. */
   async events(id: string, query: URLSearchParams): Promise<RawJson> {
     this.#known(id);
     const limit = intParam(query, 'limit', 100, 1, EVENTS_LIMIT);

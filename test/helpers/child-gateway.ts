@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { afterAll } from 'vitest';
 import { stringify } from 'yaml';
 import { spawnCli } from './cli.js';
+import { tempDir } from './tmp.js';
 
 /** `trajgate start` in a child process, with the ports it printed on stderr. */
 export interface ChildGateway {
@@ -58,4 +59,25 @@ export async function startChild(configFile: string, ms = 10_000): Promise<Child
   };
   running.add(child);
   return child;
+}
+
+/**
+ * `trajgate start` on a fresh temp config (listeners on port 0, `extra` keys merged over it),
+ * logging warnings only: the spawned CLI (output, waitFor, exit), its journal and its ports.
+ */
+export async function spawnGateway(extra: Record<string, unknown>) {
+  const dir = tempDir();
+  const journal = join(dir, 'journal.jsonl');
+  const config = writeConfig(dir, {
+    version: 1,
+    workspace: dir,
+    journal,
+    listen: { proxy: '127.0.0.1:0', bridge: '127.0.0.1:0', admin: '127.0.0.1:0' },
+    ...extra,
+  });
+  const cli = spawnCli(['start', '--config', config], { env: { TRAJGATE_LOG_LEVEL: 'warn' } });
+  const banner = await cli.waitFor(/review page on http:\/\/127\.0\.0\.1:\d+/);
+  const port = (what: string) =>
+    Number(new RegExp(`${what} http://127\\.0\\.0\\.1:(\\d+)`).exec(banner)?.[1]);
+  return { cli, journal, proxy: port('proxy listening on'), admin: port('review page on') };
 }

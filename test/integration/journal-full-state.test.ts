@@ -150,5 +150,11 @@ describe('a full disk changes no session state', () => {
     const after = await view(adminClient(g.gw.admin.port, ADMIN));
     expect(lasting(after)).toEqual(lasting(before));
     expect(after.details.find((d) => d.id === 'agent-2')?.pause.restored).toBe(true);
+    // A PAUSE's event and pause records went out together, the pause naming the event.
+    const records = g.records();
+    const at = records.findIndex((r) => r.type === 'pause');
+    const [event, pause] = [records[at - 1], records[at]];
+    expect(event).toMatchObject({ type: 'event', verdict: 'PAUSE', session: 'agent-2' });
+    expect(pause).toMatchObject({ seq: (event?.seq ?? 0) + 1, trigger: { seq: event?.seq } });
   });
 });

@@ -1,32 +1,16 @@
 import { Writable } from 'node:stream';
 import { join } from 'node:path';
 import { pino } from 'pino';
-import { afterAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { parseConfig } from '../../src/config/load.js';
 import { startGateway } from '../../src/gateway.js';
 import { adminClient, agentAuth, viaProxy as curlViaProxy } from '../helpers/admin.js';
 import { agentToken, postAsAgent } from '../helpers/ingest.js';
+import { fillDisk } from '../helpers/full-disk.js';
 import { tempDir } from '../helpers/tmp.js';
 import { startUpstream } from '../helpers/upstream.js';
 import { waitFor } from '../helpers/wait.js';
-
-/**
- * A disk that fills up under a running gateway and is freed again. The journal's writes fail
- * with ENOSPC (as on /dev/full: see test/unit/journal-health.test.ts) while `disk.full`; the
- * gateway cannot start on /dev/full itself, whose reads never end.
- */
-const disk = vi.hoisted(() => ({ full: false }));
-vi.mock('node:fs', async (importOriginal) => {
-  const fs = await importOriginal<typeof import('node:fs')>();
-  const writeSync = ((...args: unknown[]) => {
-    if (disk.full) {
-      throw Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
-    }
-    return (fs.writeSync as (...a: unknown[]) => number)(...args);
-  }) as typeof fs.writeSync;
-  return { ...fs, writeSync, default: { ...fs, writeSync } };
-});
 
 interface Line {
   level: number;
@@ -48,13 +32,14 @@ const recoveryLines = () => lines.filter((l) => l.msg.startsWith('journal: writa
 
 const upstream = await startUpstream();
 const dir = tempDir();
+const journal = join(dir, 'journal.jsonl');
 const ADMIN_TOKEN = 'admin-token-0123456789abcdef';
 const gw = await startGateway(
   parseConfig(
     stringify({
       version: 1,
       workspace: dir,
-      journal: join(dir, 'journal.jsonl'),
+      journal,
       listen: { proxy: '127.0.0.1:0', bridge: '127.0.0.1:0', admin: '127.0.0.1:0' },
       agents: [{ id: 'agent-1', token: agentToken('agent-1') }],
       admin: { token: ADMIN_TOKEN },
@@ -67,6 +52,7 @@ const gw = await startGateway(
 );
 afterAll(() => gw.stop());
 const admin = adminClient(gw.admin.port, ADMIN_TOKEN);
+
 /** One GET through the proxy as agent-1 (curl: a real client). */
 async function viaProxy(): Promise<{ status: number; body: string }> {
   return curlViaProxy(
@@ -81,6 +67,10 @@ const failuresMetric = async () => {
   return Number(/^trajgate_journal_failures_total (\d+)$/m.exec(text)?.[1]);
 };
 
+/**
+ * A disk that fills up under a running gateway and is freed again: the journal writer's
+ * descriptor is pointed at /dev/full, then back (test/helpers/full-disk.ts).
+ */
 describe('a journal that cannot be written: loud, refused with 503, recovered', () => {
   it('counts, logs once a second, reports degraded health, then recovers once', async () => {
     expect((await viaProxy()).status).toBe(200);
@@ -94,7 +84,7 @@ describe('a journal that cannot be written: loud, refused with 503, recovered', 
     expect(metrics).toMatch(/^process_resident_memory_bytes \d+/m);
     expect(metrics).toMatch(/^nodejs_heap_size_used_bytes \d+/m);
 
-    disk.full = true;
+    const roomAgain = fillDisk(journal);
     const began = Date.now();
     for (let i = 0; i < 30; i++) {
       const refused = await viaProxy();
@@ -125,7 +115,7 @@ describe('a journal that cannot be written: loud, refused with 503, recovered', 
       3_000,
     );
 
-    disk.full = false;
+    roomAgain();
     expect((await viaProxy()).status).toBe(200);
     expect(recoveryLines()).toHaveLength(1);
     expect(recoveryLines()[0]?.failures).toBe(failed);

@@ -1,14 +1,10 @@
-import { writeFileSync } from 'node:fs';
 import { Agent, createServer, request } from 'node:http';
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { stringify } from 'yaml';
-import { spawnCli } from '../helpers/cli.js';
+import { spawnGateway } from '../helpers/child-gateway.js';
 import { readRecords } from '../helpers/gateway.js';
 import { connectTunnel, parseHead, roundTrip, startEchoServer } from '../helpers/raw.js';
-import { tempDir } from '../helpers/tmp.js';
 import { waitFor } from '../helpers/wait.js';
 
 /**
@@ -36,27 +32,8 @@ afterAll(() => {
   return new Promise<void>((r) => upstream.close(() => r()));
 });
 
-async function startCli(extra: Record<string, unknown>) {
-  const dir = tempDir();
-  const journal = join(dir, 'journal.jsonl');
-  const config = join(dir, 'trajgate.yaml');
-  writeFileSync(
-    config,
-    stringify({
-      version: 1,
-      workspace: dir,
-      journal,
-      listen: { proxy: '127.0.0.1:0', bridge: '127.0.0.1:0', admin: '127.0.0.1:0' },
-      admin: { token: ADMIN_TOKEN },
-      ...extra,
-    }),
-  );
-  const cli = spawnCli(['start', '--config', config], { env: { TRAJGATE_LOG_LEVEL: 'warn' } });
-  const banner = await cli.waitFor(/review page on http:\/\/127\.0\.0\.1:\d+/);
-  const port = (what: string) =>
-    Number(new RegExp(`${what} http://127\\.0\\.0\\.1:(\\d+)`).exec(banner)?.[1]);
-  return { cli, journal, proxy: port('proxy listening on'), admin: port('review page on') };
-}
+const startCli = (extra: Record<string, unknown>) =>
+  spawnGateway({ admin: { token: ADMIN_TOKEN }, ...extra });
 
 interface Answer {
   status: number;

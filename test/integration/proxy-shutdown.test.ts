@@ -1,14 +1,10 @@
-import { writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { stringify } from 'yaml';
-import { spawnCli } from '../helpers/cli.js';
+import { spawnGateway } from '../helpers/child-gateway.js';
 import { curl } from '../helpers/curl.js';
 import { readRecords } from '../helpers/gateway.js';
 import { startSilentServer } from '../helpers/raw.js';
-import { tempDir } from '../helpers/tmp.js';
 import { waitFor } from '../helpers/wait.js';
 
 /**
@@ -29,25 +25,10 @@ afterAll(() => {
 /** Accepts and reads, never answers: a request to it is still running at any deadline. */
 const silent = await startSilentServer();
 
-/** Starts `trajgate start` on a config with `extra` keys; resolves with it and its proxy URL. */
+/** `trajgate start` with `extra` config keys, and its proxy URL. */
 async function startCli(extra: Record<string, unknown>) {
-  const dir = tempDir();
-  const journal = join(dir, 'journal.jsonl');
-  const config = join(dir, 'trajgate.yaml');
-  writeFileSync(
-    config,
-    stringify({
-      version: 1,
-      workspace: dir,
-      journal,
-      listen: { proxy: '127.0.0.1:0', bridge: '127.0.0.1:0', admin: '127.0.0.1:0' },
-      ...extra,
-    }),
-  );
-  const cli = spawnCli(['start', '--config', config], { env: { TRAJGATE_LOG_LEVEL: 'warn' } });
-  const banner = await cli.waitFor(/proxy listening on http:\/\/127\.0\.0\.1:\d+/);
-  const port = Number(/proxy listening on http:\/\/127\.0\.0\.1:(\d+)/.exec(banner)?.[1]);
-  return { cli, journal, proxy: `http://127.0.0.1:${port}` };
+  const { cli, journal, proxy } = await spawnGateway(extra);
+  return { cli, journal, proxy: `http://127.0.0.1:${proxy}` };
 }
 
 describe('graceful SIGTERM (trajgate start)', () => {

