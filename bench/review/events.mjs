@@ -5,7 +5,7 @@
 // then a burst past the admin queue (429). Loopback only; every wait is bounded.
 //
 //   npm run build && node bench/review/events.mjs [--lines 1500000] [--agents 20] [--rate 1000]
-//     [--seconds 5] [--rounds 2] [--callers 4] [--max-ratio 1.5] [--keep]
+//     [--seconds 3] [--rounds 4] [--callers 4] [--max-ratio 1.5] [--keep]
 import http from 'node:http';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
@@ -20,8 +20,8 @@ const { values } = parseArgs({
     lines: { type: 'string', default: '1500000' },
     agents: { type: 'string', default: '20' },
     rate: { type: 'string', default: '1000' }, // agents' requests per second, all together
-    seconds: { type: 'string', default: '5' }, // per phase
-    rounds: { type: 'string', default: '2' }, // each round: agents alone, then with callers
+    seconds: { type: 'string', default: '3' }, // per phase
+    rounds: { type: 'string', default: '4' }, // each round: agents alone, then with callers
     callers: { type: 'string', default: '4' }, // admin calls in flight: 1 runs, the rest wait
     'max-ratio': { type: 'string', default: '1.5' },
     keep: { type: 'boolean', default: false },
