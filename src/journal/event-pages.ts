@@ -5,7 +5,8 @@ import type { Located, SessionIndex } from './session-index.js';
 
 /** Bytes of journal one page read from the file itself may cover (older than the index). */
 export const SCAN_BUDGET = 4 << 20;
-const CHUNK = 256 << 10;
+/** Read backwards in chunks this size: each chunk's lines of the session are parsed at once. */
+const CHUNK = 64 << 10;
 /**
  * Lines closer than GAP are read in one go, up to SPAN bytes a read: copying a gap from the
  * page cache on the thread pool costs less than another read's turn on the event loop.
@@ -13,19 +14,28 @@ const CHUNK = 256 << 10;
 const GAP = 256 << 10;
 const SPAN = 1 << 20;
 const SEQ = Buffer.from('{"seq":');
-const COMMA = Buffer.from(',');
 
-interface Found {
-  readonly line: Buffer;
-  readonly status: number | null | undefined;
-}
+/**
+ * One read buffer kept from call to call: a megabyte allocated per call is memory outside the
+ * heap that V8 counts, and enough of it makes the GC run full collections on the agents' time.
+ */
+let spare: Buffer = Buffer.alloc(0);
+const take = (bytes: number): Buffer => {
+  const buf = spare.length >= bytes ? spare : Buffer.allocUnsafe(Math.max(bytes, SPAN));
+  spare = Buffer.alloc(0);
+  return buf;
+};
+const give = (buf: Buffer): void => {
+  if (buf.length > spare.length) spare = buf;
+};
 
 /**
  * A page of a session's events as the admin API's JSON body, `{"events":[…],"next":N|null}`:
  * the journal lines themselves (each with the `status` its request ended with, when known),
- * newest first: no parse, no stringify. Every read is asynchronous and bounded: lines the
- * index locates are read by span, older ones by reading backwards at most SCAN_BUDGET bytes (a page may then hold
- * fewer than `limit` events; only `next: null` says there are no more).
+ * newest first, copied into the body as written: no parse, no stringify. Every read is
+ * asynchronous and bounded: lines the index locates are read by span, older ones by reading
+ * backwards at most SCAN_BUDGET bytes (such a page may hold fewer than `limit` events; only
+ * `next: null` says there are no more).
  */
 export async function eventsPage(
   path: string,
@@ -35,30 +45,32 @@ export async function eventsPage(
   limit: number,
 ): Promise<Buffer> {
   const page = index.page(session, before, limit);
-  if (page.events.length === 0 && page.scanFrom === null) return body([], null);
+  if (page.events.length === 0 && page.scanFrom === null) return new Body(0).end(null);
   let fh: FileHandle;
   try {
     fh = await open(path, 'r');
   } catch (err) {
-    if (errnoCode(err) === 'ENOENT') return body([], null);
+    if (errnoCode(err) === 'ENOENT') return new Body(0).end(null);
     throw err;
   }
+  let buf = take(SPAN);
   try {
-    if (page.scanFrom === null) return body(await readLocated(fh, page.events), page.next);
-    const scanned = await scanBack(fh, page.scanFrom, session, before, limit);
-    return body(scanned.found, scanned.next);
+    if (page.scanFrom === null) return (await readLocated(fh, buf, page.events)).end(page.next);
+    const scanned = await scanBack(fh, buf, page.scanFrom, session, before, limit);
+    buf = scanned.buf;
+    return scanned.body.end(scanned.next);
   } finally {
+    give(buf);
     await fh.close();
   }
 }
 
 /**
  * The located lines, in the order given (newest first, so descending offsets), read span by
- * span into one reused buffer; each line is copied out (small copies come from Node's pool).
+ * span into `buf` (at least SPAN bytes), each checked to be the line the index says.
  */
-async function readLocated(fh: FileHandle, events: readonly Located[]): Promise<Found[]> {
-  const found: Found[] = [];
-  let buf = Buffer.alloc(0);
+async function readLocated(fh: FileHandle, buf: Buffer, events: readonly Located[]): Promise<Body> {
+  const body = new Body(events.reduce((n, e) => n + e.bytes + 16, 0));
   for (let i = 0; i < events.length;) {
     const last = events[i] as Located;
     const end = last.offset + last.bytes;
@@ -69,42 +81,45 @@ async function readLocated(fh: FileHandle, events: readonly Located[]): Promise<
       start = n.offset;
       j++;
     }
-    if (buf.length < end - start) buf = Buffer.allocUnsafe(Math.max(end - start, 64 << 10));
-    await readFully(fh, buf.subarray(0, end - start), start);
+    // A single line longer than SPAN is read on its own.
+    const span = end - start <= buf.length ? buf : Buffer.allocUnsafe(end - start);
+    await readFully(fh, span.subarray(0, end - start), start);
     for (const e of events.slice(i, j)) {
-      const line = buf.subarray(e.offset - start, e.offset - start + e.bytes);
+      const line = span.subarray(e.offset - start, e.offset - start + e.bytes);
       if (seqOf(line) !== e.seq || line[line.length - 1] !== 0x7d) {
         throw new TrajgateError(
           'E_JOURNAL_CORRUPT',
           `${e.offset}: the journal line of seq ${e.seq} is not where it was written`,
         );
       }
-      found.push({ line: Buffer.from(line), status: e.status });
+      body.add(line, e.status);
     }
     i = j;
   }
-  return found;
+  return body;
 }
 
 /**
- * Reads backwards from `from` (a line start), keeping the session's events below `before`
- * and the statuses of outcomes met on the way, until `limit` events, the file's start, or
- * SCAN_BUDGET bytes (then `next` is the earliest seq read, so paging goes on from there).
+ * Reads backwards from `from` (a line start) into `buf` (grown past CHUNK for a longer line:
+ * returned), keeping the session's events below `before` and the statuses of outcomes met on
+ * the way, until `limit` events, the file's start, or SCAN_BUDGET bytes (then `next` is the
+ * earliest seq read, so paging goes on from there).
  */
 async function scanBack(
   fh: FileHandle,
+  buf: Buffer,
   from: number,
   session: string,
   before: number,
   limit: number,
-): Promise<{ found: Found[]; next: number | null }> {
+): Promise<{ body: Body; next: number | null; buf: Buffer }> {
   const marker = Buffer.from(`"session":${JSON.stringify(session)}`);
   const statuses = new Map<number, number | null>();
-  const found: Found[] = [];
+  const body = new Body(64 << 10);
   let earliest = Infinity;
-  /** The whole lines in buf[start, end): only those naming the session are parsed. */
-  const visit = (buf: Buffer, start: number, end: number): void => {
-    if (start === end) return;
+  /** The whole lines in buf[start, …]: only those naming the session are parsed. */
+  const visit = (buf: Buffer, start: number): void => {
+    if (start === buf.length) return;
     earliest = seqOf(buf.subarray(start, buf.indexOf(10, start)));
     // A quote inside a JSON string is escaped: the marker is only ever a "session" field.
     const lines: number[] = [];
@@ -112,36 +127,41 @@ async function scanBack(
       const line = buf.lastIndexOf(10, at) + 1;
       if (lines.at(-1) !== line) lines.push(line);
     }
-    for (let i = lines.length - 1; i >= 0 && found.length < limit; i--) {
+    for (let i = lines.length - 1; i >= 0 && body.count < limit; i--) {
       const line = buf.subarray(lines[i], buf.indexOf(10, lines[i]));
       const r = JSON.parse(line.toString('utf8')) as Record<string, unknown>;
       if (r.session !== session || typeof r.seq !== 'number') continue;
       if (r.type === 'outcome' && typeof r.ref === 'number') {
         statuses.set(r.ref, typeof r.status === 'number' ? r.status : null);
       } else if (r.type === 'event' && r.seq < before) {
-        found.push({ line, status: statuses.get(typeof r.rid === 'number' ? r.rid : r.seq) });
-        if (found.length === limit) earliest = r.seq;
+        body.add(line, statuses.get(typeof r.rid === 'number' ? r.rid : r.seq));
+        if (body.count === limit) earliest = r.seq;
       }
     }
   };
   let pos = from;
-  let carry = Buffer.alloc(0);
+  let carry = 0; // bytes at buf's start: the part of a line the previous chunk began with
   let read = 0;
   // Past the budget only to reach one line below `before`, so the next page starts lower.
-  while (pos > 0 && found.length < limit && (read < SCAN_BUDGET || earliest >= before)) {
+  while (pos > 0 && body.count < limit && (read < SCAN_BUDGET || earliest >= before)) {
     const len = Math.min(CHUNK, pos);
     pos -= len;
-    const buf = Buffer.allocUnsafe(len + carry.length);
+    if (buf.length < len + carry) {
+      const grown = Buffer.allocUnsafe(2 * (len + carry));
+      buf.copy(grown, 0, 0, carry);
+      buf = grown;
+    }
+    buf.copyWithin(len, 0, carry);
     await readFully(fh, buf.subarray(0, len), pos);
-    carry.copy(buf, len);
     read += len;
+    const lines = buf.subarray(0, len + carry);
     // Whole lines begin after the chunk's first newline, or at the file's start.
-    const nl = buf.indexOf(10);
-    const start = pos === 0 ? 0 : nl < 0 ? buf.length : nl + 1;
-    visit(buf, start, buf.length);
-    carry = buf.subarray(0, start);
+    const nl = lines.indexOf(10);
+    const start = pos === 0 ? 0 : nl < 0 ? lines.length : nl + 1;
+    visit(lines, start);
+    carry = start;
   }
-  return { found, next: pos === 0 && found.length < limit ? null : earliest };
+  return { body, next: pos === 0 && body.count < limit ? null : earliest, buf };
 }
 
 /** The seq a line starts with (`{"seq":N,`), else as JSON says. */
@@ -166,21 +186,39 @@ async function readFully(fh: FileHandle, buf: Buffer, position: number): Promise
   }
 }
 
-const suffixes = new Map<number | null, Buffer>();
-const suffix = (status: number | null): Buffer => {
-  let b = suffixes.get(status);
-  if (!b) suffixes.set(status, (b = Buffer.from(`,"status":${status}}`)));
-  return b;
-};
+/**
+ * `{"events":[…],"next":…}` copied together line by line into one growing buffer (no object
+ * per line for the collector), each line as written with `"status"` spliced in where known.
+ */
+class Body {
+  #buf: Buffer;
+  #at: number;
+  count = 0;
 
-/** `{"events":[…],"next":…}` from the lines as written, a status spliced in where known. */
-function body(found: readonly Found[], next: number | null): Buffer {
-  const parts: Buffer[] = [Buffer.from('{"events":[')];
-  for (const [i, { line, status }] of found.entries()) {
-    if (i > 0) parts.push(COMMA);
-    if (status === undefined) parts.push(line);
-    else parts.push(line.subarray(0, line.length - 1), suffix(status));
+  constructor(size: number) {
+    this.#buf = Buffer.allocUnsafe(size + 64);
+    this.#at = this.#buf.write('{"events":[');
   }
-  parts.push(Buffer.from(`],"next":${next}}`));
-  return Buffer.concat(parts);
+
+  add(line: Buffer, status: number | null | undefined): void {
+    const tail = status === undefined ? '}' : `,"status":${status}}`;
+    this.#reserve(line.length + tail.length + 1);
+    if (this.count++ > 0) this.#buf[this.#at++] = 0x2c;
+    this.#at += line.copy(this.#buf, this.#at, 0, line.length - 1);
+    this.#at += this.#buf.write(tail, this.#at, 'latin1');
+  }
+
+  end(next: number | null): Buffer {
+    const tail = `],"next":${next}}`;
+    this.#reserve(tail.length);
+    this.#at += this.#buf.write(tail, this.#at, 'latin1');
+    return this.#buf.subarray(0, this.#at);
+  }
+
+  #reserve(bytes: number): void {
+    if (this.#at + bytes <= this.#buf.length) return;
+    const grown = Buffer.allocUnsafe(Math.max(this.#buf.length * 2, this.#at + bytes));
+    this.#buf.copy(grown, 0, 0, this.#at);
+    this.#buf = grown;
+  }
 }

@@ -99,7 +99,8 @@ class Ring {
 
   located(i: number): Located {
     const rid = this.rids.get(this.seq[i] as number);
-    const code = this.status[i] || (rid === undefined ? 0 : this.status[this.find(rid)] || 0);
+    const first = rid === undefined ? -1 : this.find(rid);
+    const code = this.status[i] || (first < 0 ? 0 : (this.status[first] as number));
     return {
       seq: this.seq[i] as number,
       offset: this.offset[i] as number,
@@ -140,13 +141,13 @@ export class SessionIndex {
   #cpOffset = new Float64Array(FIRST);
   #checkpoints = 0;
   #nextCheckpoint = 0;
-  /** Events kept per session (RING; smaller in tests). */
-  constructor(readonly ring = RING) {}
-
   /** Records seen: changes whenever anything is journaled. */
   records = 0;
   /** The end of the last line seen: the journal's length as far as the index knows. */
   end = 0;
+
+  /** Events kept per session (RING; smaller in tests). */
+  constructor(readonly ring = RING) {}
 
   /** One record written (or read back) at `offset`, `bytes` long without its newline. */
   add(record: Indexable, seq: number, offset: number, bytes: number): void {

@@ -4,8 +4,8 @@ import { ApiError } from './http-json.js';
 
 /** Admin reads run one at a time; this many more may wait for their turn. */
 export const ADMIN_WAITING = 16;
-/** After a read that took T, the next starts T × REST later: reads get at most 1/4 of the time. */
-export const ADMIN_REST = 3;
+/** After a read that took T, the next starts T × REST later: reads get at most 1/5 of the time. */
+export const ADMIN_REST = 4;
 /** Seconds a refused caller is told to wait (`Retry-After`). */
 export const RETRY_AFTER = 1;
 

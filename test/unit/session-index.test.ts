@@ -182,9 +182,12 @@ describe('session index', () => {
 
   it('a page read from the file covers at most SCAN_BUDGET bytes and paging goes on from it', async () => {
     const padding = 'x'.repeat(8 * 1024);
+    // lines longer than a read: one of 200 KiB among the older ones, one of 1.5 MiB in the ring
+    const long = (i: number) =>
+      i === 3 ? 'y'.repeat(200 << 10) : i === 10 ? 'z'.repeat(3 << 19) : '';
     const [path, index] = written(4, (w) => {
       for (let i = 0; i < 12; i++) {
-        request(w, 'rare', `https://rare.example/${i}`, 200);
+        request(w, 'rare', `https://rare.example/${i}${long(i)}`, 200);
         // ~1.5 MiB of another session between two of rare's events
         for (let k = 0; k < 192; k++) w.append(event('noisy', `https://noisy.example/${padding}`));
       }
