@@ -27,9 +27,8 @@ export function judged(status: number, text: string): string | null {
     throw unexpected(text);
   const go = verdict === 'ALLOW' ? allowed !== false : verdict === 'REVIEW' && allowed === true;
   if (go) return null;
-  const said = (message as string | undefined)?.trim() || `trajgate: ${verdict}: ${reason ?? ''}`;
-  // The text reaches a terminal or a model: no escape sequences, line breaks kept.
-  return said.replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g, '?');
+  // Made safe for a terminal where it is written (main's stderr goes through terminalLines).
+  return (message as string | undefined)?.trim() || `trajgate: ${verdict}: ${reason ?? ''}`;
 }
 
 /** The answer to a result report, `{"recorded": SEQ, …}`; throws unless it says so. */
