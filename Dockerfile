@@ -1,8 +1,11 @@
 # trajgate: build in one stage, run the compiled output as a non-root user in another.
-# Config and certificates are mounted, the journal lives on a volume:
-#   docker run -p 8080:8080 -p 127.0.0.1:8082:8082 \
-#     -v ./config:/etc/trajgate:ro -v ./certs:/etc/trajgate/certs:ro -v trajgate-data:/var/lib/trajgate \
-#     trajgate start --config /etc/trajgate/trajgate.yaml
+# The default config is config/trajgate.docker.yaml (listeners on 0.0.0.0 inside); mount your
+# own at /etc/trajgate/trajgate.yaml. The journal goes to the /var/lib/trajgate volume
+# (TRAJGATE_DATA: relative journal paths resolve there). Publish the admin port on loopback:
+#   docker build -t trajgate .
+#   docker run -e AGENT_1_TOKEN -p 8080:8080 -p 127.0.0.1:8082:8082 \
+#     -v ./certs:/etc/trajgate/certs:ro -v trajgate-data:/var/lib/trajgate trajgate
+# compose.yaml runs it beside an agent container.
 
 FROM node:20-bookworm-slim AS build
 WORKDIR /src
@@ -19,7 +22,12 @@ COPY --from=build /src/package.json ./
 COPY --from=build /src/node_modules ./node_modules
 COPY --from=build /src/dist ./dist
 COPY config/trajgate.example.yaml ./config/
-RUN mkdir -p /etc/trajgate /var/lib/trajgate && chown node:node /var/lib/trajgate
+COPY config/trajgate.docker.yaml /etc/trajgate/trajgate.yaml
+# `trajgate` on the PATH for `docker exec … trajgate sessions`; the workspace exists (start
+# refuses a missing one) and a volume mounted there starts owned by node.
+RUN chmod +x /app/dist/cli/main.js && ln -s /app/dist/cli/main.js /usr/local/bin/trajgate \
+  && mkdir -p /var/lib/trajgate /workspace && chown node:node /var/lib/trajgate /workspace
+ENV TRAJGATE_DATA=/var/lib/trajgate
 USER node
 VOLUME ["/var/lib/trajgate"]
 WORKDIR /var/lib/trajgate

@@ -18,6 +18,9 @@ export type ErrorCode =
   | 'E_ADMIN_API'
   | 'E_GATEWAY'
   | 'E_TIMEOUT'
+  | 'E_UNKNOWN_SESSION'
+  | 'E_UNKNOWN_APPROVAL'
+  | 'E_CONFIG_APPROVAL'
   | 'E_USAGE';
 
 export class TrajgateError extends Error {

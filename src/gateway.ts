@@ -1,4 +1,3 @@
-import { readFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { dirname, join } from 'node:path';
@@ -9,9 +8,12 @@ import type { Lookup } from './action/egress.js';
 import { Forwarder } from './action/forward.js';
 import { LiveTunnels } from './action/live-tunnels.js';
 import { ReverseProxy } from './action/reverse-proxy.js';
+import { upstreamTrust } from './action/trust.js';
 import type { HostPort } from './config/formats.js';
+import type { CaptureOptions } from './action/capture.js';
 import type { Config } from './config/load.js';
-import { TrajgateError } from './errors.js';
+import type { RunningConfig } from './config/reload-plan.js';
+import { isTrajgateError, TrajgateError } from './errors.js';
 import { compilePolicy } from './guard/compile.js';
 import { Guard } from './guard/guard.js';
 import { JournalHealth } from './journal/health.js';
@@ -33,11 +35,18 @@ import { InnerHttp } from './ingress/inner-http.js';
 import { Interceptor } from './ingress/intercept.js';
 import { createProxyServer } from './ingress/proxy.js';
 import { Pipeline } from './pipeline.js';
+import type { ReloadResult } from './reload.js';
+import { Reloader } from './reload.js';
 import { createAdminServer } from './review/admin.js';
-import { adminTokens } from './review/admin-token.js';
+import { AdminKeys, adminTokens } from './review/admin-token.js';
+import { ApiError } from './review/http-json.js';
 import { Api } from './review/api.js';
 import { Metrics } from './review/metrics.js';
 import { Notifier } from './review/notify.js';
+import { DecisionLinks, Denials } from './review/decision-links.js';
+import { linkKey } from './review/link-key.js';
+import { decideHandler } from './review/decide-page.js';
+import { Notices, pageBase } from './review/notices.js';
 import { Review } from './review/review.js';
 import { Sessions } from './review/sessions.js';
 
@@ -58,6 +67,8 @@ export interface RunningGateway {
   readonly restored: number;
   /** Whether the journal can be written (GET /api/health). */
   readonly health: JournalHealth;
+  /** Re-reads the config file and applies it (SIGHUP, POST /api/reload); see Reloader. */
+  reload(by: string): Promise<ReloadResult>;
   /**
    * Stops accepting and drains (see Drain): in-flight requests finish up to
    * `limits.drainTimeout`, then what remains is cut; syncs the journal.
@@ -80,10 +91,12 @@ export interface GatewayOptions {
 
 /** Builds the data path from a config, rebuilds state from the journal, and starts listening. */
 export async function startGateway(
-  config: Config,
+  initial: Config,
   options: GatewayOptions,
 ): Promise<RunningGateway> {
   const { log } = options;
+  // One object every part reads; a reload swaps its sections (see Reloader).
+  const config: RunningConfig = { ...initial };
   const guard = new Guard(compilePolicy(config));
   const review = new Review(config, log);
   let sessions: Sessions | undefined;
@@ -92,6 +105,7 @@ export async function startGateway(
     paused: () => [...guard.sessions()].filter(([, s]) => s.pausedAt !== null).length,
   });
   const index = new SessionIndex();
+  const denials = new Denials();
   const health = new JournalHealth(config.journal, log, () => metrics.journalFailures.inc());
   const { writer: journal, restored } = openJournal(
     config.journal,
@@ -104,7 +118,10 @@ export async function startGateway(
       warn: (m) => log.warn(m),
       onWrite: (s) => metrics.journalWrite.observe(s),
       health,
-      onAppend: (record, seq, offset, bytes) => index.add(record, seq, offset, bytes),
+      onAppend: (record, seq, offset, bytes) => {
+        index.add(record, seq, offset, bytes);
+        denials.observe(record, seq);
+      },
     },
   );
   const live = new LiveTunnels(config.policy.holdTimeout, (admission, change, reason) => {
@@ -124,17 +141,35 @@ export async function startGateway(
   });
   sessions = new Sessions(guard, journal, config.policy.holdTimeout, review, live);
   const notifier = config.notify.webhook
-    ? new Notifier({ ...config.notify, webhook: config.notify.webhook }, log, {
-        failed: () => metrics.webhookFailures.inc(),
-        dropped: () => metrics.webhookDropped.inc(),
-        queued: (n) => metrics.webhookQueued.set(n),
-      })
+    ? new Notifier(
+        { ...config.notify, webhook: config.notify.webhook },
+        log,
+        {
+          failed: () => metrics.webhookFailures.inc(),
+          dropped: () => metrics.webhookDropped.inc(),
+          queued: (n) => metrics.webhookQueued.set(n),
+        },
+        upstreamTrust(config.tls.upstreamCa),
+      )
     : null;
+  const links = new DecisionLinks({
+    key: linkKey(config),
+    guard,
+    review,
+    sessions,
+    denials,
+    holdTimeout: () => config.policy.holdTimeout,
+    log,
+  });
+  // Notifications name the page as people open it; the admin address is known once it listens.
+  const notices = new Notices(() => pageBase(config.notify.pageUrl, admin), links);
   if (notifier) {
     if (config.notify.on.includes('pause'))
-      review.onPause((record) => notifier.send('pause', record.session, record));
+      review.onPause((record) => notifier.send('pause', record.session, notices.pause(record)));
     if (config.notify.on.includes('review'))
-      review.onReview((summary) => notifier.send('review', summary.session, { event: summary }));
+      review.onReview((summary) =>
+        notifier.send('review', summary.session, notices.review(summary)),
+      );
   }
   const egress = new Egress({
     allowPrivate: config.network.allowPrivate,
@@ -143,7 +178,9 @@ export async function startGateway(
   });
   for (const l of Object.values(config.listen)) if (l.port !== 0) egress.addOwnPort(l.port);
   const pipeline = new Pipeline(config, guard, journal, sessions, egress, review, metrics);
-  const forwarder = new Forwarder(config.limits, egress, readCaFiles(config.tls.upstreamCa));
+  const newForwarder = (c: Config) =>
+    new Forwarder(c.limits, egress, upstreamTrust(c.tls.upstreamCa));
+  let forwarder = newForwarder(config);
   const identity = new Identity(config.agents);
   const drain = new Drain();
   // Requests read from inside tunnels are served like absolute-form ones.
@@ -161,29 +198,34 @@ export async function startGateway(
     refuse: (tunnel, status, reason, target) =>
       tunnelRefusal(proxyContext, tunnel, status, reason, target),
   });
+  const newInterceptor = (c: Config) =>
+    c.tls.intercept.length === 0
+      ? null
+      : interceptor(c, inner, (tunnel, status, reason) =>
+          tunnelRefusal(proxyContext, tunnel, status, reason),
+        );
+  let intercept = await newInterceptor(config);
+  let capture = captureOptions(config);
   const proxyContext: ProxyContext = {
     pipeline,
     identity,
-    forwarder,
-    limits: config.limits,
+    get forwarder() {
+      return forwarder;
+    },
+    get limits() {
+      return config.limits;
+    },
     log,
     tunnels: new Map(),
-    capture: config.capture.bodies
-      ? {
-          dir: join(dirname(config.journal), 'captures'),
-          maxBytes: config.capture.maxBytes,
-          redact: config.capture.redact,
-        }
-      : null,
+    get capture() {
+      return capture;
+    },
     inner,
     live,
     drain,
-    intercept:
-      config.tls.intercept.length > 0
-        ? await interceptor(config, inner, (tunnel, status, reason) =>
-            tunnelRefusal(proxyContext, tunnel, status, reason),
-          )
-        : null,
+    get intercept() {
+      return intercept;
+    },
   };
   const proxyServer = createProxyServer(proxyContext);
   const reverseProxy = config.bridge.upstream
@@ -192,6 +234,7 @@ export async function startGateway(
         onePath: config.bridge.protocol === 'mcp',
         timeoutMs: config.limits.upstreamTimeout,
         forwardAuthorization: config.bridge.forwardAuthorization,
+        trust: upstreamTrust(config.tls.upstreamCa),
       })
     : null;
   const bridgeServer = createBridgeServer({
@@ -205,11 +248,45 @@ export async function startGateway(
     drain,
   });
   const { tokens, file: adminTokenFile } = adminTokens(config);
+  const keys = new AdminKeys(tokens);
+  const reloader = new Reloader({
+    config,
+    guard,
+    journal,
+    identity,
+    egress,
+    sessions,
+    live,
+    keys,
+    log,
+    async rebuild(next, running) {
+      const limits = (c: Config) => [c.limits, c.tls.upstreamCa];
+      const newPool = JSON.stringify(limits(next)) !== JSON.stringify(limits(running));
+      const pool = newPool ? newForwarder(next) : forwarder;
+      const sameIntercept =
+        JSON.stringify(next.tls.intercept) === JSON.stringify(running.tls.intercept);
+      const tls = sameIntercept ? intercept : await newInterceptor(next);
+      return {
+        install() {
+          // The old pool closes once its requests finish (undici's Agent.close).
+          if (pool !== forwarder) void forwarder.close();
+          forwarder = pool;
+          intercept = tls;
+          capture = captureOptions(next);
+        },
+        discard() {
+          if (pool !== forwarder) void pool.close();
+        },
+      };
+    },
+  });
   const adminServer = createAdminServer({
     api: new Api(config, guard, sessions, review, index),
     metrics,
     health,
-    tokens,
+    keys,
+    reload: (by) => reloader.reload(by).catch(reloadRefusal),
+    decide: decideHandler(links),
     log,
   });
   const servers = [proxyServer, bridgeServer, adminServer];
@@ -241,6 +318,7 @@ export async function startGateway(
     adminTokenFile,
     restored,
     health,
+    reload: (by) => reloader.reload(by),
     async stop() {
       const began = performance.now();
       drain.start();
@@ -263,17 +341,19 @@ export async function startGateway(
   };
 }
 
-function readCaFiles(files: readonly string[]): string[] {
-  return files.map((file) => {
-    try {
-      return readFileSync(file, 'utf8');
-    } catch (err) {
-      throw new TrajgateError(
-        'E_CONFIG_READ',
-        `tls.upstreamCa: cannot read ${file}: ${(err as Error).message}`,
-      );
-    }
-  });
+/** Where captured bodies go, beside the journal; null unless `capture.bodies`. */
+function captureOptions(config: Config): CaptureOptions | null {
+  if (!config.capture.bodies) return null;
+  const { maxBytes, redact } = config.capture;
+  return { dir: join(dirname(config.journal), 'captures'), maxBytes, redact };
+}
+
+/** A reload the file or the journal refused, as the admin API answers it. */
+function reloadRefusal(err: unknown): never {
+  if (!isTrajgateError(err)) throw err;
+  if (err.code === 'E_JOURNAL_WRITE')
+    throw new ApiError(503, err.code, `${err.message}; the running config was kept`);
+  throw new ApiError(400, err.code, `${err.message}; the running config was kept`, err.details);
 }
 
 /** TLS interception with the local CA (`trajgate ca init`); its code loads only when configured. */

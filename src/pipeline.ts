@@ -6,6 +6,7 @@ import type { Config } from './config/load.js';
 import { isTrajgateError } from './errors.js';
 import type { Event, EventInput, Source } from './event/event.js';
 import { normalizeEvent } from './event/normalize.js';
+import type { Approval } from './guard/approvals.js';
 import type { Decision, Guard } from './guard/guard.js';
 import type {
   PauseRecord,
@@ -98,8 +99,9 @@ export class Pipeline {
     private readonly metrics: Metrics,
   ) {}
 
-  async judge(ask: Ask, rid: number | null = null): Promise<Ruling> {
-    let event = this.#eventOf(ask, rid);
+  /** `once`: a held request an operator approved this once ("approve once"), judged approved. */
+  async judge(ask: Ask, rid: number | null = null, once = false): Promise<Ruling> {
+    let event = this.#eventOf(ask, rid, once);
     if (!('subject' in event)) return event;
     if (this.sessions.isPaused(ask.session))
       return this.#hold(ask, event, null, rid, this.#again(ask));
@@ -137,7 +139,9 @@ export class Pipeline {
     }
     if (
       verdict === 'REVIEW' &&
-      (this.config.policy.review === 'block' || event.denied !== undefined)
+      (this.config.policy.review === 'block' ||
+        event.denied !== undefined ||
+        decision.deniedBy !== undefined)
     ) {
       return this.#refuse(id, decision, ask, 'blocked');
     }
@@ -175,9 +179,9 @@ export class Pipeline {
     );
   }
 
-  /** When the approval behind an allowed event expires (ms), or null (none, or no expiry). */
-  approvalExpiry(event: Event): number | null {
-    return this.guard.approvalFor(event)?.expiresAt ?? null;
+  /** The approval behind an allowed event, if any. */
+  approvalFor(event: Event): Approval | undefined {
+    return this.guard.approvalFor(event);
   }
 
   isPaused(session: string): boolean {
@@ -265,7 +269,8 @@ export class Pipeline {
   }
 
   /** Would this event be sent if it were judged now? Only then is its name resolved. */
-  #mayForward({ verdict }: Decision): boolean {
+  #mayForward({ verdict, deniedBy }: Decision): boolean {
+    if (deniedBy !== undefined) return false; // a deny pattern's host is not even looked up
     return verdict === 'ALLOW' || (verdict === 'REVIEW' && this.config.policy.review === 'pass');
   }
 
@@ -275,19 +280,20 @@ export class Pipeline {
     );
   }
 
-  #normalize(ask: Pick<Ask, 'session' | 'input'> & { source?: Source }): Event {
+  #normalize(ask: Pick<Ask, 'session' | 'input'> & { source?: Source }, approved = false): Event {
     return normalizeEvent(ask.input, {
       session: ask.session,
       source: ask.source ?? 'proxy',
       ts: Date.now(),
       workspace: this.workspaceFor(ask.session),
+      approved,
     });
   }
 
   /** The event an ask describes, or its refusal when the ask is malformed (journaled). */
-  #eventOf(ask: Ask, rid: number | null): Event | Unforwarded {
+  #eventOf(ask: Ask, rid: number | null, once = false): Event | Unforwarded {
     try {
-      return this.#normalize(ask);
+      return this.#normalize(ask, once);
     } catch (err) {
       if (!isTrajgateError(err)) throw err;
       return this.#refuseUnjudged(ask, 400, err.message, rid);
@@ -302,8 +308,8 @@ export class Pipeline {
   }
 
   /** On resume a held request is judged again, as the request it is. */
-  #again(ask: Ask): (rid: number) => Promise<Ruling> {
-    return (rid) => this.judge(ask, rid);
+  #again(ask: Ask): (rid: number, once: boolean) => Promise<Ruling> {
+    return (rid, once) => this.judge(ask, rid, once);
   }
 
   /** Holds while paused; `again` decides what a resume leads to. */
@@ -312,7 +318,7 @@ export class Pipeline {
     event: Event,
     decision: Decision | null,
     rid: number | null,
-    again: (rid: number) => Promise<R>,
+    again: (rid: number, once: boolean) => Promise<R>,
   ): Promise<R | Unforwarded> {
     let id = rid;
     if (decision === null) {
@@ -326,7 +332,7 @@ export class Pipeline {
       { session: ask.session, what: ask.what, rid: id as number },
       ask.waiting,
     );
-    if (release === 'resume') return again(id as number);
+    if (release === 'resume' || release === 'once') return again(id as number, release === 'once');
     if (release === 'gone') return { kind: 'gone', rid: id };
     const end: HoldEnd = release === 'deny' ? 'denied' : release;
     return this.#refuse(id as number, held, ask, end);

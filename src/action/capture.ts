@@ -1,8 +1,11 @@
-import { mkdirSync, writeFile } from 'node:fs';
+import { mkdirSync, rename, writeFile } from 'node:fs';
 import { join } from 'node:path';
+import type { Refusal } from './respond.js';
+import { storeBody } from './capture-body.js';
 
 /** Header fields whose values are secrets; redacted in captures unless `capture.redact: false`. */
 const SECRET = new Set(['authorization', 'proxy-authorization', 'cookie', 'set-cookie']);
+const REDACTED = '[redacted]';
 
 export interface CaptureOptions {
   /** Folder of the capture files (beside the journal). */
@@ -16,22 +19,31 @@ interface Part {
   chunks: Buffer[];
   kept: number;
   size: number;
+  /** The sender stopped before the end (an unforwarded body read only in part). */
+  short: boolean;
 }
 
-/** What one exchange's capture file holds (`<rid>.json`), read back by the HAR export. */
+/** What one exchange's capture file holds (`<rid>.json`), read back by the admin API and HAR. */
 export interface CapturedExchange {
   readonly rid: number;
   readonly session: string;
+  /** False when the request was refused (or held, then refused): its body never left. */
+  readonly forwarded: boolean;
   readonly request: CapturedPart & { readonly method: string; readonly url: string };
+  /** The upstream's response, or the refusal trajgate answered; null when there was none. */
   readonly response: (CapturedPart & { readonly status: number }) | null;
 }
 
 export interface CapturedPart {
   readonly headers: readonly [string, string][];
-  /** The kept bytes, base64. */
+  /** The kept body: text, or base64 (`encoding`). */
   readonly body: string;
-  /** The whole body's size, kept or not. */
+  readonly encoding: 'text' | 'base64';
+  /** The content codings undone for `body` (Content-Encoding, in the order applied). */
+  readonly decoded?: readonly string[];
+  /** The body's size on the wire, kept or not. */
   readonly size: number;
+  /** Not all of it is in `body` (cut at `capture.maxBytes`, sent or decoded, or never sent whole). */
   readonly truncated: boolean;
 }
 
@@ -45,16 +57,22 @@ export class Capture {
   readonly #url: string;
   readonly #request: Part;
   #response: (Part & { status: number }) | null = null;
+  #forwarded = true;
 
-  constructor(options: CaptureOptions, method: string, url: string, rawHeaders: readonly string[]) {
+  constructor(options: CaptureOptions, method: string, url: URL, rawHeaders: readonly string[]) {
     this.#options = options;
     this.#method = method;
-    this.#url = url;
+    this.#url = options.redact && url.password !== '' ? redactUserinfo(url) : url.href;
     this.#request = this.#part(rawHeaders);
   }
 
   request(chunk: Buffer): void {
     this.#keep(this.#request, chunk);
+  }
+
+  /** The request body was read only in part (refused: the rest is never read). */
+  requestCut(): void {
+    this.#request.short = true;
   }
 
   responseStart(status: number, rawHeaders: readonly string[]): void {
@@ -65,34 +83,61 @@ export class Capture {
     if (this.#response) this.#keep(this.#response, chunk);
   }
 
-  /** Writes `<dir>/<rid>.json` in the background; a failure is reported, never thrown. */
+  /** The request was not forwarded: the response is trajgate's refusal, as sent. */
+  refused(refusal: Refusal): void {
+    this.#forwarded = false;
+    const raw = Object.entries(refusal.headers).flat();
+    this.responseStart(refusal.status, [...raw, 'content-type', 'text/plain; charset=utf-8']);
+    this.response(Buffer.from(refusal.body));
+  }
+
+  /**
+   * Writes `<dir>/<rid>.json` in the background (whole or not at all: written aside, then
+   * renamed); a failure is reported, never thrown.
+   */
   save(rid: number, session: string, onError: (err: Error) => void): void {
-    const done = (p: Part) => ({
-      headers: p.headers,
-      body: Buffer.concat(p.chunks).toString('base64'),
-      size: p.size,
-      truncated: p.size > p.kept,
-    });
-    const exchange: CapturedExchange = {
+    this.#exchange(rid, session).then((exchange) => {
+      const dir = this.#options.dir;
+      const file = join(dir, `${rid}.json`);
+      try {
+        mkdirSync(dir, { recursive: true, mode: 0o700 });
+      } catch (err) {
+        return onError(err as Error);
+      }
+      writeFile(`${file}.part`, JSON.stringify(exchange), { mode: 0o600 }, (err) => {
+        if (err) return onError(err);
+        rename(`${file}.part`, file, (e) => e && onError(e));
+      });
+    }, onError);
+  }
+
+  async #exchange(rid: number, session: string): Promise<CapturedExchange> {
+    const r = this.#response;
+    return {
       rid,
       session,
-      request: { method: this.#method, url: this.#url, ...done(this.#request) },
-      response: this.#response ? { status: this.#response.status, ...done(this.#response) } : null,
+      forwarded: this.#forwarded,
+      request: { method: this.#method, url: this.#url, ...(await this.#done(this.#request)) },
+      response: r ? { status: r.status, ...(await this.#done(r)) } : null,
     };
-    try {
-      mkdirSync(this.#options.dir, { recursive: true, mode: 0o700 });
-    } catch (err) {
-      onError(err as Error);
-      return;
-    }
-    writeFile(
-      join(this.#options.dir, `${rid}.json`),
-      JSON.stringify(exchange),
-      { mode: 0o600 },
-      (err) => {
-        if (err) onError(err);
-      },
+  }
+
+  async #done(p: Part): Promise<Omit<CapturedPart, 'headers'> & Pick<Part, 'headers'>> {
+    const partial = p.short || p.size > p.kept;
+    const stored = await storeBody(
+      Buffer.concat(p.chunks),
+      partial,
+      p.headers,
+      this.#options.maxBytes,
     );
+    return {
+      headers: p.headers,
+      body: stored.body,
+      encoding: stored.encoding,
+      ...(stored.decoded ? { decoded: stored.decoded } : {}),
+      size: p.size,
+      truncated: partial || stored.cut,
+    };
   }
 
   #part(raw: readonly string[]): Part {
@@ -100,9 +145,9 @@ export class Capture {
     for (let i = 0; i < raw.length; i += 2) {
       const name = String(raw[i]);
       const secret = this.#options.redact && SECRET.has(name.toLowerCase());
-      headers.push([name, secret ? '[redacted]' : String(raw[i + 1])]);
+      headers.push([name, secret ? REDACTED : String(raw[i + 1])]);
     }
-    return { headers, chunks: [], kept: 0, size: 0 };
+    return { headers, chunks: [], kept: 0, size: 0, short: false };
   }
 
   #keep(part: Part, chunk: Buffer): void {
@@ -113,4 +158,10 @@ export class Capture {
     part.chunks.push(Buffer.from(kept));
     part.kept += kept.length;
   }
+}
+
+function redactUserinfo(url: URL): string {
+  const copy = new URL(url.href);
+  copy.password = REDACTED;
+  return copy.href;
 }

@@ -25,9 +25,9 @@ const systemLookup: Lookup = async (host) =>
  * them, and the gateway's own ports are never reachable through it, whatever allowPrivate says.
  */
 export class Egress {
-  readonly #policy: AddressPolicy;
+  #policy: AddressPolicy;
   readonly #lookup: Lookup;
-  readonly #timeoutMs: number;
+  #timeoutMs: number;
   readonly #cache = new Map<string, { addresses: readonly string[]; until: number }>();
   readonly #verdicts = new Map<string, AddressVerdict>();
   readonly #ownPorts = new Set<number>();
@@ -40,6 +40,14 @@ export class Egress {
     this.#localAddresses = new Set(
       Object.values(networkInterfaces()).flatMap((list) => (list ?? []).map((i) => i.address)),
     );
+  }
+
+  /** A config reload's `network.allowPrivate` and `limits.connectTimeout`. */
+  configure(options: { allowPrivate: readonly string[]; timeoutMs: number }): void {
+    this.#policy = new AddressPolicy(options.allowPrivate);
+    this.#timeoutMs = options.timeoutMs;
+    // Verdicts were the old policy's; resolved addresses are still good.
+    this.#verdicts.clear();
   }
 
   /** Ports trajgate listens on: refused on any local address. */

@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isIP } from 'node:net';
 import { Readable } from 'node:stream';
-import { createSecureContext, connect as tlsConnect, rootCertificates } from 'node:tls';
+import { createSecureContext, connect as tlsConnect } from 'node:tls';
 import { Agent } from 'undici';
 import type { Dispatcher } from 'undici';
 import type { Capture } from './capture.js';
@@ -42,7 +42,8 @@ export function authority(address: string, port: number): string {
  * address egress checked (origin `http://IP:port`, Host carries the name): never a fresh
  * lookup. HTTPS (intercepted TLS) keeps the name in the origin for SNI and certificate checks,
  * and its connector resolves and checks every new connection the same way, verifying the
- * server's certificate against the system CAs plus `tls.upstreamCa`. Responses are written as
+ * server's certificate against `trust` (see upstreamTrust: the machine's CAs plus
+ * `tls.upstreamCa`). Responses are written as
  * undici parses them (dispatch handler: no stream or promise per request), with backpressure.
  */
 export class Forwarder {
@@ -50,7 +51,7 @@ export class Forwarder {
   readonly #tls: Agent;
   readonly #bodyTimeout: number;
 
-  constructor(limits: ForwardLimits, egress: Egress, upstreamCa: readonly string[] = []) {
+  constructor(limits: ForwardLimits, egress: Egress, trust: readonly string[]) {
     const timeouts = {
       headersTimeout: limits.upstreamTimeout,
       bodyTimeout: limits.upstreamTimeout,
@@ -60,7 +61,7 @@ export class Forwarder {
     this.#plain = new Agent({ ...timeouts, connect: { timeout: limits.connectTimeout } });
     // One context for every upstream connection: building it from ~140 roots costs ~17 ms
     // and ~1 MB per connection otherwise.
-    const secureContext = createSecureContext({ ca: [...rootCertificates, ...upstreamCa] });
+    const secureContext = createSecureContext({ ca: [...trust] });
     this.#tls = new Agent({
       ...timeouts,
       connect: (opts, callback) => {

@@ -1,4 +1,5 @@
 import type { Socket } from 'node:net';
+import type { Event } from '../event/event.js';
 
 /** What the owner of a running tunnel can do to it. */
 export interface TunnelControl {
@@ -17,6 +18,10 @@ export interface Admission {
   readonly rid: number | null;
   /** When the approval that admitted it expires (ms since the epoch), or null. */
   readonly expiresAt: number | null;
+  /** The event that opened it, or null: a tunnel read or intercepted is judged per request. */
+  readonly event: Event | null;
+  /** Whether an approval admitted it (rather than a verdict of the policy). */
+  readonly approved: boolean;
 }
 
 export type TunnelChange = 'frozen' | 'thawed' | 'closed';
@@ -50,9 +55,14 @@ export class LiveTunnels {
   readonly #bySession = new Map<string, Set<Entry>>();
 
   constructor(
-    private readonly holdTimeoutMs: number,
+    private holdTimeoutMs: number,
     private readonly record: TunnelRecorder,
   ) {}
+
+  /** A config reload's `policy.holdTimeout`, for tunnels frozen from now on. */
+  setHoldTimeout(ms: number): void {
+    this.holdTimeoutMs = ms;
+  }
 
   /** Tracks a running tunnel, frozen at once when its session is paused; returns untrack. */
   add(admission: Admission, control: TunnelControl, paused: boolean): () => void {
@@ -98,6 +108,23 @@ export class LiveTunnels {
 
   denied(session: string): void {
     for (const entry of this.#entries(session)) this.#close(entry, 'denied by an operator');
+  }
+
+  /**
+   * Closes the tunnels that `why` gives a reason for (an approval revoked, a reload that no
+   * longer allows them); returns how many.
+   */
+  closeWhere(why: (admission: Admission) => string | null): number {
+    let closed = 0;
+    for (const set of [...this.#bySession.values()]) {
+      for (const entry of [...set]) {
+        const reason = why(entry.admission);
+        if (reason === null) continue;
+        this.#close(entry, reason);
+        closed++;
+      }
+    }
+    return closed;
   }
 
   /** Closes every tunnel, each journaled with `reason` (a stop's drain deadline). */

@@ -1,4 +1,5 @@
 import { Agent } from 'node:http';
+import { Agent as HttpsAgent } from 'node:https';
 import type { ClientRequest, IncomingMessage, ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
 import httpProxy from 'http-proxy';
@@ -40,7 +41,7 @@ interface Flight {
 export class ReverseProxy {
   readonly #proxy: httpProxy;
   readonly #flights = new WeakMap<IncomingMessage, Flight>();
-  readonly #agent = new Agent({ keepAlive: true, maxSockets: 256 });
+  readonly #agent: Agent;
   readonly #timeoutMs: number;
   readonly #upstream: URL;
 
@@ -49,8 +50,15 @@ export class ReverseProxy {
     onePath: boolean;
     timeoutMs: number;
     forwardAuthorization: boolean;
+    /** CAs an https upstream's certificate is verified against (see upstreamTrust). */
+    trust: readonly string[];
   }) {
     this.#upstream = new URL(options.upstream);
+    const pool = { keepAlive: true, maxSockets: 256 };
+    this.#agent =
+      this.#upstream.protocol === 'https:'
+        ? new HttpsAgent({ ...pool, ca: [...options.trust] })
+        : new Agent(pool);
     this.#timeoutMs = options.timeoutMs;
     this.#proxy = httpProxy.createProxyServer({
       target: options.upstream,

@@ -1,5 +1,6 @@
 import { errors } from 'undici';
 import { errnoCode } from '../errors.js';
+import { certificateReason } from './trust.js';
 
 /** How a forwarded request or tunnel ended, as its outcome record says. */
 export interface Transfer {
@@ -28,10 +29,7 @@ export function upstreamFailure(
   }
   const code = errnoCode(err);
   if (code !== undefined && /^(CERT_|ERR_TLS_|DEPTH_ZERO|SELF_SIGNED|UNABLE_TO_)/.test(code)) {
-    return {
-      status: 502,
-      reason: `upstream ${upstream} presented a certificate that does not verify (${code})`,
-    };
+    return { status: 502, reason: certificateReason(upstream, code) };
   }
   if (code === 'E_EGRESS')
     return { status: 502, reason: `upstream ${upstream}: ${(err as Error).message}` };

@@ -2,8 +2,7 @@ import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { defaultConfig, loadConfigFile } from '../config/load.js';
 import { TrajgateError } from '../errors.js';
-
-export const CA_USAGE = 'trajgate ca init|show [--dir certs] [--config FILE] [--force]';
+import { usageOf } from './help.js';
 
 /**
  * `ca init` creates the local CA for TLS interception; `ca show` says where it is and how to
@@ -18,7 +17,7 @@ export async function ca(argv: string[], print: (line: string) => void): Promise
   });
   const [action, extra] = positionals;
   if ((action !== 'init' && action !== 'show') || extra !== undefined) {
-    throw new TrajgateError('E_USAGE', `usage: ${CA_USAGE}`);
+    throw new TrajgateError('E_USAGE', usageOf('ca'));
   }
   const dir =
     values.dir !== undefined

@@ -6,27 +6,9 @@ import { defaultConfig, loadConfigFile } from '../config/load.js';
 import { errnoCode, isTrajgateError, TrajgateError } from '../errors.js';
 import { claudeCodeAction } from './claude-code.js';
 import { answerError, judged, recorded } from './check-answer.js';
+import { usageLine } from './help.js';
 
-export const CHECK_USAGE =
-  'trajgate check (--kind K --target T | --hook claude-code) [--bridge URL] [--config FILE] [--timeout 50s]';
-
-const HELP = `usage: ${CHECK_USAGE}
-
-Asks the gateway (POST /events on its bridge) whether an action may happen, for runner hooks.
-Exit 0: go ahead. Exit 2: refused, the reason on stderr. Every failure exits 2 with a one-line
-reason: the gateway unreachable or answering anything but a well-formed ALLOW, unreadable hook
-input, a bad config, no answer in time. Nothing exits 1 (which hooks read as "go ahead").
-
-  --kind K --target T  the action as an event (read, write, command, network, …)
-  --hook claude-code   a Claude Code hook input (JSON) on stdin: PreToolUse is judged;
-                       PostToolUse and PostToolUseFailure record how the call ended (exit 0
-                       once recorded); other hook events exit 0 with nothing judged
-  --bridge URL         the bridge (default: $TRAJGATE_BRIDGE, else listen.bridge of the config)
-  --config FILE        the gateway's config (default: the embedded one)
-  --timeout DURATION   how long to wait in all, a held request included (default 50s, below the
-                       60 s hook timeout of common runners); then exit 2
-
-The agent's bearer token comes from $TRAJGATE_AGENT_TOKEN.`;
+const CHECK_USAGE = usageLine('check');
 
 /** What the hook convention reads: 0 lets the action run, 2 blocks it with stderr as the reason. */
 const ALLOWED = 0;
@@ -69,13 +51,8 @@ export async function check(argv: string[], io: CheckIo): Promise<number> {
         bridge: { type: 'string' },
         config: { type: 'string' },
         timeout: { type: 'string' },
-        help: { type: 'boolean', short: 'h' },
       },
     });
-    if (values.help) {
-      io.out(HELP);
-      return ALLOWED;
-    }
     const flags = [values.kind, values.target].filter((v) => v !== undefined).length;
     if (positionals.length > 0 || flags === 1 || (flags === 2) === (values.hook !== undefined))
       throw new TrajgateError('E_USAGE', `usage: ${CHECK_USAGE}`);

@@ -4,9 +4,7 @@ import { parseArgs } from 'node:util';
 import { defaultConfig, loadConfigFile } from '../config/load.js';
 import { TrajgateError } from '../errors.js';
 import { exportHar } from '../review/har.js';
-
-export const EXPORT_USAGE =
-  'trajgate export --session ID --har FILE [--since TIME] [--config FILE]';
+import { usageOf } from './help.js';
 
 /** Writes a session's HTTP exchanges from the journal (and captures) as a HAR 1.2 file. */
 export function exportCommand(
@@ -25,7 +23,7 @@ export function exportCommand(
     },
   });
   if (positionals.length > 0 || values.session === undefined || values.har === undefined) {
-    throw new TrajgateError('E_USAGE', `usage: ${EXPORT_USAGE}`);
+    throw new TrajgateError('E_USAGE', usageOf('export'));
   }
   const since = values.since === undefined ? 0 : Date.parse(values.since);
   if (Number.isNaN(since))
@@ -38,6 +36,11 @@ export function exportCommand(
     since,
     version,
   );
+  if (har === null)
+    throw new TrajgateError(
+      'E_UNKNOWN_SESSION',
+      `export: no session ${JSON.stringify(values.session)} in the journal ${config.journal}; nothing was written (trajgate sessions lists them)`,
+    );
   writeFileSync(values.har, JSON.stringify(har, null, 2) + '\n');
   print(`wrote ${har.log.entries.length} entries for ${values.session} to ${values.har}`);
   return 0;

@@ -7,14 +7,15 @@
 // the benches read them from this line.
 import { readFileSync } from 'node:fs';
 import { errnoCode, isTrajgateError } from '../errors.js';
-import { ca, CA_USAGE } from './ca.js';
-import { EXPORT_USAGE, exportCommand } from './export.js';
-import { check, CHECK_USAGE, readStdin } from './check.js';
-import { CHECK_CONFIG_USAGE, checkConfig } from './check-config.js';
+import { ca } from './ca.js';
+import { exportCommand } from './export.js';
+import { check, readStdin } from './check.js';
+import { checkConfig } from './check-config.js';
+import { helpText, overview, usageOf } from './help.js';
 import { bufferedOutput } from './io.js';
-import { operator, OPERATOR_USAGE } from './operator.js';
-import { REPLAY_USAGE, replay } from './replay.js';
-import { START_USAGE, start } from './start.js';
+import { operator } from './operator.js';
+import { replay } from './replay.js';
+import { start } from './start.js';
 import { terminalLines } from './table.js';
 
 const VERSION = (
@@ -23,20 +24,37 @@ const VERSION = (
   }
 ).version;
 
-const USAGE = `usage:
-  ${START_USAGE}
-  ${REPLAY_USAGE}
-  ${CHECK_CONFIG_USAGE}
-  ${CHECK_USAGE}
-  ${CA_USAGE}
-  ${EXPORT_USAGE}
-  ${OPERATOR_USAGE.join('\n  ')}`;
+/** `--help` or `-h` anywhere before a `--`: help wins over every other argument. */
+function asksHelp(args: readonly string[]): boolean {
+  const end = args.indexOf('--');
+  return (end === -1 ? args : args.slice(0, end)).some((a) => a === '--help' || a === '-h');
+}
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
   const out = bufferedOutput(process.stdout, process.stderr);
   // Errors and check's refusals quote agents' targets: made safe for a terminal.
   const log = (line: string) => process.stderr.write(terminalLines(line) + '\n');
+  const print = (line: string) => process.stdout.write(line + '\n');
+  if (command === '--version' || command === '-v' || command === 'version') {
+    print(VERSION);
+    return 0;
+  }
+  if (command === 'help' || command === '--help' || command === '-h') {
+    const [topic, extra] = rest;
+    const text = topic === undefined ? overview() : helpText(topic);
+    if (text === undefined || extra !== undefined) {
+      log(`trajgate help: unknown command "${rest.join(' ')}"\n${overview()}`);
+      return 2;
+    }
+    print(text);
+    return 0;
+  }
+  const help = command === undefined ? undefined : helpText(command);
+  if (help !== undefined && asksHelp(rest)) {
+    print(help);
+    return 0;
+  }
   try {
     switch (command) {
       case 'start':
@@ -44,36 +62,38 @@ async function main(argv: string[]): Promise<number> {
       case 'replay':
         return await replay(rest, out);
       case 'ca':
-        return await ca(rest, (line) => process.stdout.write(line + '\n'));
+        return await ca(rest, print);
       case 'export':
-        return exportCommand(rest, (line) => process.stdout.write(line + '\n'), VERSION);
+        return exportCommand(rest, print, VERSION);
       case 'check':
         return await check(rest, {
-          out: (text) => process.stdout.write(text + '\n'),
+          out: print,
           err: log,
           stdin: readStdin,
         });
       case 'check-config':
-        return checkConfig(rest, (line) => process.stdout.write(line + '\n'));
+        return checkConfig(rest, print);
       case 'sessions':
       case 'events':
       case 'approve':
       case 'resume':
       case 'deny':
-        return await operator(command, rest, (line) => process.stdout.write(line + '\n'));
-      case 'help':
-      case '--help':
-      case '-h':
-        process.stdout.write(USAGE + '\n');
-        return 0;
+      case 'revoke':
+      case 'block':
+      case 'reload':
+        return await operator(command, rest, print);
       default:
-        log(command === undefined ? USAGE : `trajgate: unknown command "${command}"\n${USAGE}`);
+        log(
+          command === undefined
+            ? overview()
+            : `trajgate: unknown command "${command}"\n${overview()}`,
+        );
         return 2;
     }
   } catch (err) {
     if (out.progress) process.stderr.write('\n');
     if (errnoCode(err)?.startsWith('ERR_PARSE_ARGS')) {
-      log(`trajgate ${command}: ${(err as Error).message}\n${USAGE}`);
+      log(`trajgate ${command}: ${(err as Error).message}\n${usageOf(command)}`);
       return 2;
     }
     if (!isTrajgateError(err)) throw err;

@@ -6,17 +6,11 @@ import { defaultConfig, loadConfigFile } from '../config/load.js';
 import { errnoCode, TrajgateError } from '../errors.js';
 import { adminTokenFile } from '../review/admin-token.js';
 import type { SessionView } from '../review/api.js';
+import type { ApprovalView, DenyView } from '../review/api-rules.js';
 import type { EventRecord } from '../journal/records.js';
-import { table, terminalJson, terminalText } from './table.js';
-
-export const OPERATOR_USAGE = [
-  'trajgate sessions [--json]',
-  'trajgate events SESSION [--limit N] [--before SEQ] [--json]',
-  'trajgate approve SESSION PATTERN [--ttl 1h] [--kind network] [--json]',
-  'trajgate resume SESSION [--reset] [--json]',
-  'trajgate deny SESSION [--json]',
-  '  (each takes --admin URL and --config FILE; the token comes from TRAJGATE_ADMIN_TOKEN or the data folder)',
-];
+import { usageOf } from './help.js';
+import { eventsTable, sessionsTable } from './operator-tables.js';
+import { terminalJson, terminalText } from './table.js';
 
 /**
  * The operator commands: thin clients of the admin API, tables for people, --json for scripts.
@@ -41,18 +35,18 @@ export async function operator(
       ttl: { type: 'string' },
       kind: { type: 'string' },
       reset: { type: 'boolean' },
+      global: { type: 'boolean' },
+      from: { type: 'string' },
+      session: { type: 'string' },
     },
   });
-  const want = command === 'sessions' ? 0 : command === 'approve' ? 2 : 1;
-  if (positionals.length !== want) {
-    throw new TrajgateError(
-      'E_USAGE',
-      `usage: ${OPERATOR_USAGE.find((u) => u.startsWith(`trajgate ${command}`))}`,
-    );
+  if (positionals.length !== wanted(command, values)) {
+    throw new TrajgateError('E_USAGE', usageOf(command));
   }
   const client = adminClient(values.admin, values.config);
   const [session = '', pattern] = positionals;
   const path = `/api/sessions/${encodeURIComponent(session)}`;
+  const ttl = values.ttl ? { ttl: values.ttl } : {};
   let result: unknown;
   switch (command) {
     case 'sessions':
@@ -67,19 +61,81 @@ export async function operator(
       if (!values.json) write(eventsTable((result as { events: EventRecord[] }).events));
       break;
     }
-    case 'approve':
-      result = await client.call('POST', `${path}/approve`, {
-        pattern,
-        ...(values.ttl ? { ttl: values.ttl } : {}),
+    case 'approve': {
+      let target = values.global ? null : session;
+      let body: Record<string, unknown> = {
+        pattern: values.global ? session : pattern,
+        ...ttl,
         ...(values.kind ? { kind: values.kind } : {}),
-      });
-      if (!values.json) print(`approved ${pattern} for ${session}`);
+      };
+      if (values.from !== undefined) {
+        // The server fits the pattern to the event: one implementation for CLI, page and links.
+        const { event, suggestion } = (await client.call(
+          'GET',
+          `/api/events/${encodeURIComponent(values.from)}`,
+        )) as { event: EventRecord; suggestion: { pattern: string; kind: string } };
+        target = event.session;
+        body = { ...suggestion, ...ttl };
+      }
+      result = await client.call(
+        'POST',
+        target === null ? '/api/approvals' : `/api/sessions/${encodeURIComponent(target)}/approve`,
+        body,
+      );
+      const { approval } = result as { approval: ApprovalView };
+      if (!values.json) {
+        const until = approval.expiresAt === null ? '' : ` until ${approval.expiresAt}`;
+        const whom = target === null ? 'every session' : target;
+        print(
+          `approved ${approval.pattern} for ${whom}${until} (id ${approval.id}; undo: trajgate revoke ${approval.id})`,
+        );
+      }
       break;
+    }
+    case 'revoke': {
+      const kind = /^c?d\d+$/.test(session) ? 'denies' : 'approvals';
+      result = await client.call('DELETE', `/api/${kind}/${encodeURIComponent(session)}`);
+      const { revoked, closed } = result as { revoked: DenyView; closed?: number };
+      if (!values.json) {
+        const tunnels = closed ? `; ${closed} tunnel(s) it admitted closed` : '';
+        print(
+          `revoked ${revoked.id} (${revoked.pattern} for ${revoked.session ?? 'every session'})${tunnels}`,
+        );
+      }
+      break;
+    }
+    case 'block': {
+      const target = values.session;
+      result = await client.call(
+        'POST',
+        target === undefined ? '/api/denies' : `/api/sessions/${encodeURIComponent(target)}/block`,
+        { pattern: session },
+      );
+      const { deny, closed } = result as { deny: DenyView; closed: number };
+      if (!values.json) {
+        const tunnels = closed ? `; ${closed} open tunnel(s) to it closed` : '';
+        print(
+          `blocked ${deny.pattern} for ${deny.session ?? 'every session'} (id ${deny.id}; undo: trajgate revoke ${deny.id})${tunnels}`,
+        );
+      }
+      break;
+    }
+    case 'reload': {
+      result = await client.call('POST', '/api/reload', {});
+      const r = result as { sha256: string; restartNeeded: string[] };
+      if (!values.json) {
+        const restart = r.restartNeeded.length
+          ? `; needs a restart to apply: ${r.restartNeeded.join(', ')}`
+          : '';
+        print(`reloaded the config (sha256 ${r.sha256.slice(0, 12)}…)${restart}`);
+      }
+      break;
+    }
     case 'resume':
       result = await client.call('POST', `${path}/resume`, { reset: values.reset === true });
       if (!values.json)
         print(
-          `resumed ${session}; ${(result as { released: number }).released} held request(s) judged again`,
+          `resumed ${session}${values.reset ? ' with its counts reset' : ''}; ${(result as { released: number }).released} held request(s) judged again`,
         );
       break;
     case 'deny':
@@ -110,7 +166,7 @@ function adminClient(admin: string | undefined, configFile: string | undefined) 
     }
   }
   return {
-    async call(method: 'GET' | 'POST', path: string, body?: object): Promise<unknown> {
+    async call(method: 'GET' | 'POST' | 'DELETE', path: string, body?: object): Promise<unknown> {
       let res;
       try {
         res = await request(new URL(path, base), {
@@ -154,34 +210,16 @@ function adminClient(admin: string | undefined, configFile: string | undefined) 
   };
 }
 
-function sessionsTable(sessions: SessionView[]): string {
-  if (sessions.length === 0) return 'no sessions yet';
-  return table(
-    ['SESSION', 'STATE', 'COUNTS', 'PAUSED AT', 'HELD', 'LAST ACTIVITY'],
-    sessions.map((s) => [
-      s.id,
-      s.state === 'paused' ? `PAUSED (${s.pausedBy ?? '?'})` : 'active',
-      Object.entries(s.counts)
-        .map(([b, n]) => `${b}=${n}`)
-        .join(' ') || '-',
-      s.pausedAt ?? '-',
-      String(s.held),
-      s.lastActivity ?? '-',
-    ]),
-  );
-}
-
-function eventsTable(events: EventRecord[]): string {
-  if (events.length === 0) return 'no events';
-  return table(
-    ['SEQ', 'TIME', 'VERDICT', 'KIND', 'TARGET', 'REASON'],
-    events.map((e) => [
-      String(e.seq),
-      e.ts,
-      e.verdict === 'ALLOW' ? 'ALLOW' : `${e.verdict}${e.boundary ? `: ${e.boundary}` : ''}`,
-      e.kind,
-      `${e.method ? `${e.method} ` : ''}${e.target}`,
-      e.reason,
-    ]),
-  );
+/** Positional arguments each command takes (approve's depend on --global and --from). */
+function wanted(command: string, values: { global?: boolean; from?: string }): number {
+  switch (command) {
+    case 'sessions':
+    case 'reload':
+      return 0;
+    case 'approve':
+      if (values.from !== undefined) return values.global ? -1 : 0;
+      return values.global ? 1 : 2;
+    default:
+      return 1;
+  }
 }

@@ -12,11 +12,9 @@ import { formatVerdict, Guard } from '../guard/guard.js';
 import { compilePolicy } from '../guard/compile.js';
 import { applyRecord } from '../journal/rebuild.js';
 import type { JournalRecord } from '../journal/records.js';
+import { usageOf } from './help.js';
 import { configFrom, readLines, type Output } from './io.js';
 import { terminalJson } from './table.js';
-
-export const REPLAY_USAGE =
-  'trajgate replay FILE.jsonl|- [--config FILE] [--workspace DIR] [--json]';
 
 /**
  * Feeds recorded events through the guard offline, one verdict per line in the seed's form.
@@ -36,7 +34,7 @@ export async function replay(argv: string[], out: Output): Promise<number> {
   });
   const [file, extra] = positionals;
   if (file === undefined || extra !== undefined) {
-    throw new TrajgateError('E_USAGE', `usage: ${REPLAY_USAGE}`);
+    throw new TrajgateError('E_USAGE', usageOf('replay'));
   }
   const config = configFrom(values.config, values.workspace);
   const guard = new Guard(compilePolicy(config));

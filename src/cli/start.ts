@@ -1,10 +1,11 @@
 import { parseArgs } from 'node:util';
-import { defaultConfig, loadConfigFile } from '../config/load.js';
+import type { Config } from '../config/load.js';
+import { defaultConfig, loadConfigFile, missingWorkspaces } from '../config/load.js';
+import type { HostPort } from '../config/formats.js';
 import { formatHostPort } from '../config/formats.js';
+import { TrajgateError } from '../errors.js';
 import { startGateway } from '../gateway.js';
 import { createLogger } from '../log.js';
-
-export const START_USAGE = 'trajgate start [--config FILE]';
 
 /** The exit code of a stop that had to cut requests, tunnels or connections at the deadline. */
 export const EXIT_CUT = 3;
@@ -17,6 +18,9 @@ export const EXIT_CUT = 3;
 export async function start(argv: string[], say: (line: string) => void): Promise<number> {
   const { values } = parseArgs({ args: argv, options: { config: { type: 'string' } } });
   const config = values.config === undefined ? defaultConfig() : loadConfigFile(values.config);
+  const missing = missingWorkspaces(config);
+  if (missing.length > 0)
+    throw new TrajgateError('E_CONFIG_INVALID', `${config.source}: no such workspace`, missing);
   const log = createLogger();
   const gateway = await startGateway(config, { log });
   const paused = [...gateway.guard.sessions()].filter(([, s]) => s.pausedAt !== null).length;
@@ -27,14 +31,21 @@ export async function start(argv: string[], say: (line: string) => void): Promis
     `trajgate: journal ${config.journal} (${gateway.restored} records restored, ${paused} session(s) paused)`,
   );
   say(`trajgate: proxy listening on http://${proxy}`);
-  say(
-    `trajgate: tool bridge on http://${formatHostPort(gateway.bridge)}/ (${config.bridge.upstream ? `${config.bridge.protocol} → ${config.bridge.upstream}` : 'ingest only: POST /events'})`,
-  );
-  say(
-    `trajgate: review page on http://${formatHostPort(gateway.admin)}/ (admin API under /api/, metrics at /metrics)`,
-  );
+  if (allowsNothing(config))
+    say('trajgate: allows nothing yet: add network.allow (until then each request is reviewed)');
+  if (config.tls.intercept.length > 0)
+    say(
+      `trajgate: TLS interception for ${config.tls.intercept.join(', ')} (CA ${config.tls.ca}; agents must trust it: trajgate ca show)`,
+    );
+  say(`trajgate: ${bridgeLine(config, gateway.bridge)}`);
+  const admin = formatHostPort(gateway.admin);
+  say(`trajgate: review page on http://${admin}/ (admin API under /api/, metrics at /metrics)`);
   if (gateway.adminTokenFile)
     say(`  admin token (Authorization: Bearer …) is in ${gateway.adminTokenFile}`);
+  if (!isLoopback(gateway.admin.host))
+    say(
+      `  warning: the admin listener on ${admin} is reachable beyond this host; its token is all that guards it. Publish it on loopback only (docker run -p 127.0.0.1:${gateway.admin.port}:${gateway.admin.port}).`,
+    );
   say(
     `  point an agent at it: HTTP_PROXY=http://${credentials}${proxy} HTTPS_PROXY=http://${credentials}${proxy}`,
   );
@@ -43,10 +54,28 @@ export async function start(argv: string[], say: (line: string) => void): Promis
       '  warning: no `agents` configured, so the client address names the session: an agent able to use several source addresses escapes per-session counting. Configure `agents` wherever agents share a host network.',
     );
   }
+  // SIGHUP re-reads the config file (as POST /api/reload does); a bad file keeps the old one.
+  const onHangup = () => {
+    gateway.reload('SIGHUP').then(
+      (r) =>
+        say(
+          `trajgate: config reloaded from ${r.file} (sha256 ${r.sha256.slice(0, 12)}…; ${r.closed} tunnel(s) closed${r.restartNeeded.length ? `; needs a restart to change: ${r.restartNeeded.join(', ')}` : ''})`,
+        ),
+      (err: Error & { details?: readonly string[] }) =>
+        say(
+          [
+            `trajgate: reload refused, running config kept: ${err.message}`,
+            ...(err.details ?? []).map((d) => `  ${d}`),
+          ].join('\n'),
+        ),
+    );
+  };
+  process.on('SIGHUP', onHangup);
   await new Promise<void>((resolve) => {
     process.once('SIGTERM', resolve);
     process.once('SIGINT', resolve);
   });
+  process.off('SIGHUP', onHangup);
   say(`trajgate: stopping (draining for up to ${config.limits.drainTimeout} ms)`);
   const { ms, cut } = await gateway.stop();
   if (cut === null) {
@@ -57,4 +86,29 @@ export async function start(argv: string[], say: (line: string) => void): Promis
     `trajgate: stopped in ${ms} ms; cut at the drain deadline: ${cut.requests} request(s), ${cut.tunnels} tunnel(s), ${cut.connections} connection(s); journal synced`,
   );
   return EXIT_CUT;
+}
+
+/** Where tool calls go: MCP clients use any path on the bridge; runner hooks POST /events. */
+function bridgeLine(config: Config, at: HostPort): string {
+  const base = `http://${formatHostPort(at)}`;
+  const upstream = config.bridge.upstream;
+  if (upstream === undefined)
+    return `bridge on ${base}/: runner hooks only (POST /events; no bridge.upstream)`;
+  const front =
+    config.bridge.protocol === 'mcp' ? `MCP at ${base}/mcp` : `HTTP tool routes at ${base}/`;
+  return `bridge: ${front} → upstream ${upstream} (runner hooks: POST ${base}/events)`;
+}
+
+/** No allow pattern anywhere: not in network.allow, an agent's allow, nor a role's. */
+function allowsNothing(config: Config): boolean {
+  const lists = [
+    config.network.allow,
+    ...(config.agents ?? []).map((a) => a.allow),
+    ...Object.values(config.roles).map((r) => r.allow),
+  ];
+  return lists.every((list) => list.length === 0);
+}
+
+function isLoopback(host: string): boolean {
+  return host === 'localhost' || host === '::1' || host.startsWith('127.');
 }

@@ -1,8 +1,10 @@
-const REF = /\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g;
+/** `${VAR}` or `${VAR:-default}` (the default used when VAR is unset or empty, as in sh). */
+const REF = /\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g;
 
 /**
- * Replaces `${VAR}` in every string of a parsed YAML value. Expansion happens after parsing,
- * so a secret full of YAML metacharacters cannot change the document's structure.
+ * Replaces `${VAR}` and `${VAR:-default}` in every string of a parsed YAML value. Expansion
+ * happens after parsing, so a secret full of YAML metacharacters cannot change the document's
+ * structure. A `${VAR}` without a default whose variable is unset is reported to `onMissing`.
  */
 export function expandEnv(
   value: unknown,
@@ -11,8 +13,9 @@ export function expandEnv(
   path: readonly PropertyKey[] = [],
 ): unknown {
   if (typeof value === 'string') {
-    return value.replace(REF, (_, name: string) => {
+    return value.replace(REF, (_, name: string, fallback: string | undefined) => {
       const found = env[name];
+      if (fallback !== undefined) return found === undefined || found === '' ? fallback : found;
       if (found === undefined) {
         onMissing(path, name);
         return '';

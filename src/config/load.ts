@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { isMap, isScalar, isSeq, LineCounter, parseDocument } from 'yaml';
 import type { Document } from 'yaml';
@@ -16,6 +16,10 @@ export interface Agent {
   readonly token: string;
   /** Real path of the agent's workspace (the default workspace when not given). */
   readonly workspace: string;
+  /** Network patterns allowed for this agent only (besides network.allow). */
+  readonly allow: readonly string[];
+  /** Roles whose `allow` lists this agent shares. */
+  readonly roles: readonly string[];
 }
 
 /** A validated configuration with paths made absolute and durations in milliseconds. */
@@ -47,8 +51,40 @@ export function loadConfigFile(file: string, env: NodeJS.ProcessEnv = process.en
 }
 
 /** The embedded default: every key at its default, the current directory as workspace. */
-export function defaultConfig(cwd: string = process.cwd()): Config {
-  return validate({ version: 1 }, EMBEDDED_DEFAULT, cwd, undefined);
+export function defaultConfig(
+  cwd: string = process.cwd(),
+  env: NodeJS.ProcessEnv = process.env,
+): Config {
+  return validate({ version: 1 }, EMBEDDED_DEFAULT, cwd, dataDir(cwd, env), undefined);
+}
+
+/**
+ * Where a relative `journal` resolves: `TRAJGATE_DATA` when set (the Dockerfile sets it to its
+ * data volume, so the journal lands there whatever the config says), else the config's folder.
+ */
+function dataDir(baseDir: string, env: NodeJS.ProcessEnv): string {
+  return env.TRAJGATE_DATA ? resolve(baseDir, env.TRAJGATE_DATA) : baseDir;
+}
+
+/**
+ * The configured workspaces that are not existing folders, as `key: path` lines. Checked at
+ * start (and by check-config), not on every load: offline replays judge paths that need not exist.
+ */
+export function missingWorkspaces(config: Config): string[] {
+  const named: [string, string][] = [['workspace', config.workspace]];
+  config.agents?.forEach((a, i) => named.push([`agents[${i}].workspace`, a.workspace]));
+  const problems = new Map<string, string>();
+  for (const [key, dir] of named) {
+    if (problems.has(dir)) continue;
+    let why = `is not a folder (change ${key})`;
+    try {
+      if (statSync(dir).isDirectory()) continue;
+    } catch {
+      why = `does not exist (create it, or change ${key})`;
+    }
+    problems.set(dir, `${key}: ${dir} ${why}`);
+  }
+  return [...problems.values()];
 }
 
 export function parseConfig(
@@ -81,13 +117,19 @@ export function parseConfig(
       `${where(source, doc, lines, path)}${keyPath(path)}: environment variable ${name} is not set`,
     );
   });
-  return validate(expanded, source, baseDir, { doc, lines, envErrors, missing });
+  return validate(expanded, source, baseDir, dataDir(baseDir, env), {
+    doc,
+    lines,
+    envErrors,
+    missing,
+  });
 }
 
 function validate(
   value: unknown,
   source: string,
   baseDir: string,
+  dataDir: string,
   yaml: YamlSource | undefined,
 ): Config {
   const result = configSchema.safeParse(value, { reportInput: true });
@@ -118,7 +160,7 @@ function validate(
     ...raw,
     source,
     workspace,
-    journal: resolve(baseDir, raw.journal),
+    journal: resolve(dataDir, raw.journal),
     listen,
     agents:
       raw.agents?.map((a) => ({

@@ -115,9 +115,15 @@ const agent = z.strictObject({
   id: name('an agent id'),
   token: z.string().min(16, 'must be at least 16 characters (use a random secret)'),
   workspace: z.string().min(1).optional(),
+  /** Network patterns for this agent alone, on top of network.allow. */
+  allow: z.array(networkPattern).default([]),
+  /** Roles (top-level `roles`) whose allow lists this agent shares. */
+  roles: z.array(name('a role name')).default([]),
 });
 
-export const configSchema = z.strictObject({
+const role = z.strictObject({ allow: z.array(networkPattern).default([]) });
+
+const fields = z.strictObject({
   version: z.literal(1),
   workspace: z.string().min(1).optional(),
   journal: z.string().min(1).default('./data/journal.jsonl'),
@@ -151,6 +157,8 @@ export const configSchema = z.strictObject({
       });
     })
     .optional(),
+  /** Shared allow lists: an agent listing a role in `roles` gets its patterns. */
+  roles: z.record(name('a role name'), role).default({}),
   policy: z
     .strictObject({
       countBy: z.enum(['boundary', 'target']).default('boundary'),
@@ -164,6 +172,8 @@ export const configSchema = z.strictObject({
   network: z
     .strictObject({
       allow: z.array(networkPattern).default([]),
+      // Refused whatever allows or approves them (checked first).
+      deny: z.array(networkPattern).default([]),
       allowPrivate: z
         .array(
           z
@@ -217,6 +227,13 @@ export const configSchema = z.strictObject({
       // Bounds on what a slow or hanging receiver can cost: sockets, and payloads waiting.
       connections: z.number().int().min(1).max(64).default(4),
       queue: z.number().int().min(1).max(100_000).default(1_000),
+      // Where people open the review page (links in notifications); default: the admin listener.
+      pageUrl: z.url({ protocol: /^https?$/ }).optional(),
+      // Signs decision links; default: a secret generated beside the journal (link-key).
+      linkKey: z
+        .string()
+        .min(16, 'must be at least 16 characters (use a random secret)')
+        .optional(),
     })
     .prefault({}),
   bridge: z
@@ -266,6 +283,22 @@ export const configSchema = z.strictObject({
       redact: z.boolean().default(true),
     })
     .prefault({}),
+});
+
+/** An agent's role must exist: a typo would silently leave the agent without its allowlist. */
+export const configSchema = fields.superRefine((raw, ctx) => {
+  const names = Object.keys(raw.roles);
+  const known = names.length > 0 ? `roles: ${names.join(', ')}` : 'no roles are defined';
+  raw.agents?.forEach((a, i) =>
+    a.roles.forEach((r, j) => {
+      if (Object.hasOwn(raw.roles, r)) return;
+      ctx.addIssue({
+        code: 'custom',
+        path: ['agents', i, 'roles', j],
+        message: `no role ${JSON.stringify(r)} (${known})`,
+      });
+    }),
+  );
 });
 
 export type RawConfig = z.output<typeof configSchema>;

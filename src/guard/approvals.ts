@@ -1,7 +1,13 @@
 import type { Event } from '../event/event.js';
 import { TrajgateError } from '../errors.js';
 import { globMatcher } from './glob.js';
-import { matchesAuthority, matchesNetwork, parseNetworkPattern } from './network-pattern.js';
+import type { NetworkPattern } from './network-pattern.js';
+import {
+  matchesAuthority,
+  matchesHost,
+  matchesNetwork,
+  parseNetworkPattern,
+} from './network-pattern.js';
 
 export interface ApprovalSpec {
   readonly pattern: string;
@@ -13,14 +19,28 @@ export interface ApprovalSpec {
   readonly expiresAt?: number | null;
   /** `config` for `network.allow`, else `operator` (an approval someone added). */
   readonly origin?: 'config' | 'operator';
+  /**
+   * How operators name it: `a<seq>` of its approve record, `c<n>` for a config entry. Left
+   * out (tests, a check before journaling), `pattern` stands in.
+   */
+  readonly id?: string;
+  /** Where from: `network.allow`, `agents.<id>.allow`, `roles.<name>.allow`, `operator`. */
+  readonly source?: string;
+  /** Who approved it (the admin token's name); null for config entries. */
+  readonly by?: string | null;
 }
 
 export interface Approval {
+  readonly id: string;
   readonly pattern: string;
   readonly kind: string;
   readonly session: string | null;
   readonly expiresAt: number | null;
   readonly origin: 'config' | 'operator';
+  readonly source: string;
+  readonly by: string | null;
+  /** A network approval's parsed pattern (null for other kinds): refusals explain misses. */
+  readonly network: NetworkPattern | null;
   /** A network approval whose pattern names its port (see NetworkPattern.portNamed). */
   readonly namesPort: boolean;
   test(event: Event): boolean;
@@ -37,12 +57,17 @@ export interface Approval {
  */
 export function compileApproval(spec: ApprovalSpec): Approval {
   const kind = spec.kind ?? 'network';
+  const origin = spec.origin ?? 'operator';
   const base = {
+    id: spec.id ?? spec.pattern,
     pattern: spec.pattern,
     kind,
     session: spec.session ?? null,
     expiresAt: spec.expiresAt ?? null,
-    origin: spec.origin ?? 'operator',
+    origin,
+    source: spec.source ?? (origin === 'config' ? 'network.allow' : 'operator'),
+    by: spec.by ?? null,
+    network: null,
     namesPort: false,
     coversAuthority: () => false,
   };
@@ -53,6 +78,7 @@ export function compileApproval(spec: ApprovalSpec): Approval {
     const narrow = (p.method !== null || p.pathPrefix !== null) && p.scheme !== 'https';
     return {
       ...base,
+      network: p,
       namesPort: p.portNamed,
       test: (e) => e.subject.type === 'network' && matchesNetwork(p, e.subject),
       coversAuthority: (e) =>
@@ -100,6 +126,37 @@ export class ApprovalSet {
     return find(this.#global, event) ?? find(this.#bySession.get(event.session), event);
   }
 
+  /** The approval with this id, unexpired at `now`. */
+  byId(id: string, now: number): Approval | undefined {
+    return this.all(now).find((a) => a.id === id);
+  }
+
+  /** Removes the approval with this id (an operator revoked it); returns it. */
+  remove(id: string): Approval | undefined {
+    const found = this.all(-Infinity).find((a) => a.id === id);
+    if (found === undefined) return undefined;
+    if (found.session === null) {
+      this.#global = this.#global.filter((a) => a !== found);
+      return found;
+    }
+    const kept = (this.#bySession.get(found.session) ?? []).filter((a) => a !== found);
+    if (kept.length === 0) this.#bySession.delete(found.session);
+    else this.#bySession.set(found.session, kept);
+    return found;
+  }
+
+  /**
+   * Swaps the config entries for `config` (a reload), keeping operators' approvals; config
+   * entries stay first, as at start.
+   */
+  replaceConfig(config: readonly Approval[]): void {
+    const operators = this.all(-Infinity).filter((a) => a.origin !== 'config');
+    this.#global = [];
+    this.#bySession.clear();
+    this.#nextExpiry = Infinity;
+    for (const a of [...config, ...operators]) this.add(a);
+  }
+
   /** Drops the approvals expired at `now`. */
   prune(now: number): void {
     if (now < this.#nextExpiry) return;
@@ -124,6 +181,18 @@ export class ApprovalSet {
     const covers = (a: Approval) =>
       (a.expiresAt === null || a.expiresAt > event.ts) && a.coversAuthority(event);
     return this.#global.find(covers) ?? this.#bySession.get(event.session)?.find(covers);
+  }
+
+  /** The patterns of the session's unexpired network approvals that name `host` (for reasons). */
+  naming(session: string, host: string, now: number): NetworkPattern[] {
+    const out: NetworkPattern[] = [];
+    for (const list of [this.#global, this.#bySession.get(session) ?? []]) {
+      for (const a of list) {
+        if (a.network === null || (a.expiresAt !== null && a.expiresAt <= now)) continue;
+        if (matchesHost(a.network, host)) out.push(a.network);
+      }
+    }
+    return out;
   }
 
   /** Every approval unexpired at `now`, global ones first. */

@@ -1,32 +1,16 @@
 import type { Event } from '../event/event.js';
-import { destination } from '../event/event.js';
+import type { Change, Decision, Verdict } from './decision.js';
+import { MARKED_APPROVED, reasonFor, verdictAt } from './decision.js';
 import type { Approval, ApprovalSpec } from './approvals.js';
 import { ApprovalSet, compileApproval } from './approvals.js';
+import type { Deny, DenySpec } from './denies.js';
+import { compileDeny, DenySet } from './denies.js';
+import { explainMiss } from './explain.js';
 import type { Boundary, GuardPolicy } from './policy.js';
 import { countKey, crosses } from './policy.js';
 
-export type Verdict = 'ALLOW' | 'REVIEW' | 'PAUSE';
-
-export interface Decision {
-  readonly verdict: Verdict;
-  /** The boundary that decided (the most severe one crossed), or null. */
-  readonly boundary: string | null;
-  /** That boundary's count after this event; 0 when nothing was crossed. */
-  readonly count: number;
-  readonly reason: string;
-  readonly approved: boolean;
-  /** The approval pattern that matched, when one did. */
-  readonly approvedBy: string | null;
-  /** Every counter this event bumped and its new value; what `commit` installs. */
-  readonly counted: Readonly<Record<string, number>> | null;
-}
-
-/** What a decision changes, as its event record keeps it. */
-export interface Change {
-  readonly verdict: Verdict;
-  readonly boundary: string | null;
-  readonly counted?: Readonly<Record<string, number>> | null | undefined;
-}
+export type { Change, Decision, Verdict } from './decision.js';
+export { formatVerdict } from './decision.js';
 
 export interface SessionState {
   readonly counts: ReadonlyMap<string, number>;
@@ -50,18 +34,35 @@ const EMPTY: SessionState = { counts: new Map(), pausedAt: null, pausedBy: null 
  * The trajectory guard of the seed article, generalised to configured boundaries. Pure: its
  * answers depend only on the policy and the events and operator actions fed to it, in order
  * (time comes from `event.ts`), so replaying a journal rebuilds the same state. `inspect`
- * decides on a copy; state moves only by `commit`, `approve` and `resume`, each called once
- * its record is written (a failed write changes nothing).
+ * decides on a copy; state moves only by `commit`, `approve`, `block`, `revoke` and `resume`,
+ * each called once its record is written (a failed write changes nothing), and by a reload's
+ * `replacePolicy`. Deny patterns are checked before anything approves.
  */
 export class Guard {
-  readonly policy: GuardPolicy;
+  #policy: GuardPolicy;
   readonly approvals = new ApprovalSet();
+  readonly denies: DenySet;
   readonly #sessions = new Map<string, Live>();
   readonly #approvedDecisions = new WeakMap<Approval, Decision>();
 
   constructor(policy: GuardPolicy) {
-    this.policy = policy;
+    this.#policy = policy;
     for (const a of policy.allow) this.approvals.add(a);
+    this.denies = new DenySet(policy.deny);
+  }
+
+  get policy(): GuardPolicy {
+    return this.#policy;
+  }
+
+  /**
+   * A reloaded configuration: boundaries, workspaces, allowlists and `network.deny` change at
+   * once; sessions' counts and pauses and operators' approvals and denies stay.
+   */
+  replacePolicy(policy: GuardPolicy): void {
+    this.#policy = policy;
+    this.approvals.replaceConfig(policy.allow);
+    this.denies.replaceConfig(policy.deny);
   }
 
   /**
@@ -71,11 +72,15 @@ export class Guard {
    * already leak it).
    */
   inspect(event: Event): Decision {
-    if (event.denied === undefined) {
+    // A deny pattern goes first: nothing approves what it refuses.
+    const deny = this.denies.match(event);
+    const denied = event.denied ?? deny?.reason;
+    if (denied === undefined) {
       if (event.approved) return MARKED_APPROVED;
       const approval = this.approvals.match(event);
       if (approval) return this.#approvedBy(approval);
     }
+    const byDeny = deny && event.denied === undefined ? { deniedBy: deny.reason } : {};
     const state = this.#sessions.get(event.session) ?? EMPTY;
     const workspace = this.policy.workspaceFor(event.session);
     let worst: { b: Boundary; n: number; verdict: Verdict } | undefined;
@@ -90,27 +95,36 @@ export class Guard {
     }
     if (!worst) {
       return {
-        verdict: event.denied === undefined ? 'ALLOW' : 'REVIEW',
+        verdict: denied === undefined ? 'ALLOW' : 'REVIEW',
         boundary: null,
         count: 0,
-        reason: event.denied ?? 'no boundary crossed',
+        reason: denied ?? 'no boundary crossed',
         approved: false,
         approvedBy: null,
         counted: null,
+        ...byDeny,
       };
     }
     // A refused event is never allowed, whatever the counts say.
-    const verdict =
-      event.denied !== undefined && worst.verdict === 'ALLOW' ? 'REVIEW' : worst.verdict;
+    const verdict = denied !== undefined && worst.verdict === 'ALLOW' ? 'REVIEW' : worst.verdict;
+    const miss = denied === undefined ? this.#miss(event) : null;
     return {
       verdict,
       boundary: worst.b.name,
       count: worst.n,
-      reason: reasonFor(worst.b, worst.n, event, workspace),
+      reason: reasonFor(worst.b, worst.n, event, workspace, denied, miss),
       approved: false,
       approvedBy: null,
       counted,
+      ...byDeny,
     };
+  }
+
+  /** Why the session's network approvals for the event's host did not cover it, or null. */
+  #miss(event: Event): string | null {
+    if (event.subject.type !== 'network') return null;
+    const patterns = this.approvals.naming(event.session, event.subject.host, event.ts);
+    return patterns.length === 0 ? null : explainMiss(patterns, event.subject);
   }
 
   /** Decisions are immutable: one per approval serves every event it approves. */
@@ -132,14 +146,14 @@ export class Guard {
   }
 
   /**
-   * A CONNECT whose host and port only method or path patterns allow: nothing approves the
-   * tunnel as such, so its requests must be read and judged one by one.
+   * A CONNECT whose host and port only method or path patterns allow, or that a deny naming a
+   * method or path covers: the tunnel cannot be judged as such, so its requests must be read
+   * and judged one by one.
    */
   needsInspection(event: Event): boolean {
-    return (
-      this.approvals.match(event) === undefined &&
-      this.approvals.matchAuthority(event) !== undefined
-    );
+    // A deny naming a method or path can only be checked on the requests themselves.
+    if (this.approvals.match(event) !== undefined) return this.denies.coversAuthority(event);
+    return this.approvals.matchAuthority(event) !== undefined;
   }
 
   /** The approval that covers an event, if any; changes nothing. */
@@ -152,6 +166,20 @@ export class Guard {
     const approval = compileApproval(spec);
     this.approvals.add(approval);
     return approval;
+  }
+
+  /** Adds a deny pattern; throws E_PATTERN_INVALID for a pattern that does not parse. */
+  block(spec: DenySpec): Deny {
+    const deny = compileDeny(spec);
+    this.denies.add(deny);
+    return deny;
+  }
+
+  /** Removes an operator's approval or deny by id; config entries stay (edit the config). */
+  revoke(id: string): Approval | Deny | undefined {
+    const rule = this.approvals.byId(id, -Infinity) ?? this.denies.byId(id);
+    if (rule === undefined || rule.origin === 'config') return undefined;
+    return this.approvals.remove(id) ?? this.denies.remove(id);
   }
 
   /**
@@ -196,37 +224,4 @@ export class Guard {
     }
     return state;
   }
-}
-
-/** `ALLOW`, `REVIEW: network`, `PAUSE: workspace`: the seed article's notation. */
-export function formatVerdict(decision: Decision): string {
-  return decision.verdict === 'ALLOW' ? 'ALLOW' : `${decision.verdict}: ${decision.boundary}`;
-}
-
-function verdictAt(b: Boundary, n: number): Verdict {
-  if (n >= b.pauseAt) return 'PAUSE';
-  return b.reviewAt !== null && n >= b.reviewAt ? 'REVIEW' : 'ALLOW';
-}
-
-const MARKED_APPROVED: Decision = Object.freeze({
-  verdict: 'ALLOW',
-  boundary: null,
-  count: 0,
-  reason: 'marked approved',
-  approved: true,
-  approvedBy: null,
-  counted: null,
-});
-
-function reasonFor(b: Boundary, n: number, event: Event, workspace: string): string {
-  const what =
-    event.denied !== undefined
-      ? `${event.denied} (${destination(event.subject)})`
-      : b.outside === 'workspace'
-        ? `${event.kind} outside the workspace ${workspace}`
-        : event.subject.type === 'network'
-          ? `unapproved network access to ${destination(event.subject)}`
-          : `${event.kind} of ${event.target}`;
-  const review = b.reviewAt === null ? '' : `review at ${b.reviewAt}, `;
-  return `${what}: ${b.name} crossing ${n} (${review}pause at ${b.pauseAt})`;
 }

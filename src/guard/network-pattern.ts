@@ -98,13 +98,14 @@ function prefixOf(raw: string, fail: (why: string) => never): string {
 }
 
 /** A path prefix ends on a segment: `/v1` covers `/v1` and `/v1/…`, never `/v10`. */
-function underPrefix(path: string, prefix: string): boolean {
+export function underPrefix(path: string, prefix: string): boolean {
   if (!path.startsWith(prefix)) return false;
   return path.length === prefix.length || prefix.endsWith('/') || path[prefix.length] === '/';
 }
 
-export function matchesNetwork(p: NetworkPattern, s: NetworkSubject): boolean {
-  if (!matchesAuthority(p, s)) return false;
+/** `anyPort`: a deny pattern without a port covers every port (see guard/denies.ts). */
+export function matchesNetwork(p: NetworkPattern, s: NetworkSubject, anyPort = false): boolean {
+  if (!matchesAuthority(p, s, anyPort)) return false;
   if (p.method !== null && p.method !== s.method) return false;
   if (p.pathPrefix !== null && (s.path === null || !underPrefix(s.path, p.pathPrefix))) {
     return false;
@@ -113,14 +114,16 @@ export function matchesNetwork(p: NetworkPattern, s: NetworkSubject): boolean {
 }
 
 /** Host, port and (where both name one) scheme: what a CONNECT tunnel shows. */
-export function matchesAuthority(p: NetworkPattern, s: NetworkSubject): boolean {
-  if (!p.ports.includes(s.port)) return false;
-  if (p.wildcard) {
-    if (!(s.host.length > p.host.length + 1 && s.host.endsWith(`.${p.host}`))) return false;
-  } else if (s.host !== p.host) {
-    return false;
-  }
+export function matchesAuthority(p: NetworkPattern, s: NetworkSubject, anyPort = false): boolean {
+  if (!(anyPort && !p.portNamed) && !p.ports.includes(s.port)) return false;
+  if (!matchesHost(p, s.host)) return false;
   return p.scheme === null || s.scheme === null || p.scheme === s.scheme;
+}
+
+/** The host part alone: exact, or a strict subdomain for `*.`. */
+export function matchesHost(p: NetworkPattern, host: string): boolean {
+  if (!p.wildcard) return host === p.host;
+  return host.length > p.host.length + 1 && host.endsWith(`.${p.host}`);
 }
 
 function isIpLiteral(host: string): boolean {

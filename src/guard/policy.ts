@@ -2,6 +2,7 @@ import type { Event } from '../event/event.js';
 import { destination } from '../event/event.js';
 import { isInside } from '../event/paths.js';
 import type { Approval } from './approvals.js';
+import type { Deny } from './denies.js';
 import type { TargetMatcher } from './glob.js';
 import type { NetworkPattern } from './network-pattern.js';
 import { matchesNetwork } from './network-pattern.js';
@@ -24,8 +25,15 @@ export interface Boundary {
 export interface GuardPolicy {
   readonly countBy: CountBy;
   readonly boundaries: readonly Boundary[];
-  /** Global approvals from configuration (`network.allow`). */
+  /**
+   * Approvals from configuration: `network.allow` (global), agents' and their roles' `allow`
+   * (for that agent's session).
+   */
   readonly allow: readonly Approval[];
+  /** `network.deny`: refused whatever allows or approves them. */
+  readonly deny: readonly Deny[];
+  /** A session's effective config allowlist: network.allow, its agent's and roles' allow. */
+  allowlistFor(session: string): string[];
   /** The real path of a session's workspace. */
   workspaceFor(session: string): string;
 }

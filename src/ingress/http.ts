@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { Capture } from '../action/capture.js';
+import { readUnforwarded } from '../action/capture-unforwarded.js';
 import { expectationProblem } from '../action/headers.js';
 import { sendRefusal } from '../action/respond.js';
 import type { ProxyContext } from './context.js';
@@ -26,7 +27,8 @@ export async function handleHttp(
 /**
  * Judges one HTTP request whose URL is known (plain absolute-form, or inside an intercepted
  * TLS tunnel; `target` is the URL as the agent wrote it, for the journal) and forwards, refuses
- * or holds it; journals its outcome, and its capture when `capture.bodies` is on. An
+ * or holds it; journals its outcome, and its capture when `capture.bodies` is on (a refused
+ * request's too, with the body it tried to send, read but never forwarded). An
  * expectation other than 100-continue is refused (417) before judging: nothing would meet it.
  */
 export async function serveHttp(
@@ -60,7 +62,9 @@ export async function serveHttp(
     return;
   }
   if (ruling.kind === 'refuse') {
+    const capture = ruling.rid === null ? undefined : await captureRefused(ctx, req, url);
     sendRefusal(res, ruling.refusal);
+    capture?.refused(ruling.refusal);
     if (ruling.rid !== null) {
       const transfer = {
         status: ruling.refusal.status,
@@ -69,18 +73,30 @@ export async function serveHttp(
         error: ruling.refusal.reason,
       };
       ctx.pipeline.outcome(ruling.rid, who.session, transfer, performance.now() - start);
+      capture?.save(ruling.rid, who.session, captureFailed(ctx));
     }
     return;
   }
-  const capture = ctx.capture
-    ? new Capture(ctx.capture, method, url.href, req.rawHeaders)
-    : undefined;
+  const capture = ctx.capture ? new Capture(ctx.capture, method, url, req.rawHeaders) : undefined;
   const transfer = await ctx.forwarder.forward(req, res, url, ruling.address as string, capture);
   ctx.pipeline.outcome(ruling.rid, who.session, transfer, performance.now() - start);
-  capture?.save(ruling.rid, who.session, (err) =>
-    ctx.log.warn({ err }, 'capture could not be written'),
-  );
+  capture?.save(ruling.rid, who.session, captureFailed(ctx));
 }
+
+/** A refused request's capture, with what the agent sent of its body (never forwarded). */
+async function captureRefused(
+  ctx: ProxyContext,
+  req: IncomingMessage,
+  url: URL,
+): Promise<Capture | undefined> {
+  if (ctx.capture === null) return undefined;
+  const capture = new Capture(ctx.capture, req.method ?? 'GET', url, req.rawHeaders);
+  await readUnforwarded(req, capture, ctx.capture.maxBytes, ctx.limits.bodyTimeout);
+  return capture;
+}
+
+const captureFailed = (ctx: ProxyContext) => (err: Error) =>
+  ctx.log.warn({ err }, 'capture could not be written');
 
 export const closedWhileHeld = {
   status: null,

@@ -21,9 +21,14 @@ export function clientAddress(remote: string | undefined): string {
  * the client address names the session.
  */
 export class Identity {
-  readonly #byId: Map<string, Buffer> | null;
+  #byId: Map<string, Buffer> | null = null;
 
   constructor(agents: readonly Agent[] | null) {
+    this.replace(agents);
+  }
+
+  /** A config reload's agents; requests already identified keep their session. */
+  replace(agents: readonly Agent[] | null): void {
     this.#byId = agents && new Map(agents.map((a) => [a.id, digest(a.token)]));
   }
 

@@ -66,6 +66,8 @@ export async function openInspected(
     target: ask.input.target,
     rid,
     expiresAt: null,
+    event: null,
+    approved: false,
   });
   try {
     const http = TOKEN_START.test(String.fromCharCode(first));
@@ -77,7 +79,7 @@ export async function openInspected(
     if (first === TLS_HANDSHAKE) {
       return close(
         403,
-        `TLS to ${ask.input.target} cannot be judged: only method or path patterns allow this host, and they can only be checked on plain HTTP or intercepted TLS (tls.intercept)`,
+        `TLS to ${ask.input.target} cannot be judged: method or path patterns (allow, approvals or network.deny) decide for this host, and they can only be checked on plain HTTP or intercepted TLS (tls.intercept)`,
       );
     }
     if (!http) {

@@ -115,8 +115,15 @@ export async function relayTracked(
   { event, rid, upstream }: Connected,
   opening: Opening,
 ): Promise<Omit<Transfer, 'status'>> {
-  const expiresAt = ctx.pipeline.approvalExpiry(event);
-  const untrack = track(ctx, { session, target: event.target, rid, expiresAt });
+  const approval = ctx.pipeline.approvalFor(event);
+  const untrack = track(ctx, {
+    session,
+    target: event.target,
+    rid,
+    expiresAt: approval?.expiresAt ?? null,
+    event,
+    approved: approval !== undefined,
+  });
   try {
     return await relay(socket, upstream, ctx.limits.tunnelIdle, opening, untrack.open);
   } finally {

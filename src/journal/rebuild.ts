@@ -4,8 +4,9 @@ import type { JournalRecord } from './records.js';
 
 /**
  * Applies one journal record to the guard, restoring what the record decided rather than
- * judging the event again: counts, pauses, approvals and resumes come back exactly as they
- * were, even if the policy changed since. Records of other types do not touch guard state.
+ * judging the event again: counts, pauses, approvals, deny patterns, revokes and resumes come
+ * back exactly as they were, even if the policy changed since. Records of other types do not
+ * touch guard state.
  */
 export function applyRecord(guard: Guard, record: JournalRecord): void {
   const bad = (why: string) =>
@@ -19,22 +20,46 @@ export function applyRecord(guard: Guard, record: JournalRecord): void {
       guard.commit(record.session, Date.parse(record.ts), record);
       return;
     case 'approve':
-      try {
+      restore('approval', () =>
         guard.approve({
+          id: `a${record.seq}`,
           pattern: record.pattern,
           kind: record.kind,
           session: record.session,
           expiresAt: record.expiresAt === null ? null : Date.parse(record.expiresAt),
-        });
-      } catch (err) {
-        const why = isTrajgateError(err) ? err.message : String(err);
-        throw new TrajgateError('E_JOURNAL_CORRUPT', `approval cannot be restored: ${why}`);
-      }
+          by: record.by,
+        }),
+      );
+      return;
+    case 'block':
+      restore('deny pattern', () =>
+        guard.block({
+          id: `d${record.seq}`,
+          pattern: record.pattern,
+          session: record.session,
+          by: record.by,
+        }),
+      );
+      return;
+    case 'revoke':
+      if (typeof record.id !== 'string') throw bad('has no "id"');
+      // An approval that expired before its revoke was read back is gone already.
+      guard.revoke(record.id);
       return;
     case 'resume':
       if (typeof record.session !== 'string') throw bad('has no "session"');
       guard.resume(record.session, record.reset);
       return;
+  }
+}
+
+/** An approval or deny pattern read back; one that no longer parses is a corrupt journal. */
+function restore(what: string, apply: () => unknown): void {
+  try {
+    apply();
+  } catch (err) {
+    const why = isTrajgateError(err) ? err.message : String(err);
+    throw new TrajgateError('E_JOURNAL_CORRUPT', `${what} cannot be restored: ${why}`);
   }
 }
 

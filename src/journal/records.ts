@@ -24,7 +24,10 @@ export interface EventRecord extends RecordBase {
   readonly reason: string;
   readonly approvedBy?: string;
   readonly counted?: Readonly<Record<string, number>>;
-  /** Why the gateway refused it on its own (private address, port not allowed). */
+  /**
+   * Why the gateway refused it on its own (private address, port not allowed), or the deny
+   * pattern that refused it (`network.deny: …`, `blocked by an operator (d7): …`).
+   */
   readonly denied?: string;
   /** The request's id when this is not its first event record (judged again after resume). */
   readonly rid?: number;
@@ -151,10 +154,47 @@ export interface ResumeRecord extends RecordBase {
   readonly type: 'resume';
   readonly session: string;
   readonly reset: boolean;
+  /** "Approve once": the held requests were forwarded as approved (their events say so). */
+  readonly once?: true;
+  readonly by: string;
+}
+
+/** A config reload: the file read again and applied (see Reloader). */
+export interface ConfigRecord extends RecordBase {
+  readonly type: 'config';
+  readonly file: string;
+  /** SHA-256 of the file's bytes as applied. */
+  readonly sha256: string;
+  readonly by: string;
+  /** Changed keys that take effect only after a restart. */
+  readonly restartNeeded: readonly string[];
+}
+
+/**
+ * An operator removed an approval (`a<seq>`) or a deny pattern (`d<seq>`) by its id; replayed
+ * at restart. `kind` is the approval's event kind (`network` for a deny pattern).
+ */
+export interface RevokeRecord extends RecordBase {
+  readonly type: 'revoke';
+  readonly id: string;
+  readonly pattern: string;
+  readonly kind: string;
+  readonly session: string | null;
+  readonly by: string;
+}
+
+/** An operator's deny pattern (id `d<seq>`): refused whatever allows or approves it. */
+export interface BlockRecord extends RecordBase {
+  readonly type: 'block';
+  readonly session: string | null;
+  readonly pattern: string;
   readonly by: string;
 }
 
 export type JournalRecord =
+  | RevokeRecord
+  | BlockRecord
+  | ConfigRecord
   | EventRecord
   | OutcomeRecord
   | ResultRecord
@@ -189,7 +229,7 @@ export function eventRecord(
     reason: decision.reason,
     approvedBy: decision.approvedBy ?? undefined,
     counted: decision.counted ?? undefined,
-    denied: event.denied,
+    denied: event.denied ?? decision.deniedBy,
     rid: request.rid,
     held: request.held,
   };

@@ -169,6 +169,15 @@ export class SessionIndex {
     }
   }
 
+  /** Where the event record `seq` lies, while its session's ring still holds it. */
+  locate(seq: number): Located | null {
+    for (const ring of this.#rings.values()) {
+      const i = ring.find(seq);
+      if (i >= 0) return ring.located(i);
+    }
+    return null;
+  }
+
   /** Up to `limit` of the session's events with seq < `before`, newest first. */
   page(session: string, before: number, limit: number): IndexPage {
     const ring = this.#rings.get(session);

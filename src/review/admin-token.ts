@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { Config } from '../config/load.js';
@@ -39,4 +39,33 @@ export function adminTokens(config: Config): AdminTokens {
   const token = randomBytes(32).toString('base64url');
   writeFileSync(file, token + '\n', { mode: 0o600, flag: 'wx' });
   return { tokens: [{ name: 'operator', token }], file };
+}
+
+const digest = (text: string) => createHash('sha256').update(text).digest();
+
+/**
+ * The admin tokens as the admin listener checks them: SHA-256 digests compared in constant
+ * time, the matching token's name recorded as who acted. A config reload replaces them.
+ */
+export class AdminKeys {
+  #keys: readonly { readonly name: string; readonly digest: Buffer }[] = [];
+
+  constructor(tokens: AdminTokens['tokens']) {
+    this.replace(tokens);
+  }
+
+  replace(tokens: AdminTokens['tokens']): void {
+    this.#keys = tokens.map((t) => ({ name: t.name, digest: digest(t.token) }));
+  }
+
+  /** The name of the token in `Authorization: Bearer TOKEN` (RFC 6750), or null. */
+  who(header: string | undefined): string | null {
+    const m = /^Bearer\s+(\S+)\s*$/i.exec(header ?? '');
+    if (!m) return null;
+    const given = digest(m[1] as string);
+    let name: string | null = null;
+    // Every token is compared, so timing says nothing about which one matched.
+    for (const k of this.#keys) if (timingSafeEqual(given, k.digest)) name ??= k.name;
+    return name;
+  }
 }

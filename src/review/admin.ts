@@ -1,8 +1,8 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { createServer } from 'node:http';
 import type { Logger } from 'pino';
 import { AdminQueue, RETRY_AFTER } from './admin-queue.js';
+import type { AdminKeys } from './admin-token.js';
 import type { Api } from './api.js';
 import { ApiError, readJsonBody, sendError, sendJson } from './http-json.js';
 import type { JournalHealth } from '../journal/health.js';
@@ -25,11 +25,9 @@ interface Route {
   readonly queued?: true;
 }
 
-const digest = (text: string) => createHash('sha256').update(text).digest();
-
 /**
  * The admin listener: the review page at /, JSON under /api/, Prometheus text at /metrics.
- * Every call but the page's static files carries
+ * Every call but the page's static files and decision links (/decide/TOKEN) carries
  * `Authorization: Bearer TOKEN`; tokens are compared as SHA-256 digests in constant time and
  * the matching token's name is recorded as who acted (`by`).
  */
@@ -37,11 +35,14 @@ export function createAdminServer(deps: {
   api: Api;
   metrics: Metrics;
   health: JournalHealth;
-  tokens: readonly { name: string; token: string }[];
+  keys: AdminKeys;
+  /** Re-reads the config file (POST /api/reload). */
+  reload: (by: string) => Promise<unknown>;
+  /** `/decide/TOKEN`: decision links, whose signed token stands in for the admin token. */
+  decide: (req: IncomingMessage, res: ServerResponse, token: string) => Promise<void>;
   log: Logger;
 }): Server {
   const { api, metrics, log } = deps;
-  const tokens = deps.tokens.map((t) => ({ name: t.name, digest: digest(t.token) }));
   const session = (tail: string) => new RegExp(`^/api/sessions/([^/]+)${tail}$`);
   const routes: Route[] = [
     { method: 'GET', pattern: /^\/api\/health$/, handler: () => deps.health.view() },
@@ -57,6 +58,13 @@ export function createAdminServer(deps: {
       pattern: session('/events'),
       queued: true,
       handler: (_r, _b, id, q) => api.events(id as string, q),
+    },
+    {
+      method: 'GET',
+      pattern: session('/captures/[^/]+'),
+      handler: (req, _b, id) => ({
+        capture: api.capture(id as string, decodeURIComponent(lastSegment(req.url))),
+      }),
     },
     {
       method: 'POST',
@@ -81,6 +89,43 @@ export function createAdminServer(deps: {
       },
     },
     {
+      method: 'POST',
+      pattern: /^\/api\/reload$/,
+      handler: async (req, by) => {
+        await readJsonBody(req);
+        return deps.reload(by);
+      },
+    },
+    {
+      method: 'POST',
+      pattern: session('/block'),
+      status: 201,
+      handler: async (req, by, id) => api.block(id, await readJsonBody(req), by),
+    },
+    {
+      method: 'GET',
+      pattern: /^\/api\/events\/([^/]+)$/,
+      queued: true,
+      handler: (_req, _by, seq) => api.rules.event(seq as string),
+    },
+    {
+      method: 'DELETE',
+      pattern: /^\/api\/approvals\/([^/]+)$/,
+      handler: (_req, by, id) => api.rules.revoke('approval', id as string, by),
+    },
+    { method: 'GET', pattern: /^\/api\/denies$/, handler: () => ({ denies: api.rules.denies() }) },
+    {
+      method: 'POST',
+      pattern: /^\/api\/denies$/,
+      status: 201,
+      handler: async (req, by) => api.block(null, await readJsonBody(req), by),
+    },
+    {
+      method: 'DELETE',
+      pattern: /^\/api\/denies\/([^/]+)$/,
+      handler: (_req, by, id) => api.rules.revoke('deny', id as string, by),
+    },
+    {
       method: 'GET',
       pattern: /^\/api\/approvals$/,
       handler: () => ({ approvals: api.approvals() }),
@@ -93,23 +138,15 @@ export function createAdminServer(deps: {
     },
   ];
 
-  const who = (header: string | undefined): string | null => {
-    const m = /^Bearer\s+(\S+)\s*$/i.exec(header ?? '');
-    if (!m) return null;
-    const given = digest(m[1] as string);
-    let name: string | null = null;
-    // Every token is compared, so timing says nothing about which one matched.
-    for (const t of tokens) if (timingSafeEqual(given, t.digest)) name ??= t.name;
-    return name;
-  };
-
   const page = reviewPage();
   const queue = new AdminQueue();
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
     const url = new URL(req.url ?? '/', 'http://admin');
     // The review page's static files hold no data: served before the token check.
     if (page(req, res, url.pathname)) return;
-    const by = who(req.headers.authorization);
+    if (url.pathname.startsWith('/decide/'))
+      return deps.decide(req, res, url.pathname.slice('/decide/'.length));
+    const by = deps.keys.who(req.headers.authorization);
     if (by === null) {
       res.setHeader('www-authenticate', 'Bearer realm="trajgate admin"');
       throw new ApiError(
@@ -158,4 +195,9 @@ export function createAdminServer(deps: {
       sendError(res, new ApiError(500, 'E_INTERNAL', 'internal error; see the gateway log'));
     });
   });
+}
+
+/** The last path segment of a request target (a route's second id). */
+function lastSegment(target: string | undefined): string {
+  return new URL(target ?? '/', 'http://admin').pathname.split('/').at(-1) ?? '';
 }

@@ -1,20 +1,26 @@
-import { parseDuration } from '../config/formats.js';
+import { dirname, join } from 'node:path';
+import type { CapturedExchange } from '../action/capture.js';
 import type { Config } from '../config/load.js';
 import { isTrajgateError } from '../errors.js';
 import { describe } from '../event/validate.js';
-import type { Approval } from '../guard/approvals.js';
 import type { Guard } from '../guard/guard.js';
 import { boundaryOfKey } from '../guard/policy.js';
 import { eventsPage } from '../journal/event-pages.js';
 import type { PauseRecord, Summary } from '../journal/records.js';
 import type { SessionIndex } from '../journal/session-index.js';
+import type { ApprovalView, DenyView } from './api-rules.js';
+import { ApiRules, approvalView, denyView } from './api-rules.js';
+import { sessionCapture } from './captures.js';
 import { ApiError, RawJson } from './http-json.js';
 import type { Review } from './review.js';
 import type { Sessions } from './sessions.js';
 
 export interface SessionView {
   readonly id: string;
-  readonly state: 'active' | 'paused';
+  /** `flagged`: a REVIEW since the last operator action on the session (and not paused). */
+  readonly state: 'active' | 'flagged' | 'paused';
+  /** REVIEWs since the last operator action on the session. */
+  readonly flagged: number;
   /** Crossings per boundary (summed over destinations under `countBy: target`). */
   readonly counts: Record<string, number>;
   readonly pausedAt: string | null;
@@ -29,6 +35,13 @@ export interface SessionDetail extends SessionView {
   readonly heldRequests: readonly HeldView[];
   readonly recent: readonly Summary[];
   readonly approvals: readonly ApprovalView[];
+  /** The REVIEW events behind `flagged`, oldest first (the newest 20). */
+  readonly reviews: readonly Summary[];
+  readonly denies: readonly DenyView[];
+  /** The effective config allowlist: network.allow, the agent's and its roles' allow. */
+  readonly allowlist: readonly string[];
+  /** Whether requests are captured (`capture.bodies`): the page asks for captures only then. */
+  readonly captures: boolean;
 }
 
 interface HeldView {
@@ -40,15 +53,6 @@ interface HeldView {
   readonly timeoutInMs: number;
 }
 
-interface ApprovalView {
-  readonly pattern: string;
-  readonly kind: string;
-  readonly session: string | null;
-  readonly expiresAt: string | null;
-  /** `config` (network.allow) or `operator`. */
-  readonly origin: 'config' | 'operator';
-}
-
 const iso = (ms: number | null | undefined) => (ms ? new Date(ms).toISOString() : null);
 
 /** The most events one call of the events route returns (`next` pages on). */
@@ -57,6 +61,8 @@ const EVENTS_LIMIT = 1000;
 /** The admin API's behaviour, apart from HTTP: what each route reads or does. */
 export class Api {
   #listed: { key: string; body: RawJson } | null = null;
+  /** Approvals, deny patterns, revokes and events by seq (api-rules.ts). */
+  readonly rules: ApiRules;
 
   constructor(
     private readonly config: Config,
@@ -64,10 +70,12 @@ export class Api {
     private readonly sessions: Sessions,
     private readonly review: Review,
     private readonly index: SessionIndex,
-  ) {}
+  ) {
+    this.rules = new ApiRules(config, guard, sessions, index);
+  }
 
   /**
-   * `{"sessions":[…]}`, paused first, then the most recently active; built again only when
+   * `{"sessions":[…]}`, paused first, then flagged, then the most recently active; built again only when
    * something was journaled or a held request ended since the last call (polling is cheap).
    */
   list(): RawJson {
@@ -82,7 +90,7 @@ export class Api {
       .map((id) => this.#view(id))
       .sort(
         (a, b) =>
-          Number(b.state === 'paused') - Number(a.state === 'paused') ||
+          RANK[b.state] - RANK[a.state] ||
           (b.lastActivity ?? '').localeCompare(a.lastActivity ?? ''),
       );
     this.#listed = { key, body: new RawJson(Buffer.from(JSON.stringify({ sessions }))) };
@@ -105,6 +113,10 @@ export class Api {
       })),
       recent: this.review.recent(id),
       approvals: this.guard.approvals.list(id, now).map(approvalView),
+      reviews: this.review.flags(id).reviews,
+      denies: this.guard.denies.all(id).map(denyView),
+      allowlist: this.guard.policy.allowlistFor(id),
+      captures: this.config.capture.bodies,
     };
   }
 
@@ -116,50 +128,25 @@ export class Api {
     return new RawJson(await eventsPage(this.config.journal, this.index, id, before, limit));
   }
 
+  /** One captured request of the session (`capture.bodies`), request and response. */
+  capture(id: string, rid: string): CapturedExchange {
+    this.#known(id);
+    return sessionCapture(join(dirname(this.config.journal), 'captures'), id, rid);
+  }
+
   approve(id: string | null, body: Record<string, unknown>, by: string): ApprovalView {
     if (id !== null) this.#known(id);
-    const pattern = body.pattern;
-    if (typeof pattern !== 'string' || pattern.trim() === '') {
-      throw new ApiError(
-        400,
-        'E_BAD_FIELD',
-        `field "pattern" must be a non-empty string, got ${describe(pattern)}`,
-      );
-    }
-    const kind = body.kind ?? 'network';
-    if (typeof kind !== 'string' || !this.config.kinds.has(kind)) {
-      throw new ApiError(
-        400,
-        'E_BAD_FIELD',
-        `field "kind" must be one of ${[...this.config.kinds].join(', ')}, got ${describe(kind)}`,
-      );
-    }
-    let expiresAt: number | null = null;
-    if (body.ttl !== undefined) {
-      const ms = typeof body.ttl === 'string' ? parseDuration(body.ttl) : undefined;
-      if (ms === undefined || ms <= 0) {
-        throw new ApiError(
-          400,
-          'E_BAD_FIELD',
-          `field "ttl" must be a duration like 30m or 1h, got ${describe(body.ttl)}`,
-        );
-      }
-      expiresAt = Date.now() + ms;
-    }
-    let approval: Approval;
-    try {
-      approval = this.sessions.approve({ pattern, kind, session: id, expiresAt, by });
-    } catch (err) {
-      if (isTrajgateError(err) && err.code === 'E_PATTERN_INVALID') {
-        throw new ApiError(400, 'E_PATTERN_INVALID', err.message);
-      }
-      throw unjournaled(err);
-    }
-    return approvalView(approval);
+    return this.rules.approve(id, body, by);
   }
 
   approvals(): ApprovalView[] {
-    return this.guard.approvals.all(Date.now()).map(approvalView);
+    return this.rules.approvals();
+  }
+
+  /** A deny pattern for the session (`id`) or every session (null). */
+  block(id: string | null, body: Record<string, unknown>, by: string) {
+    if (id !== null) this.#known(id);
+    return this.rules.block(id, body, by);
   }
 
   resume(id: string, body: Record<string, unknown>, by: string): { released: number } {
@@ -197,9 +184,11 @@ export class Api {
       counts[b] = (counts[b] ?? 0) + n;
     }
     const activity = this.review.activity(id);
+    const { flagged } = this.review.flags(id);
     return {
       id,
-      state: state?.pausedAt != null ? 'paused' : 'active',
+      state: state?.pausedAt != null ? 'paused' : flagged > 0 ? 'flagged' : 'active',
+      flagged,
       counts,
       pausedAt: iso(state?.pausedAt),
       pausedBy: state?.pausedBy ?? null,
@@ -224,15 +213,7 @@ function unjournaled(err: unknown): unknown {
   return new ApiError(503, 'E_JOURNAL_WRITE', `${err.message}; nothing was changed, try again`);
 }
 
-function approvalView(a: Approval): ApprovalView {
-  return {
-    pattern: a.pattern,
-    kind: a.kind,
-    session: a.session,
-    expiresAt: iso(a.expiresAt),
-    origin: a.origin,
-  };
-}
+const RANK: Record<SessionView['state'], number> = { active: 0, flagged: 1, paused: 2 };
 
 function intParam(
   query: URLSearchParams,

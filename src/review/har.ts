@@ -1,8 +1,7 @@
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import type { CapturedExchange, CapturedPart } from '../action/capture.js';
 import { readJournal } from '../journal/reader.js';
 import type { EventRecord, OutcomeRecord } from '../journal/records.js';
+import { readCapture } from './captures.js';
 
 /** HAR 1.2 (http://www.softwareishard.com/blog/har-12-spec/), the parts trajgate fills. */
 export interface Har {
@@ -13,14 +12,12 @@ export interface Har {
   };
 }
 
-const TEXTUAL =
-  /^(text\/|application\/(json|xml|javascript|x-www-form-urlencoded)|[^;]*\+(json|xml))/i;
-
 /**
  * A session's HTTP exchanges as HAR: every judged request with a method and URL (plain HTTP and
  * intercepted HTTPS; blind tunnels have neither), its outcome, and its captured headers and
- * bodies when `capture.bodies` was on. The verdict goes into each entry's `comment` and, in
- * full, `_trajgate`.
+ * bodies when `capture.bodies` was on (a refused request's body included: `postData` is what
+ * the agent tried to send). The verdict goes into each entry's `comment` and, in full,
+ * `_trajgate`. Null when the journal has no record of the session at all.
  */
 export function exportHar(
   journal: string,
@@ -28,12 +25,14 @@ export function exportHar(
   session: string,
   since: number,
   version: string,
-): Har {
+): Har | null {
+  let known = false;
   const requests = new Map<number, { event: EventRecord; outcome?: OutcomeRecord }>();
   readJournal(
     journal,
     (r) => {
-      if (r.session !== session) return;
+      if (!('session' in r) || r.session !== session) return;
+      known = true;
       if (
         r.type === 'event' &&
         r.method !== undefined &&
@@ -43,13 +42,14 @@ export function exportHar(
         const rid = r.rid ?? r.seq;
         requests.set(rid, { ...requests.get(rid), event: r });
       } else if (r.type === 'outcome') {
-        const known = requests.get(r.ref);
-        if (known) known.outcome = r;
+        const request = requests.get(r.ref);
+        if (request) request.outcome = r;
       }
     },
     () => undefined,
     { repair: false },
   );
+  if (!known) return null;
   const entries = [...requests.entries()].map(([rid, { event, outcome }]) =>
     entry(rid, event, outcome, capture(captures, rid)),
   );
@@ -58,7 +58,7 @@ export function exportHar(
 
 function capture(dir: string, rid: number): CapturedExchange | null {
   try {
-    return JSON.parse(readFileSync(join(dir, `${rid}.json`), 'utf8')) as CapturedExchange;
+    return readCapture(dir, rid);
   } catch {
     return null;
   }
@@ -117,6 +117,7 @@ function entry(
       approved: e.approved,
       ...(e.denied ? { denied: e.denied } : {}),
       ...(o?.error ? { error: o.error } : {}),
+      ...(c && !c.forwarded ? { forwarded: false } : {}),
       ...(req?.truncated || res?.truncated
         ? { truncated: { request: req?.truncated ?? false, response: res?.truncated ?? false } }
         : {}),
@@ -135,9 +136,7 @@ function mime(part: CapturedPart): string {
   );
 }
 
-/** Text when it is text, else base64 (HAR § content.encoding). */
+/** Text as captured (decoded when it was compressed), else base64 (HAR § content.encoding). */
 function body(part: CapturedPart): { text: string; encoding?: 'base64' } {
-  return TEXTUAL.test(mime(part))
-    ? { text: Buffer.from(part.body, 'base64').toString('utf8') }
-    : { text: part.body, encoding: 'base64' };
+  return part.encoding === 'text' ? { text: part.body } : { text: part.body, encoding: 'base64' };
 }

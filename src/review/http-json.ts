@@ -7,6 +7,8 @@ export class ApiError extends Error {
     readonly status: number,
     readonly code: string,
     message: string,
+    /** Individual problems, each naming its place (a config file's line and key). */
+    readonly details: readonly string[] = [],
   ) {
     super(message);
   }
@@ -30,7 +32,8 @@ export function sendJson(res: ServerResponse, status: number, value: unknown): v
 }
 
 export function sendError(res: ServerResponse, err: ApiError): void {
-  sendJson(res, err.status, { error: { code: err.code, message: err.message } });
+  const { code, message, details } = err;
+  sendJson(res, err.status, { error: { code, message, ...(details.length ? { details } : {}) } });
 }
 
 /**

@@ -110,7 +110,13 @@ export class Notifier {
   #unloggedDrops = 0;
   #dropLog: NodeJS.Timeout | undefined;
 
-  constructor(config: Config['notify'] & { webhook: string }, log: Logger, counts: NotifyCounts) {
+  /** `trust`: the CAs an https receiver's certificate is verified against (see upstreamTrust). */
+  constructor(
+    config: Config['notify'] & { webhook: string },
+    log: Logger,
+    counts: NotifyCounts,
+    trust: readonly string[],
+  ) {
     this.#config = config;
     const url = new URL(config.webhook);
     this.#path = url.pathname + url.search;
@@ -123,7 +129,7 @@ export class Notifier {
       connections: config.connections,
       headersTimeout: t,
       bodyTimeout: t,
-      connect: { timeout: t },
+      connect: { timeout: t, ca: [...trust] },
     });
   }
 

@@ -8,7 +8,16 @@ interface Trail {
   lastActivity: number;
   events: number;
   pause: PauseRecord | null;
+  /** REVIEWs since the last operator action on the session (the newest FLAGS kept). */
+  flags: Summary[];
+  flagged: number;
 }
+
+/** REVIEW events a flagged session keeps for operators (its count goes on). */
+const FLAGS = 20;
+
+/** Operator actions on a session that answer its REVIEWs (design: flagged until then). */
+const ANSWERS: ReadonlySet<string> = new Set(['approve', 'resume', 'deny', 'block']);
 
 export type PauseListener = (record: PauseRecord) => void;
 export type ReviewListener = (summary: Summary) => void;
@@ -45,7 +54,26 @@ export class Review {
     if (trail.recent.length > this.#size) trail.recent.shift();
     trail.lastActivity = ms;
     trail.events++;
-    if (record.verdict === 'REVIEW' && record.held !== true) this.#emit(this.#onReview, record);
+    if (record.verdict === 'REVIEW' && record.held !== true) {
+      trail.flags.push(record);
+      if (trail.flags.length > FLAGS) trail.flags.shift();
+      trail.flagged++;
+      this.#emit(this.#onReview, record);
+    }
+  }
+
+  /** An operator acted on the session (approve, resume, deny, block): no longer flagged. */
+  answered(session: string): void {
+    const trail = this.#trails.get(session);
+    if (!trail) return;
+    trail.flags = [];
+    trail.flagged = 0;
+  }
+
+  /** REVIEWs since the last operator action: how many, and the newest FLAGS, oldest first. */
+  flags(session: string): { flagged: number; reviews: Summary[] } {
+    const trail = this.#trails.get(session);
+    return { flagged: trail?.flagged ?? 0, reviews: [...(trail?.flags ?? [])] };
   }
 
   /**
@@ -73,8 +101,15 @@ export class Review {
     this.#emit(this.#onPause, record);
   }
 
-  /** Rebuild: event records refill the rings, pause records come back (held requests lost). */
+  /**
+   * Rebuild: event records refill the rings, pause records come back (held requests lost),
+   * operator actions on a session clear its flags.
+   */
   restore(record: JournalRecord): void {
+    if (ANSWERS.has(record.type)) {
+      const { session } = record as { session?: string | null };
+      if (typeof session === 'string') this.answered(session);
+    }
     if (record.type === 'event') this.observe(record);
     else if (record.type === 'pause') {
       const { seq: _seq, ts: _ts, type: _type, ...pause } = record;
@@ -110,7 +145,7 @@ export class Review {
   #trail(session: string): Trail {
     let trail = this.#trails.get(session);
     if (!trail) {
-      trail = { recent: [], lastActivity: 0, events: 0, pause: null };
+      trail = { recent: [], lastActivity: 0, events: 0, pause: null, flags: [], flagged: 0 };
       this.#trails.set(session, trail);
     }
     return trail;

@@ -2,8 +2,10 @@ import { TrajgateError } from '../errors.js';
 import type { Approval, ApprovalSpec } from '../guard/approvals.js';
 import { compileApproval } from '../guard/approvals.js';
 import type { Guard } from '../guard/guard.js';
+import type { Admission } from '../action/live-tunnels.js';
 import type { JournalWriter } from '../journal/writer.js';
 import type { Review } from './review.js';
+import { Rules } from './rules.js';
 
 /** Whether the client of a request still waits. */
 export interface Presence {
@@ -12,8 +14,8 @@ export interface Presence {
   onGone(fn: () => void): () => void;
 }
 
-/** How a held request was let go. */
-export type Release = 'resume' | 'deny' | 'timeout' | 'gone' | 'shutdown';
+/** How a held request was let go (`once`: resumed, and forwarded as approved this once). */
+export type Release = 'resume' | 'once' | 'deny' | 'timeout' | 'gone' | 'shutdown';
 
 /** A request held open because its session is paused. */
 export interface Held {
@@ -36,6 +38,8 @@ export interface SessionWatcher {
   paused(session: string): void;
   resumed(session: string): void;
   denied(session: string): void;
+  /** Closes the tunnels `why` gives a reason for (a revoke, a new deny pattern). */
+  closeWhere?(why: (admission: Admission) => string | null): number;
 }
 
 /** A session as operators drive it: its state, what it holds, and resume / deny. */
@@ -47,7 +51,7 @@ export interface Session {
     pattern: string,
     options?: { kind?: string; expiresAt?: number | null; by?: string },
   ): Approval;
-  resume(options?: { reset?: boolean; by?: string }): number;
+  resume(options?: { reset?: boolean; once?: boolean; by?: string }): number;
   deny(options?: { by?: string }): number;
 }
 
@@ -59,11 +63,13 @@ export interface Session {
 export class Sessions {
   readonly #guard: Guard;
   readonly #journal: JournalWriter;
-  readonly #holdTimeoutMs: number;
+  #holdTimeoutMs: number;
   readonly #review: Review;
   readonly #watcher: SessionWatcher | null;
   readonly #held = new Map<string, Set<Entry>>();
   #nextId = 1;
+  /** Deny patterns and revokes (operator actions on rules rather than on a session). */
+  readonly rules: Rules;
 
   constructor(
     guard: Guard,
@@ -77,6 +83,13 @@ export class Sessions {
     this.#holdTimeoutMs = holdTimeoutMs;
     this.#review = review;
     this.#watcher = watcher;
+    const closer = watcher?.closeWhere?.bind(watcher);
+    this.rules = new Rules(guard, journal, review, closer ?? null);
+  }
+
+  /** A config reload's `policy.holdTimeout`, for requests held from now on. */
+  setHoldTimeout(ms: number): void {
+    this.#holdTimeoutMs = ms;
   }
 
   /** A decision paused the session (its pause record is on disk). */
@@ -150,32 +163,41 @@ export class Sessions {
     const kind = spec.kind ?? 'network';
     compileApproval({ ...spec, kind });
     const expiresAt = spec.expiresAt ?? null;
-    this.#journal.append(
+    const by = spec.by ?? 'operator';
+    const seq = this.#journal.append(
       {
         type: 'approve',
         session: spec.session ?? null,
         pattern: spec.pattern,
         kind,
         expiresAt: expiresAt === null ? null : new Date(expiresAt).toISOString(),
-        by: spec.by ?? 'operator',
+        by,
       },
       { sync: true },
     );
-    return this.#guard.approve({ ...spec, kind });
+    if (spec.session != null) this.#review.answered(spec.session);
+    return this.#guard.approve({ ...spec, kind, id: `a${seq}`, by, origin: 'operator' });
   }
 
-  /** Unpauses (counts kept unless `reset`); each held request is then judged again. */
-  resume(id: string, options: { reset?: boolean; by?: string } = {}): number {
-    this.#mustBePaused(id, 'resume');
+  /**
+   * Unpauses (counts kept unless `reset`); each held request is then judged again, or with
+   * `once` forwarded as approved this once (its event journaled approved, so a replay counts
+   * nothing for it either); later requests are judged as usual.
+   */
+  resume(id: string, options: { reset?: boolean; once?: boolean; by?: string } = {}): number {
+    // An active session's counts may still be reset: a fresh start once its work is reviewed.
     const reset = options.reset === true;
+    if (!reset) this.#mustBePaused(id, 'resume');
+    const once = options.once === true ? { once: true as const } : {};
     this.#journal.append(
-      { type: 'resume', session: id, reset, by: options.by ?? 'operator' },
+      { type: 'resume', session: id, reset, ...once, by: options.by ?? 'operator' },
       { sync: true },
     );
     this.#guard.resume(id, reset);
     this.#review.resumed(id);
+    this.#review.answered(id);
     this.#watcher?.resumed(id);
-    return this.#release(id, 'resume');
+    return this.#release(id, options.once === true ? 'once' : 'resume');
   }
 
   /** Answers every held request 403; the session stays paused. */
@@ -186,6 +208,7 @@ export class Sessions {
       { type: 'deny', session: id, by: options.by ?? 'operator', released },
       { sync: true },
     );
+    this.#review.answered(id);
     this.#watcher?.denied(id);
     return this.#release(id, 'deny');
   }
@@ -205,7 +228,7 @@ export class Sessions {
     if (!this.isPaused(id)) {
       throw new TrajgateError(
         'E_NOT_PAUSED',
-        `cannot ${action} session ${JSON.stringify(id)}: it is not paused`,
+        `cannot ${action} session ${JSON.stringify(id)}: it is not paused${action === 'resume' ? ' (reset: true, `resume --reset`, resets the counts of an active session)' : ''}`,
       );
     }
   }

@@ -85,16 +85,29 @@ export function loadCa(dir: string): Ca {
   };
 }
 
-/** How to make agents trust the CA, for `trajgate ca show`. */
+/**
+ * How to make agents trust the CA, for `trajgate ca show`. npm, pip, git and curl's settings
+ * replace their CA list rather than add to it, hence the bundle: the system's CAs plus this one.
+ */
 export function trustInstructions(ca: Ca): string {
+  const pem = ca.certPath;
+  const bundle = '/etc/ssl/certs/ca-certificates.crt';
   return [
-    `CA certificate: ${ca.certPath}`,
+    `CA certificate: ${pem}`,
     `SHA-256 fingerprint: ${ca.fingerprint}`,
     '',
-    'Trust it in an agent container (mount the file read-only, e.g. at /etc/trajgate/ca.pem):',
-    '  Node.js:         NODE_EXTRA_CA_CERTS=/etc/trajgate/ca.pem',
-    '  OpenSSL, curl:   SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt after the step below, or curl --cacert',
-    '  Python requests: REQUESTS_CA_BUNDLE=/etc/ssl/certs/ca-certificates.crt (after the step below)',
-    '  Debian/Ubuntu:   cp /etc/trajgate/ca.pem /usr/local/share/ca-certificates/trajgate.crt && update-ca-certificates',
+    'Trust it where the agent runs (in a container, mount the file read-only, e.g. at',
+    '/etc/trajgate/ca.pem, and use that path below):',
+    `  Debian/Ubuntu:   cp ${pem} /usr/local/share/ca-certificates/trajgate.crt && update-ca-certificates`,
+    `                   (adds it to ${bundle}, the bundle used below)`,
+    `  Node.js:         NODE_EXTRA_CA_CERTS=${pem}`,
+    `  npm:             npm config set cafile ${bundle}   (or NPM_CONFIG_CAFILE)`,
+    `  pip:             pip install --cert ${bundle} …   (or PIP_CERT=${bundle})`,
+    `  git:             git config --global http.sslCAInfo ${bundle}   (or GIT_SSL_CAINFO)`,
+    `  curl:            curl --cacert ${bundle} …   (or CURL_CA_BUNDLE=${bundle})`,
+    `  OpenSSL:         SSL_CERT_FILE=${bundle}`,
+    `  Python requests: REQUESTS_CA_BUNDLE=${bundle}`,
+    `npm, pip, git and curl trust only the file named: ${pem} alone works for intercepted hosts`,
+    'only; the bundle keeps blind tunnels (hosts not in tls.intercept) working too.',
   ].join('\n');
 }

@@ -44,7 +44,8 @@ describe('hostile event text', () => {
     expect(targets).toEqual([HOSTILE.img, HOSTILE.script, HOSTILE.network, HOSTILE.svg]);
     await textOf(page.locator('.held-card'), /write \/tmp\/<svg onload="window\.__pwned=3">\/x/);
     await textOf(page.locator('#event-details'), /<svg onload="window\.__pwned=3">/);
-    expect(await page.getByLabel('Pattern').inputValue()).toBe(HOSTILE.svg);
+    const pattern = page.getByLabel('Pattern', { exact: true });
+    await until(async () => (await pattern.inputValue()) === HOSTILE.svg, 5_000, 'suggestion');
     expect(await page.getByLabel('Kind').inputValue()).toBe('write');
     await canvas.focus();
     await page.keyboard.press('Home');
@@ -79,7 +80,7 @@ describe('hostile event text', () => {
     const { page, errors } = await openBrowser();
     await page.goto(`${pageUrl(g)}#/session/agent-1`);
     await signIn(page, ADMIN);
-    const pattern = page.getByLabel('Pattern');
+    const pattern = page.getByLabel('Pattern', { exact: true });
     await until(async () => (await pattern.inputValue()) !== '');
     expect(await pattern.inputValue()).toBe('/tmp/\\*');
     await page.getByRole('button', { name: 'Approve pattern…' }).click();

@@ -66,8 +66,12 @@ describe('review page: approve, resume, deny', () => {
     const details = page.locator('#event-details');
     await textOf(details, /PAUSE network · count 2/);
     expect(await details.textContent()).toContain(`${other.url}/second-0`);
-    const pattern = page.getByLabel('Pattern');
-    expect(await pattern.inputValue()).toBe(`127.0.0.1:${other.port}`);
+    // the gateway's suggestion: the trigger's method and path prefix, not the whole host
+    const pattern = page.getByLabel('Pattern', { exact: true });
+    const suggested = `GET http://127.0.0.1:${other.port}`;
+    const patternIs = (value: string) =>
+      until(async () => (await pattern.inputValue()) === value, 5_000, `pattern ${value}`);
+    await patternIs(suggested);
     expect(await page.getByLabel('Kind').inputValue()).toBe('network');
     await textOf(page.locator('.held-card'), /GET http:\/\/127\.0\.0\.1:\d+\/second-0/);
     await textOf(page.locator('.held-card'), /waited \d+ s?.*times out in \d+/);
@@ -90,10 +94,10 @@ describe('review page: approve, resume, deny', () => {
     await canvas.focus();
     await page.keyboard.press('Home');
     await textOf(details, /read \(via ingest\)/);
-    expect(await pattern.inputValue()).toBe(join(ws, 'README.md'));
+    await patternIs(join(ws, 'README.md'));
     await page.keyboard.press('End');
     await textOf(details, /PAUSE network/);
-    expect(await pattern.inputValue()).toBe(`127.0.0.1:${other.port}`);
+    await patternIs(suggested);
 
     // approve: confirm in the dialog; the approval is listed within 2 s
     await page.getByLabel('Expires after').fill('1h');
@@ -101,7 +105,11 @@ describe('review page: approve, resume, deny', () => {
     const dialog = page.getByRole('dialog');
     await textOf(dialog, /Approve this pattern\?.*127\.0\.0\.1:\d+.*after 1h/);
     await dialog.getByRole('button', { name: 'Approve' }).click();
-    await textOf(page.locator('#action-message'), /Approved network 127\.0\.0\.1:\d+ until/, 2_000);
+    await textOf(
+      page.locator('#action-message'),
+      /Approved network GET http:\/\/127\.0\.0\.1:\d+ until/,
+      2_000,
+    );
     await textOf(
       page.locator('.approvals-card'),
       new RegExp(`127\\.0\\.0\\.1:${other.port}`),
@@ -131,7 +139,7 @@ describe('review page: approve, resume, deny', () => {
     const journal = g.records();
     expect(journal.find((r) => r.type === 'approve')).toMatchObject({
       session: 'agent-1',
-      pattern: `127.0.0.1:${other.port}`,
+      pattern: suggested,
       by: 'operator',
     });
     expect(journal.find((r) => r.type === 'resume')).toMatchObject({
@@ -203,7 +211,7 @@ describe('review page: approve, resume, deny', () => {
     await page.goto(`${pageUrl(g)}#/session/agent-1`);
     await signIn(page, ADMIN);
     await textOf(page.locator('.held-card'), /second-0/);
-    await page.getByLabel('Pattern').fill('GIT https://example.com');
+    await page.getByLabel('Pattern', { exact: true }).fill('GIT https://example.com');
     await page.getByRole('button', { name: 'Approve pattern…' }).click();
     await page.getByRole('dialog').getByRole('button', { name: 'Approve' }).click();
     await textOf(

@@ -57,11 +57,6 @@ export function readRecords(path: string): JournalRecord[] {
     .map((l) => JSON.parse(l) as JournalRecord);
 }
 
-/** Resolves after the journal's deferred records (outcomes) are written. */
-export function settle(): Promise<void> {
-  return new Promise((r) => setTimeout(r, 20));
-}
-
 /**
  * One gateway per test on `base` (the test's own keys merged over it); after each test the
  * gateway is stopped and the tunnels the test kept are closed.

@@ -1,14 +1,13 @@
 import { execFileSync, spawn } from 'node:child_process';
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { IncomingHttpHeaders } from 'node:http';
-import { connect } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ListRootsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll } from 'vitest';
-import { freePort } from './raw.js';
 
 const BIN = join(import.meta.dirname, '../../node_modules/.bin');
 
@@ -19,22 +18,46 @@ export interface Supergateway {
   stop(): Promise<void>;
 }
 
-/** Accepts a TCP connection on 127.0.0.1:port within `ms`, or throws. */
-async function waitForPort(port: number, ms: number): Promise<void> {
+/**
+ * The TCP port `pid` listens on, once it does (within `ms`). supergateway takes `--port 0`
+ * but logs 0, not the port it got: its listening socket is found through /proc instead
+ * (socket inodes among its open files, matched against the kernel's table of listeners).
+ */
+async function listeningPort(pid: number, ms: number): Promise<number> {
   const until = Date.now() + ms;
   for (;;) {
-    const ok = await new Promise<boolean>((resolve) => {
-      const s = connect({ host: '127.0.0.1', port });
-      s.once('connect', () => {
-        s.destroy();
-        resolve(true);
-      });
-      s.once('error', () => resolve(false));
-    });
-    if (ok) return;
-    if (Date.now() > until) throw new Error(`nothing listens on 127.0.0.1:${port} after ${ms} ms`);
+    const port = listenerOf(pid);
+    if (port !== undefined) return port;
+    if (Date.now() > until) throw new Error(`process ${pid} listens on no TCP port after ${ms} ms`);
     await new Promise((r) => setTimeout(r, 50));
   }
+}
+
+function listenerOf(pid: number): number | undefined {
+  let fds: string[];
+  try {
+    fds = readdirSync(`/proc/${pid}/fd`);
+  } catch {
+    return undefined;
+  }
+  const inodes = new Set<string>();
+  for (const fd of fds) {
+    try {
+      const m = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`));
+      if (m) inodes.add(m[1] as string);
+    } catch {
+      // closed meanwhile
+    }
+  }
+  for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    for (const line of readFileSync(table, 'utf8').split('\n').slice(1)) {
+      // sl local_address rem_address st … inode: LISTEN is state 0A.
+      const f = line.trim().split(/\s+/);
+      if (f[3] === '0A' && inodes.has(f[9] as string))
+        return parseInt((f[1] as string).split(':')[1] as string, 16);
+    }
+  }
+  return undefined;
 }
 
 /** Process ids whose parent is `pid` (supergateway's per-session `sh -c` children). */
@@ -65,7 +88,6 @@ function alive(pid: number): boolean {
  * then SIGKILL to whatever of it and of those groups is still alive (bounded, by id only).
  */
 export async function startSupergateway(dirs: readonly string[]): Promise<Supergateway> {
-  const port = await freePort();
   const child = spawn(
     join(BIN, 'supergateway'),
     [
@@ -74,7 +96,7 @@ export async function startSupergateway(dirs: readonly string[]): Promise<Superg
       '--outputTransport',
       'streamableHttp',
       '--port',
-      String(port),
+      '0',
       '--stateful',
       '--logLevel',
       'none',
@@ -110,8 +132,9 @@ export async function startSupergateway(dirs: readonly string[]): Promise<Superg
         await new Promise((r) => setTimeout(r, 25));
     })());
   afterAll(stop);
+  let port: number;
   try {
-    await waitForPort(port, 15_000);
+    port = await listeningPort(child.pid as number, 15_000);
   } catch (err) {
     await stop();
     throw new Error(`${(err as Error).message}; supergateway stderr: ${stderr}`);

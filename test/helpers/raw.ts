@@ -246,11 +246,25 @@ export async function startUpgradeServer(): Promise<UpgradeServer> {
   return result;
 }
 
-/** A loopback port nothing listens on (it was free a moment ago). */
-export async function freePort(): Promise<number> {
-  const server = createServer();
+/**
+ * A loopback port that refuses connections (ECONNREFUSED) and that nothing else can take
+ * until the file's tests are done: the local port of a connected client socket, held open.
+ * Unlike a port found free and closed, it cannot be bound by another test meanwhile.
+ */
+export async function refusingPort(): Promise<number> {
+  const accepted: Socket[] = [];
+  const server = createServer((s) => accepted.push(s));
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((r) => server.close(() => r()));
-  return port;
+  const client = connect((server.address() as AddressInfo).port, '127.0.0.1');
+  await new Promise<void>((resolve, reject) => {
+    client.once('connect', resolve);
+    client.once('error', reject);
+  });
+  // Only the connection holds the port; the listener it came through can go.
+  server.close();
+  afterAll(() => {
+    client.destroy();
+    for (const s of accepted) s.destroy();
+  });
+  return client.localPort as number;
 }

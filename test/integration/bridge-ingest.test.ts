@@ -3,9 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EventRecord } from '../../src/journal/records.js';
 import { runCliPiped } from '../helpers/cli.js';
 import type { TestGateway } from '../helpers/gateway.js';
-import { settle } from '../helpers/gateway.js';
 import { agentToken, postAsAgent, startIngestGateway } from '../helpers/ingest.js';
-import { freePort } from '../helpers/raw.js';
+import { refusingPort } from '../helpers/raw.js';
 import { tempDir } from '../helpers/tmp.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -49,7 +48,6 @@ describe('POST /events', () => {
     });
     expect(answers[2]?.json).toMatchObject({ boundary: 'network', count: 1 });
     expect(answers[2]?.json.message).toMatch(/^trajgate refused this request: network https/);
-    await settle();
     expect(events('seed').map((e) => [e.source, e.kind, e.verdict])).toEqual([
       ['ingest', 'command', 'ALLOW'],
       ['ingest', 'write', 'ALLOW'],
@@ -164,7 +162,7 @@ describe('trajgate check', () => {
   });
 
   it('bridge down → exit 2, "cannot reach", the action refused', async () => {
-    const port = await freePort();
+    const port = await refusingPort();
     const r = await runCliPiped(
       [
         'check',

@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestGateway } from '../helpers/gateway.js';
-import { settle, startTestGateway } from '../helpers/gateway.js';
+import { startTestGateway } from '../helpers/gateway.js';
 import { startMcpEcho } from '../helpers/mcp.js';
 import { tempDir } from '../helpers/tmp.js';
 
@@ -163,7 +163,6 @@ describe('messages other than tools/call, and the Authorization header', () => {
     ]);
     const canonical = JSON.stringify(initialize);
     expect(echo.seen[before]?.headers['content-length']).toBe(String(Buffer.byteLength(canonical)));
-    await settle();
     expect(g.records().filter((r) => r.type === 'event').length).toBe(eventsBefore);
   });
 

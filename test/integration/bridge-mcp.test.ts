@@ -5,7 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { EventRecord } from '../../src/journal/records.js';
 import { curl } from '../helpers/curl.js';
 import type { TestGateway } from '../helpers/gateway.js';
-import { settle, startTestGateway } from '../helpers/gateway.js';
+import { startTestGateway } from '../helpers/gateway.js';
 import { mcpClient, refused, startSupergateway } from '../helpers/mcp.js';
 import { layout, tempDir } from '../helpers/tmp.js';
 import { startUpstream } from '../helpers/upstream.js';
@@ -138,7 +138,6 @@ describe('MCP bridge end to end (server-filesystem behind supergateway)', () => 
     expect(res.headers['x-trajgate-verdict']).toBe('PAUSE; boundary=workspace');
     expect(allowed.seen.map((r) => r.url)).not.toContain('/after');
 
-    await settle();
     const mine = events(g, 'agent-1');
     expect(mine.map((e) => [e.source, e.verdict])).toEqual([
       ['proxy', 'ALLOW'],

@@ -5,7 +5,7 @@ import type { Lookup } from '../../src/action/egress.js';
 import type { EventRecord, ResultRecord } from '../../src/journal/records.js';
 import { runCliPiped } from '../helpers/cli.js';
 import type { TestGateway } from '../helpers/gateway.js';
-import { settle, startTestGateway } from '../helpers/gateway.js';
+import { startTestGateway } from '../helpers/gateway.js';
 import { tempDir } from '../helpers/tmp.js';
 
 /**
@@ -72,7 +72,6 @@ describe('a recorded Claude Code session through check --hook claude-code', () =
       });
       expect({ line: i + 1, ...r }).toEqual({ line: i + 1, status: 0, stdout: '', stderr: '' });
     }
-    await settle();
     const records = g.records();
     const events = records.filter((r): r is EventRecord => r.type === 'event');
     const results = records.filter((r): r is ResultRecord => r.type === 'result');

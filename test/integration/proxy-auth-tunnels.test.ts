@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { curl } from '../helpers/curl.js';
 import type { TestGateway } from '../helpers/gateway.js';
-import { gatewayPerTest, settle } from '../helpers/gateway.js';
+import { gatewayPerTest } from '../helpers/gateway.js';
 import { connectTunnel, exchange, roundTrip, startEchoServer } from '../helpers/raw.js';
 import { startUpstream } from '../helpers/upstream.js';
 import { waitFor } from '../helpers/wait.js';
@@ -96,7 +96,6 @@ describe('proxy credentials (agents configured)', () => {
       expect(challenge).toBe('Basic realm="trajgate"');
       expect(upstream.connections).toBe(before.up);
       expect(echo.connections).toBe(before.echo);
-      await settle();
       expect(refusals(g)).toMatchObject([{ status: 407, reason: row.reason }]);
       expect(g.records().filter((r) => r.type === 'event')).toHaveLength(0);
       const journal = readFileSync(g.journalPath, 'utf8');
@@ -138,7 +137,6 @@ describe('limits.tunnelsPerSession', () => {
     expect(third.status).toBe(429);
     expect(third.rest).toContain('too many open tunnels for this session (limit 2)');
     expect(echo.connections).toBe(base + 2);
-    await settle();
     expect(refusals(g)).toMatchObject([{ status: 429, session: '127.0.0.1', method: 'CONNECT' }]);
 
     // Close the first; once its outcome is journaled its slot is free again.

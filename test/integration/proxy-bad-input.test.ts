@@ -1,8 +1,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { curl } from '../helpers/curl.js';
 import type { TestGateway } from '../helpers/gateway.js';
-import { settle, startTestGateway } from '../helpers/gateway.js';
-import { connectTunnel, exchange, freePort, roundTrip } from '../helpers/raw.js';
+import { startTestGateway } from '../helpers/gateway.js';
+import { adminClient, generatedToken } from '../helpers/admin.js';
+import { connectTunnel, exchange, roundTrip } from '../helpers/raw.js';
 import type { RawResponse } from '../helpers/raw.js';
 import { startUpstream } from '../helpers/upstream.js';
 import type { EventRecord } from '../../src/journal/records.js';
@@ -95,7 +96,6 @@ describe('private and odd loopback spellings are refused before any connection',
     const res = await send(g, row.via, target);
     expect(res.status).toBe(403);
     expect(res.headers['x-trajgate-verdict']).toBe('REVIEW; boundary=network');
-    await settle();
     const recorded = events(g);
     expect(recorded).toHaveLength(1);
     expect(recorded[0]).toMatchObject({ target, verdict: 'REVIEW', boundary: 'network' });
@@ -135,20 +135,13 @@ describe('private and odd loopback spellings are refused before any connection',
 });
 
 describe("trajgate's own port is never reachable through it", () => {
-  /** A gateway listening on a port chosen beforehand, so the allowlist can name it. */
+  /** A gateway (port 0) whose own proxy port is then approved, as an allow pattern would. */
   async function startOnKnownPort(): Promise<{ g: TestGateway; port: number }> {
-    for (let attempt = 1; ; attempt++) {
-      const port = await freePort();
-      try {
-        const g = await start({
-          listen: { proxy: `127.0.0.1:${port}`, bridge: '127.0.0.1:0', admin: '127.0.0.1:0' },
-          network: { allow: [`127.0.0.1:${port}`], allowPrivate: ['127.0.0.1/32'] },
-        });
-        return { g, port };
-      } catch (err) {
-        if (attempt >= 3) throw err; // the free port was taken meanwhile: try another
-      }
-    }
+    const g = await start({ network: { allowPrivate: ['127.0.0.1/32'] } });
+    const port = g.gw.proxy.port;
+    const api = adminClient(g.gw.admin.port, generatedToken(g.gw.adminTokenFile));
+    expect((await api.post('/api/approvals', { pattern: `127.0.0.1:${port}` })).status).toBe(201);
+    return { g, port };
   }
 
   it.each([
@@ -159,7 +152,6 @@ describe("trajgate's own port is never reachable through it", () => {
     expect(g.gw.proxy.port).toBe(port);
     const res = await send(g, row.via, row.target(port));
     expect(res.status).toBe(403);
-    await settle();
     // One event only: the proxy did not connect to itself and judge the request again.
     const recorded = events(g);
     expect(recorded).toHaveLength(1);
@@ -206,7 +198,6 @@ describe('CONNECT outside network.ports', () => {
     try {
       if (!row.ok) {
         expect(t.status).toBe(403);
-        await settle();
         expect(events(g)[0]?.denied).toBe(`port ${P()} not allowed`);
         expect(control.connections).toBe(before);
         expect(lookups).toEqual([]); // refused before the name was even resolved

@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
 import { adminClient, eventually, generatedToken, viaProxy } from '../helpers/admin.js';
-import { settle } from '../helpers/gateway.js';
 import { ADMIN, ALICE, auth, reviewStage } from '../helpers/review-story.js';
 import type { Summary } from '../../src/journal/records.js';
 
@@ -70,11 +69,14 @@ describe('the seed story through the admin API', () => {
     });
     expect(approve.status).toBe(201);
     expect(approve.json.approval).toEqual({
+      id: expect.stringMatching(/^a\d+$/),
       pattern: `127.0.0.1:${other.port}`,
       kind: 'network',
       session: 'agent-1',
       expiresAt: null,
       origin: 'operator',
+      source: 'operator',
+      by: 'operator',
     });
     const resume = await api.post('/api/sessions/agent-1/resume');
     expect(resume.status).toBe(200);
@@ -88,7 +90,6 @@ describe('the seed story through the admin API', () => {
     const after = await api.get('/api/sessions/agent-1');
     expect(after.json).toMatchObject({ state: 'active', held: 0, pause: null });
     expect(after.json.counts).toEqual({ network: 2 }); // kept, not reset
-    await settle();
     const ops = g.records().filter((r) => r.type === 'approve' || r.type === 'resume');
     expect(ops.map((r) => [r.type, (r as { by: string }).by])).toEqual([
       ['approve', 'operator'],
@@ -116,7 +117,6 @@ describe('the seed story through the admin API', () => {
     const approve = await alice.post('/api/approvals', { pattern: 'pkg.example', ttl: '1h' });
     expect(approve.status).toBe(201);
     expect(approve.json.approval.session).toBeNull();
-    await settle();
     const deny2 = g.records().find((r) => r.type === 'deny');
     expect(deny2).toMatchObject({ session: 'agent-2', by: 'alice', released: 1 });
     expect(g.records().find((r) => r.type === 'approve')).toMatchObject({

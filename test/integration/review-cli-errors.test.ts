@@ -5,7 +5,7 @@ import { stringify } from 'yaml';
 import { runCliAsync } from '../helpers/cli.js';
 import type { TestGateway } from '../helpers/gateway.js';
 import { startTestGateway } from '../helpers/gateway.js';
-import { freePort } from '../helpers/raw.js';
+import { refusingPort } from '../helpers/raw.js';
 import { tempDir } from '../helpers/tmp.js';
 
 /**
@@ -46,7 +46,7 @@ describe('operator CLI errors', () => {
   });
 
   it('not running (closed port) → exit 1, says so and how to point elsewhere', async () => {
-    const port = await freePort();
+    const port = await refusingPort();
     for (const cmd of [
       ['sessions'],
       ['events', 's'],

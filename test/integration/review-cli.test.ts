@@ -109,15 +109,19 @@ describe('operator commands', () => {
     expect(ttl).toBeLessThanOrEqual(3_600_000);
     const text = await op(['approve', 'agent-2', 'pkg.example']);
     expect(text.status).toBe(0);
-    expect(text.stdout).toBe('approved pkg.example for agent-2\n');
+    expect(text.stdout).toMatch(
+      /^approved pkg\.example for agent-2 \(id (a\d+); undo: trajgate revoke \1\)\n$/,
+    );
     const detail = (await api.get('/api/sessions/agent-2')).json;
-    expect(detail.approvals).toContainEqual({
-      pattern: 'pkg.example',
-      kind: 'network',
-      session: 'agent-2',
-      expiresAt: null,
-      origin: 'operator',
-    });
+    expect(detail.approvals).toContainEqual(
+      expect.objectContaining({
+        pattern: 'pkg.example',
+        kind: 'network',
+        session: 'agent-2',
+        expiresAt: null,
+        origin: 'operator',
+      }),
+    );
   });
 
   it('resume SESSION: releases the held request (now approved) → 200', async () => {
@@ -139,7 +143,9 @@ describe('operator commands', () => {
     const again = await json(['deny', 'agent-2']);
     expect(again).toEqual({ denied: true, released: 0 });
     const reset = await op(['resume', 'agent-2', '--reset']);
-    expect(reset.stdout).toBe('resumed agent-2; 0 held request(s) judged again\n');
+    expect(reset.stdout).toBe(
+      'resumed agent-2 with its counts reset; 0 held request(s) judged again\n',
+    );
     expect((await api.get('/api/sessions/agent-2')).json).toMatchObject({
       state: 'active',
       counts: {},

@@ -5,6 +5,7 @@ import { startChild, writeConfig } from '../helpers/child-gateway.js';
 import { readRecords } from '../helpers/gateway.js';
 import { tempDir } from '../helpers/tmp.js';
 import { startUpstream } from '../helpers/upstream.js';
+import { isOutcome, waitForRecords } from '../helpers/wait.js';
 
 /**
  * Restart recovery with a real crash: `trajgate start` runs in a child process, is killed with
@@ -71,7 +72,8 @@ describe('restart recovery after SIGKILL', () => {
     };
     expect(before.agent1.pause.restored).toBe(false);
     expect(before.agent2.counts).toEqual({ network: 1 });
-    await sleep(150); // let the deferred outcome records reach the journal before the crash
+    // the outcomes of /a, /c and both /x, written after their answers, reach the journal before the crash
+    await waitForRecords({ records: () => readRecords(journal) }, isOutcome, 4);
     const lines = lineCount(journal);
 
     // crash
@@ -80,7 +82,7 @@ describe('restart recovery after SIGKILL', () => {
     expect(lost.status).toBe(0); // the held connection died with the process
     expect(lineCount(journal)).toBe(lines);
 
-    // the short approval expires while trajgate is down
+    // the short approval expires while trajgate is down: the time passing is what is tested
     const expiry = Date.parse(short.json.approval.expiresAt);
     await sleep(Math.max(0, expiry - Date.now() + 50));
 
@@ -107,7 +109,8 @@ describe('restart recovery after SIGKILL', () => {
 
     const agent2 = (await api.get('/api/sessions/agent-2')).json;
     expect(agent2.counts).toEqual({ network: 1 });
-    expect(agent2.state).toBe('active');
+    // its REVIEW came after the operator's last action on it: flagged, after a restart too
+    expect(agent2).toMatchObject({ state: 'flagged', flagged: 1 });
     expect(agent2.approvals).toContainEqual(a2.json.approval);
     expect(agent2.approvals).toContainEqual(all.json.approval);
     expect(agent2.approvals.map((a: { pattern: string }) => a.pattern)).not.toContain(
@@ -154,7 +157,7 @@ describe('restart recovery after SIGKILL', () => {
   }, 30_000);
 
   it('a reset resume and a denial survive the crash too', async () => {
-    const { file } = recoveryConfig();
+    const { journal, file } = recoveryConfig();
     const first = await startChild(file);
     const api = adminClient(first.adminPort, ADMIN);
     const held: Promise<unknown>[] = [];
@@ -173,7 +176,8 @@ describe('restart recovery after SIGKILL', () => {
     expect((await api.post('/api/sessions/agent-2/deny')).json.released).toBe(1);
     await Promise.all(held);
     const before = (await api.get('/api/sessions')).json.sessions;
-    await sleep(150);
+    // every request's outcome (two REVIEWs, the re-judged one, the denied one) before the crash
+    await waitForRecords({ records: () => readRecords(journal) }, isOutcome, 4);
     await first.kill('SIGKILL');
 
     const second = await startChild(file);
@@ -184,7 +188,8 @@ describe('restart recovery after SIGKILL', () => {
       (await api2.get('/api/sessions/agent-1')).json,
       (await api2.get('/api/sessions/agent-2')).json,
     ];
-    expect(a1).toMatchObject({ state: 'active', counts: { network: 1 }, pause: null });
+    // the held request judged again from zero was a REVIEW: flagged since the reset
+    expect(a1).toMatchObject({ state: 'flagged', counts: { network: 1 }, pause: null });
     expect(a2).toMatchObject({ state: 'paused', counts: { network: 2 }, held: 0 });
     expect(a2.pause).toMatchObject({ restored: true, boundary: 'network', count: 2 });
     await second.kill('SIGKILL');

@@ -1,7 +1,8 @@
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
+import { upstreamTrust } from '../../src/action/trust.js';
 import { Notifier } from '../../src/review/notify.js';
-import { freePort } from '../helpers/raw.js';
+import { refusingPort } from '../helpers/raw.js';
 import { waitFor } from '../helpers/wait.js';
 import { startWebhook } from '../helpers/webhook.js';
 
@@ -41,6 +42,7 @@ function start(webhook: string, options: Record<string, unknown>) {
         counts.peakQueued = Math.max(counts.peakQueued, q);
       },
     },
+    upstreamTrust([]),
   ));
   return { n, counts, lines };
 }
@@ -113,7 +115,7 @@ describe('bounded webhook notifications', () => {
   });
 
   it('a refusing receiver: retried, counted as failed, the queue still bounded', async () => {
-    const url = `http://127.0.0.1:${await freePort()}/hook`;
+    const url = `http://127.0.0.1:${await refusingPort()}/hook`;
     const { n, counts } = start(url, { attempts: 2, backoff: 10, queue: 3, connections: 1 });
     for (let i = 0; i < 10; i++) n.send('pause', `s${i}`, pause(`s${i}`, 1));
     expect(counts.peakQueued).toBe(3);

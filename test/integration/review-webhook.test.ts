@@ -3,7 +3,7 @@ import type { AdminClient } from '../helpers/admin.js';
 import { adminClient, agentAuth, eventually, viaProxy } from '../helpers/admin.js';
 import type { TestGateway } from '../helpers/gateway.js';
 import { startTestGateway } from '../helpers/gateway.js';
-import { freePort, startSilentServer } from '../helpers/raw.js';
+import { refusingPort, startSilentServer } from '../helpers/raw.js';
 import { startUpstream } from '../helpers/upstream.js';
 import { startWebhook } from '../helpers/webhook.js';
 import type { Summary } from '../../src/journal/records.js';
@@ -81,7 +81,14 @@ describe('webhook notification', () => {
     ]);
     // the same record as the API's
     const detail = await api.get('/api/sessions/agent-1');
-    const { kind: _kind, coalesced: _coalesced, ...record } = body;
+    const {
+      kind: _kind,
+      coalesced: _coalesced,
+      text: _text,
+      url: _url,
+      links: _links,
+      ...record
+    } = body;
     expect(detail.json.pause).toEqual(record);
     expect(await failures(api)).toBe(0);
     await api.post('/api/sessions/agent-1/deny');
@@ -124,7 +131,7 @@ describe('webhook notification', () => {
 
   it('a webhook that is down does not delay the agent; the failure is counted', async () => {
     const { g, api } = await start({
-      webhook: `http://127.0.0.1:${await freePort()}/hook`,
+      webhook: `http://127.0.0.1:${await refusingPort()}/hook`,
       on: ['pause', 'review'],
     });
     const { reviewMs, heldMs, held } = await review_then_pause(g, api);

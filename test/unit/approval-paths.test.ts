@@ -3,13 +3,14 @@ import { describe, expect, it } from 'vitest';
 import { normalizeEvent } from '../../src/event/normalize.js';
 import { compileApproval } from '../../src/guard/approvals.js';
 import { globToRegExp } from '../../src/guard/glob.js';
-import { suggestPattern } from '../../src/review/page/pattern.js';
+import { suggestApproval } from '../../src/guard/suggest.js';
 import { tempDir } from '../helpers/tmp.js';
 
 /**
  * Approvals of path kinds end where their text ends: `/x` approves `/x`, never `/xyz` or
- * `/x/y`; `/x/**` approves the directory and what is under it. The review page proposes a
- * target as a glob that matches that target alone, whatever characters the agent chose.
+ * `/x/y`; `/x/**` approves the directory and what is under it. The gateway proposes (to the
+ * review page and `approve --from`) a target as a glob that matches that target alone,
+ * whatever characters the agent chose.
  */
 const root = tempDir();
 const ws = join(root, 'ws');
@@ -53,7 +54,7 @@ describe('path approvals end on a segment', () => {
   });
 });
 
-describe('the review page proposes the target alone', () => {
+describe('the suggested approval is the target alone', () => {
   // [kind, target, proposed]
   const proposed: [string, string, string][] = [
     ['write', '/x', '/x'],
@@ -62,17 +63,17 @@ describe('the review page proposes the target alone', () => {
     ['read', '/srv/**', '/srv/\\*\\*'],
     ['read', '/srv/a\\*', '/srv/a\\\\\\*'],
     ['tool', '*', '\\*'],
-    ['network', 'https://api.example.com/v1/x', 'https://api.example.com'],
-    ['network', 'http://api.example.com:8080/x', 'api.example.com:8080'],
+    ['network', 'https://api.example.com/v1/x', 'https://api.example.com/v1/'],
+    ['network', 'http://api.example.com:8080/x', 'http://api.example.com:8080'],
   ];
   it.each(proposed)('%s %s → %s', (kind, target, pattern) => {
-    expect(suggestPattern(kind, target)).toBe(pattern);
+    expect(suggestApproval({ kind, target }).pattern).toBe(pattern);
   });
 
   it.each(proposed.filter(([kind]) => kind !== 'network'))(
     'approving %s %s as proposed covers it and no sibling',
     (kind, target) => {
-      const pattern = suggestPattern(kind, target);
+      const { pattern } = suggestApproval({ kind, target });
       expect(approves(pattern, kind, target)).toBe(true);
       expect(approves(pattern, kind, `${target}yz`)).toBe(false);
       const sibling = target.replace(/[*?\\]/g, 'q');

@@ -26,6 +26,13 @@ interface Step {
   paused?: boolean;
   approve?: { pattern: string; kind?: string; session?: string; expiresAt?: number };
   resume?: { session: string; reset: boolean };
+  /** An operator's deny pattern (Guard.block) and its removal (Guard.revoke) by id. */
+  block?: { pattern: string; session?: string; id: string };
+  revoke?: string;
+  /** Text the decision's reason contains. */
+  reason?: string;
+  /** The deny pattern's reason that refused it (the record's `denied`). */
+  deniedBy?: string;
 }
 
 interface Fixture {
@@ -62,6 +69,14 @@ describe.each(files)('guard fixture %s', (file) => {
         guard.resume(step.resume.session, step.resume.reset);
         return;
       }
+      if (step.block) {
+        guard.block(step.block);
+        return;
+      }
+      if (step.revoke) {
+        expect(guard.revoke(step.revoke), `${at}: revoke ${step.revoke}`).toBeDefined();
+        return;
+      }
       const session = step.session ?? 'replay';
       const event = normalizeEvent(
         {
@@ -83,6 +98,9 @@ describe.each(files)('guard fixture %s', (file) => {
       if (step.count !== undefined) expect(decision.count, `${at} count`).toBe(step.count);
       if (step.approvedBy !== undefined)
         expect(decision.approvedBy, `${at} approvedBy`).toBe(step.approvedBy);
+      if (step.reason !== undefined) expect(decision.reason, `${at} reason`).toContain(step.reason);
+      if (step.deniedBy !== undefined)
+        expect(decision.deniedBy, `${at} deniedBy`).toBe(step.deniedBy);
       if (step.paused !== undefined) {
         expect(guard.session(session)?.pausedAt !== null, `${at} paused`).toBe(step.paused);
       }

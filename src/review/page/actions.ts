@@ -1,10 +1,12 @@
-// The operator's actions on one session: approve a pattern, resume (optionally resetting the
-// counts), deny. Each asks for confirmation in a modal dialog, calls the API and reports the
-// answer, errors included, in a live region.
+// The operator's actions on one session: approve a pattern (pre-filled with the gateway's
+// suggestion for the selected event), resume (optionally resetting the counts), deny. Each asks
+// for confirmation in a modal dialog, calls the API and reports the answer, errors included, in
+// a live region that the other cards' actions (revoke, block) report in too.
 
 import { ApiFailure, call, Down, sessionPath, Unauthorized } from './api.js';
-import { byId, fill, h } from './dom.js';
-import { suggestPattern } from './pattern.js';
+import { confirmAction } from './confirm.js';
+import { fill, h } from './dom.js';
+import { suggestion } from './suggest.js';
 import type { ApprovalView, TrajEvent } from './types.js';
 
 const KINDS = ['network', 'write', 'command', 'read'];
@@ -26,12 +28,17 @@ export class Actions {
   readonly #resume: HTMLButtonElement;
   readonly #deny: HTMLButtonElement;
   readonly #pausedHint: HTMLElement;
+  readonly #help: HTMLElement;
   readonly #message: HTMLElement;
   readonly #options: ActionsOptions;
   #session = '';
   #paused = false;
   #held = 0;
   #busy = false;
+  /** The event whose suggestion the form waits for or shows. */
+  #prefilled: number | null = null;
+  /** The operator typed a pattern since: a late suggestion does not overwrite it. */
+  #typed = false;
 
   constructor(options: ActionsOptions) {
     this.#options = options;
@@ -93,13 +100,14 @@ export class Actions {
         h('label', { text: 'Pattern', attrs: { for: 'approve-pattern' } }),
         this.#pattern,
       ),
-      h('p', {
+      (this.#help = h('p', {
         class: 'help',
         attrs: { id: 'approve-help' },
-        text: 'Pre-filled from the selected event. Approved events of this session are allowed and not counted.',
-      }),
+        text: APPROVE_HELP,
+      })),
       h('div', { class: 'btn-row' }, this.#approve),
     );
+    this.#pattern.addEventListener('input', () => (this.#typed = true));
     form.addEventListener('submit', (e) => {
       e.preventDefault();
       void this.#onApprove();
@@ -149,6 +157,8 @@ export class Actions {
   show(session: string): void {
     this.#session = session;
     this.#pattern.value = '';
+    this.#prefilled = null;
+    this.#help.textContent = APPROVE_HELP;
     this.#ttl.value = '';
     this.#reset.checked = false;
     this.#setKinds('network');
@@ -171,11 +181,38 @@ export class Actions {
     if (this.#pausedHint.textContent !== hint) this.#pausedHint.textContent = hint;
   }
 
-  /** The operator selected an event: propose approving its destination. */
-  prefill(event: TrajEvent | null): void {
-    if (!event) return;
+  /**
+   * The operator selected an event: propose the approval that fits it (the gateway's
+   * suggestion: for a request, its method and path prefix, not the whole host).
+   */
+  async prefill(event: TrajEvent | null): Promise<void> {
+    if (!event || event.seq === this.#prefilled) return;
+    const seq = event.seq;
+    this.#prefilled = seq;
+    this.#typed = false;
     this.#setKinds(event.kind);
-    this.#pattern.value = suggestPattern(event.kind, event.target);
+    this.#pattern.value = '';
+    this.#help.textContent = `Asking the gateway what fits event #${seq}…`;
+    try {
+      const s = await suggestion(seq);
+      if (this.#prefilled !== seq || this.#typed) return;
+      this.#setKinds(s.kind);
+      this.#pattern.value = s.pattern;
+      this.#help.textContent = `Suggested for event #${seq}: ${event.kind === 'network' ? 'its method and path prefix' : 'its target alone'}; edit it to widen or narrow. ${APPROVE_HELP}`;
+    } catch (err) {
+      if (this.#prefilled !== seq) return;
+      if (err instanceof Unauthorized) return this.#options.unauthorized();
+      const why = err instanceof ApiFailure ? `${err.status} ${err.code}` : 'no answer';
+      this.#help.textContent = `No suggestion for event #${seq} (${why}): type a pattern. ${APPROVE_HELP}`;
+    }
+  }
+
+  /** Approve from a flagged event: its suggestion in the form, then the confirmation. */
+  async approveFrom(event: TrajEvent): Promise<void> {
+    this.#prefilled = null;
+    await this.prefill(event);
+    this.#pattern.focus();
+    if (this.#pattern.value !== '') await this.#onApprove();
   }
 
   #setKinds(selected: string): void {
@@ -211,7 +248,7 @@ export class Actions {
       tone: 'primary',
     });
     if (!ok) return;
-    await this.#run(async () => {
+    await this.run(async () => {
       const { approval } = await call<{ approval: ApprovalView }>(
         'POST',
         `${sessionPath(this.#session)}/approve`,
@@ -238,7 +275,7 @@ export class Actions {
       tone: 'go',
     });
     if (!ok) return;
-    await this.#run(async () => {
+    await this.run(async () => {
       const r = await call<{ released: number }>('POST', `${sessionPath(this.#session)}/resume`, {
         reset,
       });
@@ -258,13 +295,14 @@ export class Actions {
       tone: 'danger',
     });
     if (!ok) return;
-    await this.#run(async () => {
+    await this.run(async () => {
       const r = await call<{ released: number }>('POST', `${sessionPath(this.#session)}/deny`);
       return `Denied: ${r.released} held request${r.released === 1 ? '' : 's'} answered 403; the session stays paused.`;
     });
   }
 
-  async #run(action: () => Promise<string>): Promise<void> {
+  /** Runs one confirmed action, reporting its answer (or error) here; then polls. */
+  async run(action: () => Promise<string>): Promise<void> {
     if (this.#busy) return;
     this.#busy = true;
     this.update(this.#paused, this.#held, false);
@@ -288,6 +326,11 @@ export class Actions {
     }
   }
 
+  /** Reports in the live region (errors as alerts). */
+  say(text: string, tone: 'ok' | 'error' | 'info' | 'none'): void {
+    this.#say(text, tone);
+  }
+
   #say(text: string, tone: 'ok' | 'error' | 'info' | 'none'): void {
     this.#message.textContent = text;
     this.#message.dataset.tone = tone;
@@ -295,51 +338,4 @@ export class Actions {
   }
 }
 
-/** Asks in the page's modal dialog; resolves true only for the confirm button. */
-export function confirmAction(ask: {
-  title: string;
-  lines: [string, string][];
-  note: string;
-  confirm: string;
-  tone: 'primary' | 'go' | 'danger';
-}): Promise<boolean> {
-  const dialog = byId<HTMLDialogElement>('confirm');
-  const yes = h('button', {
-    class: `btn btn-${ask.tone}`,
-    text: ask.confirm,
-    attrs: { type: 'button' },
-    on: { click: () => dialog.close('yes') },
-  });
-  const no = h('button', {
-    class: 'btn',
-    text: 'Cancel',
-    attrs: { type: 'button' },
-    on: { click: () => dialog.close('no') },
-  });
-  fill(
-    dialog,
-    h(
-      'div',
-      { class: 'confirm-body' },
-      h('h2', { attrs: { id: 'confirm-title' }, text: ask.title }),
-      h(
-        'dl',
-        { class: 'confirm-lines' },
-        ...ask.lines.flatMap(([k, v]) => [
-          h('dt', { text: k }),
-          h('dd', { class: 'mono', text: v }),
-        ]),
-      ),
-      h('p', { class: 'help', text: ask.note }),
-      h('div', { class: 'btn-row btn-row-end' }, no, yes),
-    ),
-  );
-  dialog.setAttribute('aria-labelledby', 'confirm-title');
-  dialog.returnValue = '';
-  return new Promise((resolve) => {
-    dialog.addEventListener('close', () => resolve(dialog.returnValue === 'yes'), { once: true });
-    dialog.showModal();
-    // A destructive action starts on Cancel; the others on their own button.
-    (ask.tone === 'danger' ? no : yes).focus();
-  });
-}
+const APPROVE_HELP = 'Approved events of this session are allowed and not counted.';

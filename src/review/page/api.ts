@@ -63,7 +63,11 @@ async function send(
   }
 }
 
-export async function call<T>(method: 'GET' | 'POST', path: string, body?: unknown): Promise<T> {
+export async function call<T>(
+  method: 'GET' | 'POST' | 'DELETE',
+  path: string,
+  body?: unknown,
+): Promise<T> {
   const bearer = token.get();
   if (bearer === null) throw new Unauthorized('no admin token');
   let res = await send(method, path, bearer, body);

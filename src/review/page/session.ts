@@ -1,11 +1,17 @@
-// One session: its trajectory as a timeline, the pause record, what is held, and the actions.
+// One session: its trajectory as a timeline (the selected event beside its capture), what
+// flags it, the pause record, what is held, the actions, and what allows or denies it.
 
 import { Actions } from './actions.js';
 import type { ActionsOptions } from './actions.js';
 import { call, sessionPath } from './api.js';
+import { ApprovalsCard } from './approvals.js';
+import { CaptureView } from './capture-view.js';
+import { DeniesCard } from './denies.js';
 import { ago, clock, clockMs, duration, fill, h, plural, setText, stamp } from './dom.js';
+import { ReviewsCard } from './reviews.js';
+import { forgetSuggestions } from './suggest.js';
 import { Timeline } from './timeline.js';
-import type { ApprovalView, EventsPage, HeldView, SessionDetail, TrajEvent } from './types.js';
+import type { EventsPage, HeldView, SessionDetail, SessionState, TrajEvent } from './types.js';
 
 /** The newest 10,000 events are drawn, fetched in pages of the events route's limit. */
 const MAX_EVENTS = 10_000;
@@ -36,6 +42,10 @@ export class SessionPage {
   readonly element: HTMLElement;
   readonly actions: Actions;
   readonly timeline: Timeline;
+  readonly #reviews: ReviewsCard;
+  readonly #capture: CaptureView;
+  readonly #approvals: ApprovalsCard;
+  readonly #denies: DeniesCard;
   readonly #title: HTMLElement;
   readonly #badge: HTMLElement;
   readonly #meta: HTMLElement;
@@ -47,7 +57,6 @@ export class SessionPage {
   readonly #recentBody: HTMLTableSectionElement;
   readonly #heldTitle: HTMLElement;
   readonly #heldList: HTMLElement;
-  readonly #approvals: HTMLElement;
   readonly #missing: HTMLElement;
   readonly #body: HTMLElement;
   #id = '';
@@ -57,7 +66,6 @@ export class SessionPage {
   #counted = -1;
   #recentKey = '';
   #heldKey: string | null = null;
-  #approvalsKey = '';
   #countsKey = '';
   #autoSelected = false;
   readonly #heldRows = new Map<
@@ -68,6 +76,16 @@ export class SessionPage {
   constructor(options: ActionsOptions) {
     this.actions = new Actions(options);
     this.timeline = new Timeline({ onSelect: (e) => this.#onSelect(e) });
+    this.#capture = new CaptureView();
+    this.#reviews = new ReviewsCard({
+      show: (e) => this.#select(e),
+      approve: (e) => {
+        this.#select(e);
+        void this.actions.approveFrom(e);
+      },
+    });
+    this.#approvals = new ApprovalsCard(this.actions);
+    this.#denies = new DeniesCard(this.actions);
 
     this.#title = h('h1', { class: 'session-title mono' });
     this.#badge = h('span', { class: 'badge' });
@@ -183,25 +201,19 @@ export class SessionPage {
       this.#heldTitle,
       this.#heldList,
     );
-    this.#approvals = h('ul', { class: 'approval-list' });
-    const approvalsCard = h(
-      'section',
-      { class: 'card approvals-card', attrs: { 'aria-labelledby': 'approvals-title' } },
-      h('h2', { attrs: { id: 'approvals-title' }, text: 'Approvals in force' }),
-      this.#approvals,
-    );
 
     this.#missing = h('div', { class: 'card empty', attrs: { hidden: '' } });
     this.#body = h(
       'div',
       { class: 'session-grid' },
-      h('div', { class: 'session-main' }, timelineCard, pauseCard),
+      h('div', { class: 'session-main' }, timelineCard, this.#reviews.element, pauseCard),
       h(
         'aside',
         { class: 'session-side', attrs: { 'aria-label': 'Held requests and actions' } },
         heldCard,
         this.actions.element,
-        approvalsCard,
+        this.#approvals.element,
+        this.#denies.element,
       ),
     );
     this.element = h('section', { class: 'view view-session' }, head, this.#missing, this.#body);
@@ -217,7 +229,7 @@ export class SessionPage {
     this.#detail = null;
     this.#events = [];
     this.#counted = -1;
-    this.#recentKey = this.#approvalsKey = this.#countsKey = '';
+    this.#recentKey = this.#countsKey = '';
     this.#heldKey = null;
     this.#autoSelected = false;
     this.#heldRows.clear();
@@ -227,7 +239,10 @@ export class SessionPage {
     setText(this.#badge, '');
     fill(this.#counts);
     fill(this.#heldList);
-    fill(this.#approvals);
+    forgetSuggestions();
+    this.#approvals.clear();
+    this.#reviews.clear();
+    this.#denies.show(id);
     fill(this.#recentBody);
     fill(this.#pauseMeta);
     this.#missing.hidden = true;
@@ -279,6 +294,7 @@ export class SessionPage {
     this.element.classList.toggle('is-stale', down);
     const d = this.#detail;
     this.actions.update(d?.state === 'paused', d?.heldRequests.length ?? 0, down);
+    this.#denies.setDisabled(down);
   }
 
   /** Every second: the held requests' clocks move on between polls. */
@@ -300,9 +316,11 @@ export class SessionPage {
 
   #render(d: SessionDetail, eventsChanged: boolean): void {
     const paused = d.state === 'paused';
+    this.#capture.enabled = d.captures !== false;
     this.element.classList.toggle('is-paused', paused);
-    this.#badge.className = paused ? 'badge badge-pause badge-lg' : 'badge badge-active badge-lg';
-    setText(this.#badge, paused ? 'Paused' : 'Active');
+    this.element.classList.toggle('is-flagged', d.state === 'flagged');
+    this.#badge.className = `${BADGE[d.state] ?? BADGE.active} badge-lg`;
+    setText(this.#badge, STATE_NAME[d.state] ?? 'Active');
     this.#renderMeta(d);
     const counts = Object.entries(d.counts).sort(([a], [b]) => a.localeCompare(b));
     const countsKey = JSON.stringify(counts);
@@ -342,7 +360,11 @@ export class SessionPage {
 
     this.#renderPause(d);
     this.#renderHeld(d.heldRequests);
-    this.#renderApprovals(d.approvals);
+    this.#reviews.update(d.reviews ?? [], d.flagged ?? 0, paused);
+    this.#approvals.update(d.approvals, d.allowlist);
+    this.#denies.update(d.denies);
+    this.#denies.setDisabled(false);
+    this.#capture.refresh();
     this.actions.update(paused, d.heldRequests.length, false);
     this.tick();
   }
@@ -483,37 +505,17 @@ export class SessionPage {
     );
   }
 
-  #renderApprovals(approvals: readonly ApprovalView[]): void {
-    const key = JSON.stringify(approvals);
-    if (key === this.#approvalsKey) return;
-    this.#approvalsKey = key;
-    if (approvals.length === 0) {
-      fill(this.#approvals, h('li', { class: 'muted', text: 'None: nothing is approved.' }));
-      return;
-    }
-    // This session's own first, then global ones, then the config's allowlist.
-    const rank = (a: ApprovalView) => (a.origin === 'config' ? 2 : a.session === null ? 1 : 0);
-    const sorted = [...approvals].sort((a, b) => rank(a) - rank(b));
-    fill(
-      this.#approvals,
-      ...sorted.map((a) =>
-        h(
-          'li',
-          { class: 'approval' },
-          h('span', { class: 'approval-pattern mono', text: a.pattern }),
-          h(
-            'span',
-            { class: 'approval-meta' },
-            `${a.kind} · ${a.origin === 'config' ? 'allowlist (config)' : a.session === null ? 'all sessions' : 'this session'}`,
-            ` · ${a.expiresAt ? `expires ${clock(a.expiresAt)}` : 'no expiry'}`,
-          ),
-        ),
-      ),
-    );
+  /** Selects an event on the timeline, or shows it alone when it is older than those drawn. */
+  #select(e: TrajEvent): void {
+    if (this.#events.some((x) => x.seq === e.seq)) this.timeline.selectSeq(e.seq);
+    else this.#onSelect(e);
+    this.#details.scrollIntoView({ block: 'nearest' });
   }
 
   #onSelect(e: TrajEvent | null): void {
-    this.actions.prefill(e);
+    void this.actions.prefill(e);
+    void this.#denies.prefill(e);
+    this.#capture.show(this.#id, e);
     for (const row of this.#recentBody.querySelectorAll('tr.is-selected'))
       row.classList.remove('is-selected');
     if (e) this.#recentBody.querySelector(`tr[data-seq="${e.seq}"]`)?.classList.add('is-selected');
@@ -551,9 +553,21 @@ export class SessionPage {
         ...row('Reason', e.reason),
         ...(e.denied ? row('Refused', e.denied) : []),
       ),
+      this.#capture.element,
     );
   }
 }
+
+const BADGE: Record<SessionState, string> = {
+  active: 'badge badge-active',
+  flagged: 'badge badge-flag',
+  paused: 'badge badge-pause',
+};
+const STATE_NAME: Record<SessionState, string> = {
+  active: 'Active',
+  flagged: 'Flagged',
+  paused: 'Paused',
+};
 
 function verdictBadge(v: string): HTMLElement {
   return h('span', { class: `verdict verdict-${v.toLowerCase()}`, text: v });

@@ -1,4 +1,5 @@
-// The sessions list: one row per session, paused first. Rows are kept by session id and only
+// The sessions list: one row per session, paused first, then flagged (a REVIEW since the last
+// operator action). Rows are kept by session id and only
 // their changed text is touched on each poll, so live updates neither flicker nor shift.
 
 import { ago, clock, fill, h, plural, setText, stamp } from './dom.js';
@@ -38,7 +39,7 @@ export class SessionsList {
     this.#table = h(
       'table',
       { class: 'sessions', attrs: { 'aria-describedby': 'sessions-summary' } },
-      h('caption', { class: 'visually-hidden', text: 'Sessions, paused first' }),
+      h('caption', { class: 'visually-hidden', text: 'Sessions, paused first, then flagged' }),
       h(
         'thead',
         {},
@@ -87,10 +88,12 @@ export class SessionsList {
 
   update(sessions: readonly SessionView[], now = Date.now()): void {
     const paused = sessions.filter((s) => s.state === 'paused');
+    const flagged = sessions.filter((s) => s.state === 'flagged').length;
     const held = sessions.reduce((n, s) => n + s.held, 0);
     setText(
       this.#summary,
-      `${plural(sessions.length, 'session')} · ${paused.length} paused · ${plural(held, 'held request')}`,
+      `${plural(sessions.length, 'session')} · ${paused.length} paused · ${plural(held, 'held request')}` +
+        (flagged > 0 ? ` · ${flagged} flagged for review` : ''),
     );
     this.#empty.hidden = sessions.length > 0;
     this.#table.hidden = sessions.length === 0;
@@ -146,12 +149,22 @@ export class SessionsList {
 
   #updateRow(row: Row, s: SessionView, now: number): void {
     const paused = s.state === 'paused';
+    const flagged = s.state === 'flagged';
     row.tr.classList.toggle('is-paused', paused);
-    row.state.className = paused ? 'badge badge-pause' : 'badge badge-active';
-    setText(row.state, paused ? 'Paused' : 'Active');
+    row.tr.classList.toggle('is-flagged', flagged);
+    row.state.className = paused
+      ? 'badge badge-pause'
+      : flagged
+        ? 'badge badge-flag'
+        : 'badge badge-active';
+    setText(row.state, paused ? 'Paused' : flagged ? 'Flagged' : 'Active');
     setText(
       row.stateNote,
-      paused && s.pausedAt ? `${s.pausedBy ?? 'held'} · since ${clock(s.pausedAt)}` : '',
+      paused && s.pausedAt
+        ? `${s.pausedBy ?? 'held'} · since ${clock(s.pausedAt)}`
+        : flagged
+          ? plural(s.flagged ?? 1, 'REVIEW')
+          : '',
     );
     row.stateNote.title = s.pausedAt ? `paused at ${stamp(s.pausedAt)}` : '';
     const entries = Object.entries(s.counts).sort(([a], [b]) => a.localeCompare(b));

@@ -3,9 +3,14 @@
 
 export type Verdict = 'ALLOW' | 'REVIEW' | 'PAUSE';
 
+/** `flagged`: a REVIEW since the last operator action on the session (and not paused). */
+export type SessionState = 'active' | 'flagged' | 'paused';
+
 export interface SessionView {
   readonly id: string;
-  readonly state: 'active' | 'paused';
+  readonly state: SessionState;
+  /** How many REVIEWs flag it (absent from gateways older than the page). */
+  readonly flagged?: number;
   readonly counts: Record<string, number>;
   readonly pausedAt: string | null;
   readonly pausedBy: string | null;
@@ -58,11 +63,50 @@ export interface HeldView {
 }
 
 export interface ApprovalView {
+  /** `a<seq>` for an operator's; config entries have ids too but cannot be revoked. */
+  readonly id: string;
   readonly pattern: string;
   readonly kind: string;
   readonly session: string | null;
   readonly expiresAt: string | null;
   readonly origin: 'config' | 'operator';
+  /** `network.allow`, `agents.<id>.allow`, `roles.<name>.allow` or `operator`. */
+  readonly source: string;
+  readonly by: string | null;
+}
+
+/** A deny pattern: refused whatever allows or approves it. */
+export interface DenyView {
+  readonly id: string;
+  readonly pattern: string;
+  readonly session: string | null;
+  readonly origin: 'config' | 'operator';
+  readonly source: string;
+  readonly by: string | null;
+}
+
+/** `GET /api/events/:seq`: the event and the approval that would fit it. */
+export interface EventAnswer {
+  readonly event: TrajEvent;
+  readonly suggestion: { readonly pattern: string; readonly kind: string };
+}
+
+export interface CapturedPart {
+  readonly headers: readonly [string, string][];
+  readonly body: string;
+  readonly encoding: 'text' | 'base64';
+  readonly decoded?: readonly string[];
+  readonly size: number;
+  readonly truncated: boolean;
+}
+
+/** `GET /api/sessions/:id/captures/:rid`. */
+export interface CapturedExchange {
+  readonly rid: number;
+  readonly session: string;
+  readonly forwarded: boolean;
+  readonly request: CapturedPart & { readonly method: string; readonly url: string };
+  readonly response: (CapturedPart & { readonly status: number }) | null;
 }
 
 export interface SessionDetail extends SessionView {
@@ -70,6 +114,13 @@ export interface SessionDetail extends SessionView {
   readonly heldRequests: readonly HeldView[];
   readonly recent: readonly TrajEvent[];
   readonly approvals: readonly ApprovalView[];
+  /** The REVIEW events that flag the session, oldest first. */
+  readonly reviews?: readonly TrajEvent[];
+  readonly denies?: readonly DenyView[];
+  /** The effective config allowlist: network.allow, the agent's and its roles' allow. */
+  readonly allowlist?: readonly string[];
+  /** `capture.bodies`: requests are captured. */
+  readonly captures?: boolean;
 }
 
 export interface EventsPage {

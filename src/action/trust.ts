@@ -1,0 +1,60 @@
+import { readFileSync } from 'node:fs';
+import { rootCertificates } from 'node:tls';
+import { TrajgateError } from '../errors.js';
+
+/** Debian's and Ubuntu's bundle of the system's trusted CAs (update-ca-certificates). */
+export const SYSTEM_BUNDLE = '/etc/ssl/certs/ca-certificates.crt';
+
+/** A verification failure that more trust would fix (as opposed to expiry or a wrong name). */
+const UNTRUSTED = new Set([
+  'UNABLE_TO_GET_ISSUER_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+]);
+
+let machine: readonly string[] | undefined;
+
+/**
+ * The CA certificates upstream TLS is verified against: what the machine trusts (Node's
+ * bundled roots, NODE_EXTRA_CA_CERTS, the system bundle where present) plus `tls.upstreamCa`.
+ * Passing `ca:` to tls or undici replaces Node's default store, so the list must be whole.
+ * The machine's part is read once per process; a missing or unreadable upstreamCa file is
+ * a config error.
+ */
+export function upstreamTrust(upstreamCa: readonly string[]): string[] {
+  machine ??= [
+    ...rootCertificates,
+    ...optionalPem(process.env.NODE_EXTRA_CA_CERTS),
+    ...optionalPem(SYSTEM_BUNDLE),
+  ];
+  const configured = upstreamCa.map((file) => {
+    try {
+      return readFileSync(file, 'utf8');
+    } catch (err) {
+      throw new TrajgateError(
+        'E_CONFIG_READ',
+        `tls.upstreamCa: cannot read ${file}: ${(err as Error).message}`,
+      );
+    }
+  });
+  return [...machine, ...configured];
+}
+
+/** The reason for a certificate that does not verify, naming the setting that would fix it. */
+export function certificateReason(upstream: string, code: string): string {
+  return UNTRUSTED.has(code)
+    ? `upstream ${upstream} certificate not trusted (${code}): add its CA to tls.upstreamCa or NODE_EXTRA_CA_CERTS`
+    : `upstream ${upstream} presented a certificate that does not verify (${code})`;
+}
+
+/** A PEM file's text, or nothing when it is unset or unreadable (Node warns and goes on too). */
+function optionalPem(file: string | undefined): string[] {
+  if (!file) return [];
+  try {
+    return [readFileSync(file, 'utf8')];
+  } catch {
+    return [];
+  }
+}

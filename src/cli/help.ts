@@ -1,0 +1,224 @@
+/** One command's help: what `trajgate COMMAND --help` prints and usage errors quote. */
+interface CommandHelp {
+  /** Usage lines without the leading `usage: `. */
+  readonly usage: readonly string[];
+  readonly about: string;
+  /** `[flags, one-line description]`. */
+  readonly options: readonly (readonly [string, string])[];
+  readonly example: string;
+}
+
+/** Options every operator command takes (they are clients of the admin API). */
+const OPERATOR_OPTIONS = [
+  ['--admin URL', 'the admin API (default: http://listen.admin of the config)'],
+  ['--config FILE', "the gateway's config: admin address and token file (default: embedded)"],
+  ['--json', "print the API's JSON answer instead of a table or line"],
+] as const;
+
+const COMMANDS: Record<string, CommandHelp> = {
+  start: {
+    usage: ['trajgate start [--config FILE]'],
+    about:
+      'Runs the gateway (the embedded default config without --config) and prints where each listener is. On SIGTERM or SIGINT it drains: exit 0, or 3 when something was cut at limits.drainTimeout. SIGHUP re-reads the config.',
+    options: [['--config FILE', 'the YAML config (see config/trajgate.example.yaml)']],
+    example: 'trajgate start --config config/trajgate.example.yaml',
+  },
+  replay: {
+    usage: ['trajgate replay FILE.jsonl|- [--config FILE] [--workspace DIR] [--json]'],
+    about:
+      'Judges recorded events (or a journal) offline, one verdict per line; `-` reads standard input. Stops at the first bad line (exit 1).',
+    options: [
+      ['--config FILE', 'the policy to judge with (default: embedded)'],
+      ['--workspace DIR', "the workspace, overriding the config's"],
+      ['--json', 'one JSON decision per line instead of the verdict'],
+    ],
+    example: 'trajgate replay seed.jsonl --workspace /tmp/agent-demo',
+  },
+  'check-config': {
+    usage: ['trajgate check-config FILE'],
+    about:
+      'Validates a config as `start` would: prints `ok` and a summary, or every error with its file:line:col and key path (exit 1).',
+    options: [],
+    example: 'trajgate check-config config/trajgate.example.yaml',
+  },
+  check: {
+    usage: [
+      'trajgate check (--kind K --target T | --hook claude-code) [--bridge URL] [--config FILE] [--timeout 50s]',
+    ],
+    about:
+      'Asks the gateway (POST /events on its bridge) whether an action may happen, for runner hooks. Exit 0: go ahead. Exit 2: refused, the reason on stderr. Every failure exits 2 with a one-line reason: the gateway unreachable or answering anything but a well-formed ALLOW, unreadable hook input, a bad config, no answer in time. Nothing exits 1 (which hooks read as "go ahead"). The agent\'s bearer token comes from $TRAJGATE_AGENT_TOKEN.',
+    options: [
+      ['--kind K --target T', 'the action as an event (read, write, command, network, …)'],
+      [
+        '--hook claude-code',
+        'a Claude Code hook input (JSON) on stdin: PreToolUse is judged; PostToolUse and PostToolUseFailure record how the call ended (exit 0 once recorded); other hook events exit 0 with nothing judged',
+      ],
+      ['--bridge URL', 'the bridge (default: $TRAJGATE_BRIDGE, else listen.bridge of the config)'],
+      ['--config FILE', "the gateway's config (default: the embedded one)"],
+      [
+        '--timeout DURATION',
+        'how long to wait in all, a held request included (default 50s, below the 60 s hook timeout of common runners); then exit 2',
+      ],
+    ],
+    example: 'trajgate check --kind command --target /srv/agents/agent-1/build.sh',
+  },
+  ca: {
+    usage: ['trajgate ca init|show [--dir certs] [--config FILE] [--force]'],
+    about: 'The local CA for TLS interception (tls.intercept).',
+    options: [
+      ['init', 'create the CA: ca.pem and ca-key.pem (mode 0600: keep it secret)'],
+      ['show', 'its path and fingerprint, and how Node.js, npm, pip, git and curl trust it'],
+      ['--dir DIR', 'the CA folder (default: tls.ca of the config, ./certs)'],
+      ['--config FILE', 'read tls.ca from this config'],
+      ['--force', 'init: replace an existing CA'],
+    ],
+    example: 'trajgate ca init --config config/trajgate.example.yaml',
+  },
+  export: {
+    usage: ['trajgate export --session ID --har FILE [--since TIME] [--config FILE]'],
+    about:
+      "Writes a session's HTTP exchanges from the journal (and captures) as a HAR 1.2 file; an unknown session exits 1.",
+    options: [
+      ['--session ID', 'the session'],
+      ['--har FILE', 'where to write the HAR'],
+      ['--since TIME', 'only exchanges from this ISO 8601 time on'],
+      ['--config FILE', 'where the journal is (default: embedded, ./data/journal.jsonl)'],
+    ],
+    example: 'trajgate export --session agent-1 --har agent-1.har',
+  },
+  sessions: {
+    usage: ['trajgate sessions [--json]'],
+    about: 'Lists sessions: state (active, flagged, paused), counts, held requests.',
+    options: OPERATOR_OPTIONS,
+    example: 'trajgate sessions --config config/trajgate.example.yaml',
+  },
+  events: {
+    usage: ['trajgate events SESSION [--limit N] [--before SEQ] [--json]'],
+    about: "A session's latest events, newest first, with their verdicts and reasons.",
+    options: [
+      ['--limit N', 'how many (default 100)'],
+      ['--before SEQ', 'the page before this journal seq'],
+      ...OPERATOR_OPTIONS,
+    ],
+    example: 'trajgate events agent-1 --limit 20',
+  },
+  approve: {
+    usage: [
+      'trajgate approve SESSION PATTERN [--ttl 1h] [--kind network] [--json]',
+      'trajgate approve --global PATTERN [--ttl 1h] [--kind network] [--json]',
+      'trajgate approve --from SEQ [--ttl 1h] [--json]',
+    ],
+    about:
+      "Approves a pattern for a session (or every session with --global); its events no longer count. --from takes the session and a pattern fitted to a refused event (its method and path prefix). Prints the approval's id (for revoke).",
+    options: [
+      ['--global', 'approve for every session'],
+      ['--from SEQ', 'the session and pattern from the event with this journal seq'],
+      ['--ttl DURATION', 'expires after this long (30m, 1h, 7d; default: never)'],
+      ['--kind K', 'network (default) or another kind, with a target glob as PATTERN'],
+      ...OPERATOR_OPTIONS,
+    ],
+    example: "trajgate approve agent-1 'GET https://registry.npmjs.org/'",
+  },
+  revoke: {
+    usage: ['trajgate revoke ID [--json]'],
+    about:
+      'Revokes an operator approval (a…) or deny pattern (d…) by id; tunnels it admitted close. Config entries cannot be revoked: edit the config.',
+    options: OPERATOR_OPTIONS,
+    example: 'trajgate revoke a42',
+  },
+  block: {
+    usage: ['trajgate block PATTERN [--session ID] [--json]'],
+    about:
+      'Adds a deny pattern, for one session or (without --session) every session: matching requests are refused whatever allows or approves them.',
+    options: [['--session ID', 'only this session'], ...OPERATOR_OPTIONS],
+    example: "trajgate block 'POST https://api.example.com/' --session agent-1",
+  },
+  resume: {
+    usage: ['trajgate resume SESSION [--reset] [--json]'],
+    about:
+      'Resumes a paused session: its held requests are judged again. --reset also zeroes its counts (on an active session too).',
+    options: [['--reset', "zero the session's counts"], ...OPERATOR_OPTIONS],
+    example: 'trajgate resume agent-1 --reset',
+  },
+  deny: {
+    usage: ['trajgate deny SESSION [--json]'],
+    about: "Refuses a paused session's held requests (403); the session stays paused.",
+    options: OPERATOR_OPTIONS,
+    example: 'trajgate deny agent-1',
+  },
+  reload: {
+    usage: ['trajgate reload [--json]'],
+    about:
+      'Makes the running gateway re-read its config file (as SIGHUP does). An invalid file is refused with its errors and the running config kept; changed listen addresses need a restart.',
+    options: OPERATOR_OPTIONS,
+    example: 'trajgate reload --config config/trajgate.example.yaml',
+  },
+  help: {
+    usage: ['trajgate help [COMMAND]'],
+    about: 'Lists the commands, or explains one (as `trajgate COMMAND --help` does).',
+    options: [],
+    example: 'trajgate help approve',
+  },
+};
+
+/** The commands, in the order `trajgate help` lists them. */
+export const COMMAND_NAMES: readonly string[] = Object.keys(COMMANDS);
+
+/** The first usage line of a command (for messages that name it). */
+export function usageLine(command: string): string {
+  return (COMMANDS[command] as CommandHelp).usage[0] as string;
+}
+
+/** `usage: …` for a usage error of `command`, or the overview for an unknown one. */
+export function usageOf(command: string | undefined): string {
+  const help = command === undefined ? undefined : COMMANDS[command];
+  if (!help) return overview();
+  return `usage: ${help.usage.join('\n       ')}\n(trajgate ${command} --help for more)`;
+}
+
+/** Every command's usage, for `trajgate help` and a missing or unknown command. */
+export function overview(): string {
+  const lines = COMMAND_NAMES.filter((c) => c !== 'help').flatMap((c) =>
+    (COMMANDS[c] as CommandHelp).usage.map((u) => `  ${u}`),
+  );
+  return [
+    'usage:',
+    ...lines,
+    '  (operator commands take --admin URL and --config FILE; the token comes from',
+    '   TRAJGATE_ADMIN_TOKEN or the data folder)',
+    '',
+    'trajgate help COMMAND or trajgate COMMAND --help explains one; trajgate --version.',
+  ].join('\n');
+}
+
+/** `trajgate COMMAND --help`; undefined for an unknown command. */
+export function helpText(command: string): string | undefined {
+  const help = COMMANDS[command];
+  if (!help) return undefined;
+  const width = Math.max(0, ...help.options.map(([flags]) => flags.length)) + 2;
+  const lines = [`usage: ${help.usage.join('\n       ')}`, '', ...wrap(help.about, 0)];
+  if (help.options.length > 0) {
+    lines.push('', 'options:');
+    for (const [flags, text] of help.options) {
+      const [first = '', ...more] = wrap(text, width + 2, 96);
+      lines.push(`  ${flags.padEnd(width)}${first.trimStart()}`, ...more);
+    }
+  }
+  lines.push('', 'example:', `  ${help.example}`);
+  return lines.join('\n');
+}
+
+/** Wraps text at `max` columns, continuation lines indented by `indent`. */
+function wrap(text: string, indent: number, max = 96): string[] {
+  const lines: string[] = [];
+  let line = ' '.repeat(indent);
+  for (const word of text.split(' ')) {
+    if (line.trim() !== '' && line.length + 1 + word.length > max) {
+      lines.push(line);
+      line = ' '.repeat(indent);
+    }
+    line += (line.trim() === '' ? '' : ' ') + word;
+  }
+  lines.push(line);
+  return lines;
+}

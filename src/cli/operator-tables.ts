@@ -1,0 +1,40 @@
+import type { EventRecord } from '../journal/records.js';
+import type { SessionView } from '../review/api.js';
+import { table } from './table.js';
+
+/** The operator commands' tables (cells made safe for a terminal by `table`). */
+export function sessionsTable(sessions: SessionView[]): string {
+  if (sessions.length === 0) return 'no sessions yet';
+  return table(
+    ['SESSION', 'STATE', 'COUNTS', 'PAUSED AT', 'HELD', 'LAST ACTIVITY'],
+    sessions.map((s) => [
+      s.id,
+      s.state === 'paused'
+        ? `PAUSED (${s.pausedBy ?? '?'})`
+        : s.state === 'flagged'
+          ? `FLAGGED (${s.flagged} review${s.flagged === 1 ? '' : 's'})`
+          : 'active',
+      Object.entries(s.counts)
+        .map(([b, n]) => `${b}=${n}`)
+        .join(' ') || '-',
+      s.pausedAt ?? '-',
+      String(s.held),
+      s.lastActivity ?? '-',
+    ]),
+  );
+}
+
+export function eventsTable(events: EventRecord[]): string {
+  if (events.length === 0) return 'no events';
+  return table(
+    ['SEQ', 'TIME', 'VERDICT', 'KIND', 'TARGET', 'REASON'],
+    events.map((e) => [
+      String(e.seq),
+      e.ts,
+      e.verdict === 'ALLOW' ? 'ALLOW' : `${e.verdict}${e.boundary ? `: ${e.boundary}` : ''}`,
+      e.kind,
+      `${e.method ? `${e.method} ` : ''}${e.target}`,
+      e.reason,
+    ]),
+  );
+}

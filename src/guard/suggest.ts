@@ -1,0 +1,47 @@
+import { parseNetworkPattern } from './network-pattern.js';
+
+/** What an event asked for, as its journal record keeps it. */
+export interface Asked {
+  readonly kind: string;
+  readonly target: string;
+  readonly method?: string | undefined;
+}
+
+export interface Suggestion {
+  readonly pattern: string;
+  readonly kind: string;
+}
+
+/**
+ * The approval that fits a refused event without widening it: a request's method and the
+ * path prefix its path sits in (`POST http://h:8080/v1/x` → `POST http://h:8080/v1/`, so an
+ * approval for one refused POST does not approve every method or path on the host); a
+ * tunnel's `host:port` as it is (a tunnel shows no method or path). Other kinds approve their
+ * target alone: a glob with `*`, `?` and `\` escaped (an agent may name a file `*`).
+ */
+export function suggestApproval(event: Asked): Suggestion {
+  const { kind, target } = event;
+  if (kind !== 'network') return { kind, pattern: target.replace(/[*?\\]/g, '\\$&') };
+  return { kind, pattern: networkSuggestion(target, event.method) };
+}
+
+function networkSuggestion(target: string, method: string | undefined): string {
+  if (!target.includes('://')) return target; // a tunnel's host:port
+  let url: URL;
+  try {
+    url = new URL(target);
+  } catch {
+    return target;
+  }
+  const path = url.pathname;
+  const prefix = path.slice(0, path.lastIndexOf('/') + 1);
+  const verb = method && method !== 'CONNECT' ? `${method.toUpperCase()} ` : '';
+  const pattern = `${verb}${url.protocol}//${url.host}${prefix === '/' ? '' : prefix}`;
+  try {
+    parseNetworkPattern(pattern);
+    return pattern;
+  } catch {
+    // A path the grammar cannot say as a prefix: the method on the whole origin.
+    return `${verb}${url.protocol}//${url.host}`;
+  }
+}

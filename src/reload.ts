@@ -1,0 +1,118 @@
+import type { Logger } from 'pino';
+import type { Egress } from './action/egress.js';
+import type { Admission, LiveTunnels } from './action/live-tunnels.js';
+import type { Config } from './config/load.js';
+import type { RunningConfig } from './config/reload-plan.js';
+import { planReload } from './config/reload-plan.js';
+import { compilePolicy } from './guard/compile.js';
+import type { Guard } from './guard/guard.js';
+import type { Identity } from './ingress/identity.js';
+import type { JournalWriter } from './journal/writer.js';
+import type { AdminKeys } from './review/admin-token.js';
+import { adminTokens } from './review/admin-token.js';
+import type { Sessions } from './review/sessions.js';
+
+export interface ReloadResult {
+  readonly reloaded: true;
+  readonly file: string;
+  readonly sha256: string;
+  /** Keys that changed but take effect only after a restart (their old values still run). */
+  readonly restartNeeded: readonly string[];
+  /** Open tunnels the new config no longer allows, closed. */
+  readonly closed: number;
+}
+
+/** Parts rebuilt for a new config before the swap, installed by it (or dropped unused). */
+export interface Rebuilt {
+  install(): void;
+  discard(): void;
+}
+
+/** What a reload changes: everything that holds a piece of the config. */
+export interface ReloadTargets {
+  readonly config: RunningConfig;
+  readonly guard: Guard;
+  readonly journal: JournalWriter;
+  readonly identity: Identity;
+  readonly egress: Egress;
+  readonly sessions: Sessions;
+  readonly live: LiveTunnels;
+  readonly keys: AdminKeys;
+  readonly log: Logger;
+  /** Builds what cannot change in place (the forwarder's pools, the TLS interceptor). */
+  rebuild(next: Config, running: Config): Promise<Rebuilt>;
+}
+
+/**
+ * Re-reads the config file (SIGHUP, POST /api/reload) and swaps the running config for it in
+ * one synchronous step, so no request is judged by half of each: policy, allowlists, agents
+ * and admin tokens, the intercept list, limits. Counts, pauses and approvals live in the guard
+ * and journal, not the config, and stay. A file that does not validate changes nothing. The
+ * `config` record is written before the swap; tunnels the new config no longer allows close.
+ * Reloads run one at a time.
+ */
+export class Reloader {
+  #last: Promise<unknown> = Promise.resolve();
+
+  constructor(private readonly targets: ReloadTargets) {}
+
+  reload(by: string): Promise<ReloadResult> {
+    const run = this.#last.then(
+      () => this.#reload(by),
+      () => this.#reload(by),
+    );
+    this.#last = run.catch(() => undefined);
+    return run;
+  }
+
+  async #reload(by: string): Promise<ReloadResult> {
+    const t = this.targets;
+    const plan = planReload(t.config);
+    const policy = compilePolicy(plan.next);
+    const tokens = adminTokens(plan.next).tokens;
+    const rebuilt = await t.rebuild(plan.next, t.config);
+    const file = t.config.source;
+    try {
+      t.journal.append({
+        type: 'config',
+        file,
+        sha256: plan.sha256,
+        by,
+        restartNeeded: plan.restartNeeded,
+      });
+    } catch (err) {
+      rebuilt.discard();
+      throw err;
+    }
+    Object.assign(t.config, plan.next);
+    t.guard.replacePolicy(policy);
+    t.identity.replace(plan.next.agents);
+    t.egress.configure({
+      allowPrivate: plan.next.network.allowPrivate,
+      timeoutMs: plan.next.limits.connectTimeout,
+    });
+    t.sessions.setHoldTimeout(plan.next.policy.holdTimeout);
+    t.live.setHoldTimeout(plan.next.policy.holdTimeout);
+    t.keys.replace(tokens);
+    rebuilt.install();
+    const closed = t.live.closeWhere((a) => this.#disallowed(a));
+    t.log.info(
+      { file, sha256: plan.sha256, restartNeeded: plan.restartNeeded, closed, by },
+      'config reloaded',
+    );
+    return { reloaded: true, file, sha256: plan.sha256, restartNeeded: plan.restartNeeded, closed };
+  }
+
+  /** Why a running tunnel is not allowed under the new config, or null. */
+  #disallowed(a: Admission): string | null {
+    const { config, guard } = this.targets;
+    if (config.agents !== null && !config.agents.some((agent) => agent.id === a.session))
+      return 'its agent is no longer configured (config reloaded)';
+    if (a.event === null) return null;
+    const decision = guard.inspect(a.event);
+    if (decision.deniedBy) return `${decision.deniedBy} refuses it now (config reloaded)`;
+    if (a.approved && !decision.approved)
+      return 'no approval or allowlist entry covers it any more (config reloaded)';
+    return null;
+  }
+}

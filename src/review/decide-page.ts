@@ -1,0 +1,159 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { BodyTooLarge, readBody } from '../ingress/body.js';
+import type { PauseRecord } from '../journal/records.js';
+import type { Suggestion } from '../guard/suggest.js';
+import type { Claims, Decided, DecisionLinks } from './decision-links.js';
+import { ApiError, sendError, sendJson } from './http-json.js';
+
+/** One page, no script, nothing loaded from elsewhere; the form posts back to its own URL. */
+const HEADERS: Readonly<Record<string, string>> = {
+  'content-type': 'text/html; charset=utf-8',
+  'content-security-policy':
+    "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
+  'cache-control': 'no-store',
+  'referrer-policy': 'no-referrer',
+  'x-content-type-options': 'nosniff',
+  'x-frame-options': 'DENY',
+  'x-robots-tag': 'noindex',
+};
+
+const STYLE =
+  'body{font:15px/1.5 system-ui,sans-serif;max-width:40em;margin:3em auto;padding:0 1em;color:#222}' +
+  'dt{font-weight:600;margin-top:.6em}dd{margin:0;overflow-wrap:anywhere;font-family:ui-monospace,monospace}' +
+  'button{font:inherit;padding:.5em 1.4em;margin-top:1.2em;cursor:pointer}.note{color:#555}';
+
+const html = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+
+/**
+ * `/decide/TOKEN` on the admin listener, without the admin token (the signed token is the
+ * whole authority, for one action on one pause). GET (and HEAD) only shows what the link
+ * would do with a confirm button, since chat servers fetch links to preview them; POST does
+ * it. Browsers get HTML, anything else JSON; a used, expired or altered link says so (410,
+ * 410, 403) and nothing is journaled.
+ */
+export function decideHandler(links: DecisionLinks) {
+  return async (req: IncomingMessage, res: ServerResponse, token: string): Promise<void> => {
+    const wantsHtml = /\btext\/html\b/.test(req.headers.accept ?? '');
+    try {
+      if (req.method === 'GET' || req.method === 'HEAD') {
+        const { claims, pause } = links.check(token);
+        const held = links.heldCount(claims.session);
+        if (wantsHtml)
+          return sendPage(res, 200, confirmPage(claims, pause, held, links.suggestion(pause)));
+        const approval = claims.action === 'approve' ? { approval: links.suggestion(pause) } : {};
+        return sendJson(res, 200, {
+          ...view(claims, pause, held),
+          ...approval,
+          confirm: 'POST to this URL',
+        });
+      }
+      if (req.method === 'POST') {
+        await drain(req);
+        const decided = links.act(token);
+        if (wantsHtml) return sendPage(res, 200, donePage(decided));
+        return sendJson(res, 200, decided);
+      }
+      res.setHeader('allow', 'GET, HEAD, POST');
+      throw new ApiError(405, 'E_METHOD', `${req.method} is not allowed on a decision link`);
+    } catch (err) {
+      if (!(err instanceof ApiError)) throw err;
+      if (wantsHtml) return sendPage(res, err.status, errorPage(err));
+      return sendError(res, err);
+    }
+  };
+}
+
+/** A form's body says nothing: read (bounded) and dropped. */
+async function drain(req: IncomingMessage): Promise<void> {
+  try {
+    await readBody(req, 4096);
+  } catch (err) {
+    if (err instanceof BodyTooLarge) throw new ApiError(413, 'E_TOO_LARGE', err.message);
+    throw err;
+  }
+}
+
+function view(claims: Claims, pause: PauseRecord, held: number) {
+  const { trigger } = pause;
+  return {
+    session: claims.session,
+    action: claims.action,
+    trigger: { seq: trigger.seq, method: trigger.method ?? null, target: trigger.target },
+    boundary: pause.boundary,
+    reason: pause.reason,
+    held,
+    expiresAt: new Date(claims.expiresAt).toISOString(),
+  };
+}
+
+function what(claims: Claims, s: Suggestion | null, held: number): { title: string; note: string } {
+  const requests = `${held} held request${held === 1 ? '' : 's'}`;
+  switch (claims.action) {
+    case 'once':
+      return {
+        title: 'Approve once',
+        note: `Forward the ${requests} as approved, this once, and resume the session. Later requests are judged as usual.`,
+      };
+    case 'approve':
+      return {
+        title: `Approve ${s?.pattern ?? '(no pattern)'} for this session`,
+        note: `Add an approval of ${s?.kind ?? ''} ${JSON.stringify(s?.pattern ?? '')} for this session only and resume it; the ${requests} are judged again.`,
+      };
+    case 'deny':
+      return {
+        title: 'Deny',
+        note: `Answer the ${requests} 403. The session stays paused until an operator resumes it.`,
+      };
+  }
+}
+
+function confirmPage(
+  claims: Claims,
+  pause: PauseRecord,
+  held: number,
+  suggestion: Suggestion | null,
+): string {
+  const { title, note } = what(claims, suggestion, held);
+  const t = pause.trigger;
+  const rows: [string, string][] = [
+    ['Session', claims.session],
+    ['Paused by', `${t.method ? `${t.method} ` : ''}${t.target}`],
+    ['Why', pause.reason],
+    ['Held requests', String(held)],
+    ['Link valid until', new Date(claims.expiresAt).toISOString()],
+  ];
+  const list = rows.map(([k, v]) => `<dt>${html(k)}</dt><dd>${html(v)}</dd>`).join('');
+  return shell(
+    `trajgate: ${title}`,
+    `<h1>${html(title)}?</h1><dl>${list}</dl><p class="note">${html(note)}</p>` +
+      `<form method="post"><button type="submit">${html(title)}</button></form>`,
+  );
+}
+
+function donePage(d: Decided): string {
+  const done =
+    d.decided === 'once'
+      ? `Approved once: ${d.released} held request(s) forwarded.`
+      : d.decided === 'approve'
+        ? `Approved ${d.approval?.pattern ?? ''} for this session: ${d.released} held request(s) judged again.`
+        : `Denied: ${d.released} held request(s) answered 403; the session stays paused.`;
+  return shell(
+    'trajgate: decided',
+    `<h1>Done</h1><p>Session ${html(JSON.stringify(d.session))}. ${html(done)}</p>`,
+  );
+}
+
+function errorPage(err: ApiError): string {
+  const head =
+    err.status === 410 ? 'Nothing to do' : err.status === 403 ? 'Link not valid' : 'Not done';
+  return shell(`trajgate: ${head}`, `<h1>${html(head)}</h1><p>${html(err.message)}</p>`);
+}
+
+function shell(title: string, body: string): string {
+  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><title>${html(title)}</title><style>${STYLE}</style></head><body>${body}</body></html>\n`;
+}
+
+function sendPage(res: ServerResponse, status: number, page: string): void {
+  res.writeHead(status, { ...HEADERS, 'content-length': Buffer.byteLength(page) });
+  res.end(page); // (no body for HEAD: Node leaves it out)
+}

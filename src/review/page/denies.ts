@@ -1,0 +1,196 @@
+// Deny patterns: refused whatever allows or approves them. The card lists those that apply to
+// the session (its own, global ones, the config's network.deny), removes an operator's, and
+// blocks a new pattern for this session (pre-filled from the selected request).
+
+import type { Actions } from './actions.js';
+import { confirmAction } from './confirm.js';
+import { call, sessionPath } from './api.js';
+import { fill, h } from './dom.js';
+import { suggestion } from './suggest.js';
+import type { DenyView, TrajEvent } from './types.js';
+
+export class DeniesCard {
+  readonly element: HTMLElement;
+  readonly #list: HTMLElement;
+  readonly #pattern: HTMLInputElement;
+  readonly #block: HTMLButtonElement;
+  readonly #actions: Actions;
+  #session = '';
+  #key = '';
+  #prefilled: number | null = null;
+  #typed = false;
+
+  constructor(actions: Actions) {
+    this.#actions = actions;
+    this.#list = h('ul', { class: 'approval-list deny-list', attrs: { 'aria-label': 'Denied' } });
+    this.#pattern = h('input', {
+      class: 'mono',
+      attrs: {
+        id: 'block-pattern',
+        name: 'deny-pattern',
+        type: 'text',
+        autocomplete: 'off',
+        spellcheck: 'false',
+        placeholder: 'host, METHOD https://host/path',
+        'aria-describedby': 'block-help',
+      },
+      on: { input: () => (this.#typed = true) },
+    });
+    this.#block = h('button', {
+      class: 'btn btn-danger',
+      text: 'Block…',
+      attrs: { type: 'submit' },
+    });
+    const form = h(
+      'form',
+      { class: 'action-block', attrs: { novalidate: '' } },
+      h(
+        'div',
+        { class: 'field' },
+        h('label', { text: 'Deny pattern', attrs: { for: 'block-pattern' } }),
+        this.#pattern,
+      ),
+      h('p', {
+        class: 'help',
+        attrs: { id: 'block-help' },
+        text: 'Refused for this session whatever allows or approves it; journaled like an approval.',
+      }),
+      h('div', { class: 'btn-row' }, this.#block),
+    );
+    form.addEventListener('submit', (e) => {
+      e.preventDefault();
+      void this.#onBlock();
+    });
+    this.element = h(
+      'section',
+      { class: 'card denies-card', attrs: { 'aria-labelledby': 'denies-title' } },
+      h('h2', { attrs: { id: 'denies-title' }, text: 'Blocked' }),
+      this.#list,
+      form,
+    );
+  }
+
+  show(session: string): void {
+    this.#session = session;
+    this.#key = '';
+    this.#prefilled = null;
+    this.#pattern.value = '';
+    fill(this.#list);
+  }
+
+  setDisabled(disabled: boolean): void {
+    this.#block.disabled = disabled;
+  }
+
+  update(denies: readonly DenyView[] | undefined): void {
+    const key = JSON.stringify(denies ?? null);
+    if (key === this.#key) return;
+    this.#key = key;
+    const rank = (d: DenyView) => (d.origin === 'config' ? 2 : d.session === null ? 1 : 0);
+    const sorted = [...(denies ?? [])].sort((a, b) => rank(a) - rank(b));
+    fill(
+      this.#list,
+      ...(denies === undefined
+        ? [h('li', { class: 'muted', text: 'Not reported by this gateway.' })]
+        : sorted.length === 0
+          ? [h('li', { class: 'muted', text: 'None: nothing is denied outright.' })]
+          : sorted.map((d) => this.#item(d))),
+    );
+  }
+
+  /** A network event was selected: propose blocking what it asked for. */
+  async prefill(event: TrajEvent | null): Promise<void> {
+    if (!event || event.kind !== 'network' || event.seq === this.#prefilled) return;
+    const seq = event.seq;
+    this.#prefilled = seq;
+    this.#typed = false;
+    try {
+      const s = await suggestion(seq);
+      if (this.#prefilled === seq && !this.#typed) this.#pattern.value = s.pattern;
+    } catch {
+      // The approve form says why there is no suggestion.
+    }
+  }
+
+  #item(d: DenyView): HTMLElement {
+    const config = d.origin === 'config';
+    const scope = config
+      ? `config: ${d.source ?? 'network.deny'}`
+      : d.session === null
+        ? 'all sessions'
+        : 'this session';
+    return h(
+      'li',
+      { class: 'approval deny', attrs: { 'data-id': d.id ?? '' } },
+      h(
+        'div',
+        { class: 'approval-text' },
+        h('span', { class: 'approval-pattern mono', text: d.pattern }),
+        h(
+          'span',
+          { class: 'approval-meta' },
+          scope,
+          d.by ? ` · by ${d.by}` : '',
+          d.id ? h('span', { class: 'approval-id mono', text: d.id }) : null,
+        ),
+      ),
+      config || !d.id
+        ? null
+        : h('button', {
+            class: 'btn btn-small btn-danger',
+            text: 'Remove…',
+            attrs: { type: 'button', 'aria-label': `Remove deny ${d.id}: ${d.pattern}` },
+            on: { click: () => void this.#remove(d, scope) },
+          }),
+    );
+  }
+
+  async #onBlock(): Promise<void> {
+    const pattern = this.#pattern.value.trim();
+    if (pattern === '') {
+      this.#actions.say('Enter a pattern to block.', 'error');
+      this.#pattern.focus();
+      return;
+    }
+    const session = this.#session;
+    const ok = await confirmAction({
+      title: 'Block this pattern?',
+      lines: [
+        ['Session', session],
+        ['Deny pattern', pattern],
+      ],
+      note: 'Matching requests of this session are refused from now on, even if allowed or approved (and counted as crossings).',
+      confirm: 'Block',
+      tone: 'danger',
+    });
+    if (!ok) return;
+    await this.#actions.run(async () => {
+      const { deny } = await call<{ deny: DenyView }>('POST', `${sessionPath(session)}/block`, {
+        pattern,
+      });
+      return `Blocked ${deny.pattern} for ${deny.session === null ? 'all sessions' : 'this session'} (${deny.id}).`;
+    });
+  }
+
+  async #remove(d: DenyView, scope: string): Promise<void> {
+    const ok = await confirmAction({
+      title: 'Remove this deny pattern?',
+      lines: [
+        ['Deny', d.id],
+        ['Pattern', d.pattern],
+        ['Applies to', scope],
+      ],
+      note: 'Matching requests are judged by the allowlist and approvals again.',
+      confirm: 'Remove',
+      tone: 'danger',
+    });
+    if (!ok) return;
+    await this.#actions.run(async () => {
+      const r = await call<{ revoked: DenyView }>(
+        'DELETE',
+        `/api/denies/${encodeURIComponent(d.id)}`,
+      );
+      return `Removed deny ${r.revoked.id} (${r.revoked.pattern}).`;
+    });
+  }
+}

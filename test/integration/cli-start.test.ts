@@ -1,0 +1,63 @@
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { runCli } from '../helpers/cli.js';
+import { spawnGateway, writeConfig } from '../helpers/child-gateway.js';
+import { makeLocalCa } from '../helpers/tls.js';
+import { tempDir } from '../helpers/tmp.js';
+
+/** What `trajgate start` says before it serves, and the workspace it refuses to start without. */
+let stop: (() => Promise<unknown>) | undefined;
+afterEach(async () => {
+  await stop?.();
+  stop = undefined;
+});
+
+describe('trajgate start', () => {
+  it('says when the allowlist is empty and lists the intercepted hosts', async () => {
+    const ca = makeLocalCa();
+    const g = await spawnGateway({
+      tls: { intercept: ['registry.npmjs.org', '*.pypi.org:443'], ca: ca.dir },
+    });
+    stop = () => (g.cli.child.kill('SIGTERM'), g.cli.exited);
+    const out = g.cli.output().stderr;
+    expect(out).toContain(
+      'trajgate: allows nothing yet: add network.allow (until then each request is reviewed)\n',
+    );
+    expect(out).toContain(
+      `trajgate: TLS interception for registry.npmjs.org, *.pypi.org:443 (CA ${ca.dir}; agents must trust it: trajgate ca show)\n`,
+    );
+    expect(out).toMatch(/trajgate: bridge on http:\/\/127\.0\.0\.1:[1-9]\d*\/: runner hooks only/);
+  });
+
+  it('an allowlist silences the hint', async () => {
+    const g = await spawnGateway({ network: { allow: ['example.org'] } });
+    stop = () => (g.cli.child.kill('SIGTERM'), g.cli.exited);
+    expect(g.cli.output().stderr).not.toContain('allows nothing yet');
+  });
+
+  it('a workspace that does not exist is a startup error naming the key and the path', () => {
+    const dir = tempDir();
+    const config = writeConfig(dir, {
+      version: 1,
+      workspace: './missing',
+      journal: join(dir, 'journal.jsonl'),
+      agents: [{ id: 'a1', token: 'a'.repeat(20), workspace: join(dir, 'gone') }],
+      listen: { proxy: '127.0.0.1:0', bridge: '127.0.0.1:0', admin: '127.0.0.1:0' },
+    });
+    for (const args of [
+      ['start', '--config', config],
+      ['check-config', config],
+    ]) {
+      const r = runCli(args);
+      expect(r.status, args[0]).toBe(1);
+      expect(r.stderr).toBe(
+        [
+          `trajgate: ${config}: no such workspace`,
+          `  workspace: ${dir}/missing does not exist (create it, or change workspace)`,
+          `  agents[0].workspace: ${dir}/gone does not exist (create it, or change agents[0].workspace)`,
+          '',
+        ].join('\n'),
+      );
+    }
+  });
+});

@@ -1,0 +1,225 @@
+import { createHash } from 'node:crypto';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { pino } from 'pino';
+import { afterEach, describe, expect, it } from 'vitest';
+import { stringify } from 'yaml';
+import { loadConfigFile } from '../../src/config/load.js';
+import type { RunningGateway } from '../../src/gateway.js';
+import { startGateway } from '../../src/gateway.js';
+import type { ConfigRecord, JournalRecord, TunnelRecord } from '../../src/journal/records.js';
+import { adminClient } from '../helpers/admin.js';
+import { spawnGateway, writeConfig } from '../helpers/child-gateway.js';
+import { curl } from '../helpers/curl.js';
+import { fillDisk } from '../helpers/full-disk.js';
+import { readRecords } from '../helpers/gateway.js';
+import { connectTunnel, roundTrip, startEchoServer } from '../helpers/raw.js';
+import { tempDir } from '../helpers/tmp.js';
+import { makeLocalCa } from '../helpers/tls.js';
+import { startUpstream, TEST_CA_PATH } from '../helpers/upstream.js';
+
+/** Config reload by the admin API: what changes, what stays, what a bad file does. Loopback only. */
+const upstream = await startUpstream();
+const other = await startUpstream();
+const echo = await startEchoServer();
+const ADMIN = 'admin-token-for-reload-0123456789';
+const TOKEN_A = 'agent-a-token-0123456789abcdef';
+const TOKEN_B = 'agent-a-new-token-0123456789abc';
+
+interface FileGateway {
+  readonly gw: RunningGateway;
+  readonly file: string;
+  readonly journal: string;
+  write(extra: Record<string, unknown>): void;
+  records(): JournalRecord[];
+}
+
+let running: RunningGateway | undefined;
+afterEach(async () => {
+  await running?.stop();
+  running = undefined;
+});
+
+/** A gateway started from a config file it can read again; `write` replaces the file's keys. */
+async function fileGateway(extra: Record<string, unknown>): Promise<FileGateway> {
+  const dir = tempDir();
+  const file = join(dir, 'trajgate.yaml');
+  const journal = join(dir, 'journal.jsonl');
+  const write = (keys: Record<string, unknown>) =>
+    writeFileSync(
+      file,
+      stringify({
+        version: 1,
+        workspace: dir,
+        journal,
+        listen: { proxy: '127.0.0.1:0', bridge: '127.0.0.1:0', admin: '127.0.0.1:0' },
+        admin: { token: ADMIN },
+        policy: { pause: 'block' },
+        ...keys,
+      }),
+    );
+  write(extra);
+  running = await startGateway(loadConfigFile(file), { log: pino({ level: 'silent' }) });
+  return { gw: running, file, journal, write, records: () => readRecords(journal) };
+}
+
+const network = (allow: string[]) => ({ network: { allow, allowPrivate: ['127.0.0.1/32'] } });
+const get = (g: FileGateway, url: string, auth = '') =>
+  curl(['-x', `http://${auth}127.0.0.1:${g.gw.proxy.port}`, url]);
+const reload = (g: FileGateway) => adminClient(g.gw.admin.port, ADMIN).post('/api/reload', {});
+const sha = (file: string) => createHash('sha256').update(readFileSync(file)).digest('hex');
+
+describe('POST /api/reload', () => {
+  it('an allowlist change takes effect; counts survive; a config record carries the hash', async () => {
+    const g = await fileGateway(network([]));
+    expect((await get(g, `${upstream.url}/before`)).status).toBe(403);
+    expect(g.gw.guard.session('127.0.0.1')?.counts.size).toBe(1);
+    g.write(network([`127.0.0.1:${upstream.port}`]));
+    const res = await reload(g);
+    expect(res.status).toBe(200);
+    expect(res.json).toMatchObject({ reloaded: true, sha256: sha(g.file), restartNeeded: [] });
+    expect((await get(g, `${upstream.url}/after`)).status).toBe(200);
+    expect(upstream.seen.some((r) => r.url === '/after')).toBe(true);
+    // The REVIEW before the reload still counts: the next unapproved request pauses.
+    expect((await get(g, `${other.url}/x`)).headers['x-trajgate-verdict']).toMatch(/^PAUSE/);
+    const config = g.records().filter((r): r is ConfigRecord => r.type === 'config');
+    expect(config).toEqual([
+      expect.objectContaining({ file: g.file, sha256: sha(g.file), by: 'operator' }),
+    ]);
+  });
+
+  it('an invalid file is refused with its errors and the running config is kept', async () => {
+    const g = await fileGateway(network([`127.0.0.1:${upstream.port}`]));
+    writeFileSync(g.file, readFileSync(g.file, 'utf8') + 'netwrk: {}\n');
+    const res = await reload(g);
+    expect(res.status).toBe(400);
+    expect(res.json.error.code).toBe('E_CONFIG_INVALID');
+    expect(res.json.error.message).toMatch(/running config was kept/);
+    expect(res.json.error.details.join('\n')).toMatch(/netwrk: unknown key/);
+    expect((await get(g, `${upstream.url}/still`)).status).toBe(200);
+    expect(g.records().some((r) => r.type === 'config')).toBe(false);
+  });
+
+  it('a paused session stays paused and operator approvals stay', async () => {
+    const g = await fileGateway(network([]));
+    const admin = adminClient(g.gw.admin.port, ADMIN);
+    await get(g, `${upstream.url}/1`);
+    await get(g, `${upstream.url}/2`);
+    expect(g.gw.guard.session('127.0.0.1')?.pausedAt).not.toBeNull();
+    const approved = await admin.post('/api/approvals', { pattern: `127.0.0.1:${other.port}` });
+    expect(approved.status).toBe(201);
+    g.write({ ...network([]), policy: { pause: 'block', holdTimeout: '20s' } });
+    expect((await reload(g)).status).toBe(200);
+    expect(g.gw.guard.session('127.0.0.1')?.pausedAt).not.toBeNull();
+    const list = (await admin.get('/api/approvals')).json.approvals as { pattern: string }[];
+    expect(list.map((a) => a.pattern)).toContain(`127.0.0.1:${other.port}`);
+    expect(g.gw.config.policy.holdTimeout).toBe(20_000);
+  });
+
+  it('a tunnel the new allowlist no longer covers is closed, with a tunnel record', async () => {
+    const g = await fileGateway(network([`127.0.0.1:${echo.port}`]));
+    const tunnel = await connectTunnel(g.gw.proxy.port, `127.0.0.1:${echo.port}`);
+    expect(tunnel.status).toBe(200);
+    expect((await roundTrip(tunnel.socket, 'ping', (got) => got.includes('ping'))).got).toBe(
+      'ping',
+    );
+    const closed = new Promise<void>((r) => tunnel.socket.once('close', () => r()));
+    g.write(network([]));
+    const res = await reload(g);
+    expect(res.json.closed).toBe(1);
+    await closed;
+    const records = g.records().filter((r): r is TunnelRecord => r.type === 'tunnel');
+    expect(records.at(-1)).toMatchObject({ change: 'closed', target: `127.0.0.1:${echo.port}` });
+    expect(records.at(-1)?.reason).toMatch(/config reloaded/);
+  });
+
+  it('agents and their tokens are replaced; listener changes are reported, not applied', async () => {
+    const agent = (token: string, admin = '127.0.0.1:0') => ({
+      ...network([`127.0.0.1:${upstream.port}`]),
+      agents: [{ id: 'agent-a', token }],
+      listen: { proxy: '127.0.0.1:0', bridge: '127.0.0.1:0', admin },
+    });
+    const g = await fileGateway(agent(TOKEN_A));
+    expect((await get(g, `${upstream.url}/a`, `agent-a:${TOKEN_A}@`)).status).toBe(200);
+    g.write(agent(TOKEN_B, '127.0.0.1:1'));
+    const res = await reload(g);
+    expect(res.json.restartNeeded).toEqual(['listen.admin']);
+    expect((await get(g, `${upstream.url}/a`, `agent-a:${TOKEN_A}@`)).status).toBe(407);
+    expect((await get(g, `${upstream.url}/b`, `agent-a:${TOKEN_B}@`)).status).toBe(200);
+    // Still answering where it listened.
+    expect((await adminClient(g.gw.admin.port, ADMIN).get('/api/health')).status).toBe(200);
+  });
+
+  it('a reload the journal cannot record changes nothing (503)', async () => {
+    const g = await fileGateway(network([]));
+    g.write(network([`127.0.0.1:${upstream.port}`]));
+    const restore = fillDisk(g.journal);
+    try {
+      const res = await reload(g);
+      expect(res.status).toBe(503);
+      expect(res.json.error.code).toBe('E_JOURNAL_WRITE');
+    } finally {
+      restore();
+    }
+    expect(g.gw.config.network.allow).toEqual([]);
+    expect((await get(g, `${upstream.url}/refused`)).status).toBe(403);
+  });
+});
+
+describe('tls.intercept by reload', () => {
+  it('a host added to tls.intercept is intercepted from the next CONNECT on', async () => {
+    const ca = makeLocalCa();
+    const tlsUp = await startUpstream({ tls: true });
+    const origin = `https://127.0.0.1:${tlsUp.port}`;
+    const keys = (intercept: string[]) => ({
+      network: { allow: [`GET ${origin}/`], allowPrivate: ['127.0.0.1/32'], ports: [tlsUp.port] },
+      tls: { ca: ca.dir, upstreamCa: [TEST_CA_PATH], intercept },
+    });
+    const g = await fileGateway(keys([]));
+    const viaProxy = () =>
+      curl(['-x', `http://127.0.0.1:${g.gw.proxy.port}`, '--cacert', ca.certPath, `${origin}/in`]);
+    // Blind, a GET pattern cannot be checked: refused at the CONNECT.
+    expect((await viaProxy()).status).toBe(403);
+    g.write(keys([`127.0.0.1:${tlsUp.port}`]));
+    expect((await reload(g)).status).toBe(200);
+    const res = await viaProxy();
+    expect(res.status).toBe(200);
+    expect(tlsUp.seen.some((r) => r.url === '/in')).toBe(true);
+  });
+});
+
+describe('SIGHUP', () => {
+  it('re-reads the file as `trajgate start` runs; a bad file is refused and the old one runs on', async () => {
+    const base = { policy: { pause: 'block' } };
+    const { cli, journal, proxy } = await spawnGateway({ ...base, ...network([]) });
+    const dir = dirname(journal);
+    const rewrite = (extra: Record<string, unknown>) =>
+      writeConfig(dir, {
+        version: 1,
+        workspace: dir,
+        journal,
+        listen: { proxy: '127.0.0.1:0', bridge: '127.0.0.1:0', admin: '127.0.0.1:0' },
+        ...base,
+        ...extra,
+      });
+    const via = (url: string) => curl(['-x', `http://127.0.0.1:${proxy}`, url]);
+    expect((await via(`${upstream.url}/hup-before`)).status).toBe(403);
+    const file = rewrite(network([`127.0.0.1:${upstream.port}`]));
+    cli.child.kill('SIGHUP');
+    await cli.waitFor(/config reloaded from .*trajgate\.yaml/);
+    expect((await via(`${upstream.url}/hup-after`)).status).toBe(200);
+    writeFileSync(file, 'version: 2\n');
+    cli.child.kill('SIGHUP');
+    const out = await cli.waitFor(/reload refused, running config kept[^\n]*\n[^\n]*version/);
+    expect(out).toMatch(/trajgate\.yaml:1:\d+: version/);
+    expect((await via(`${upstream.url}/hup-kept`)).status).toBe(200);
+    // The REVIEW from before both reloads still counts.
+    expect((await via(`${other.url}/hup`)).headers['x-trajgate-verdict']).toMatch(/^PAUSE/);
+    const by = readRecords(journal)
+      .filter((r): r is ConfigRecord => r.type === 'config')
+      .map((r) => r.by);
+    expect(by).toEqual(['SIGHUP']);
+    cli.child.kill('SIGTERM');
+    expect(await cli.exited).toBe(0);
+  });
+});

@@ -1,0 +1,281 @@
+import { statSync } from 'node:fs';
+import { join } from 'node:path';
+import { request } from 'undici';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { AdminClient } from '../helpers/admin.js';
+import { adminClient, agentAuth, eventually, lineCount, viaProxy } from '../helpers/admin.js';
+import type { TestGateway } from '../helpers/gateway.js';
+import { startTestGateway } from '../helpers/gateway.js';
+import { tempDir } from '../helpers/tmp.js';
+import { startUpstream } from '../helpers/upstream.js';
+import { startWebhook } from '../helpers/webhook.js';
+import type { JournalRecord } from '../../src/journal/records.js';
+
+/**
+ * Decision links in pause notifications: each does its one action on its one pause, once,
+ * without the admin token; GET only shows it; a used, expired or altered link does nothing
+ * and journals nothing.
+ */
+const other = await startUpstream();
+const ADMIN = 'operator-admin-token-0123456789';
+const AGENT = { id: 'agent-1', token: 'agent-1-token-0123456789abcdef' };
+const auth = agentAuth(AGENT.id, AGENT.token);
+
+let gateway: TestGateway | undefined;
+afterEach(async () => {
+  await gateway?.stop();
+  gateway = undefined;
+});
+
+interface Links {
+  approveOnce: string;
+  approvePattern: string;
+  deny: string;
+  suggestion: { pattern: string; kind: string };
+  expiresAt: string;
+}
+
+const configFor = (webhook: string, holdTimeout: string) => ({
+  agents: [AGENT],
+  policy: { holdTimeout },
+  network: { allowPrivate: ['127.0.0.1/32'] },
+  admin: { token: ADMIN },
+  notify: { webhook },
+});
+
+/** A REVIEW, then a PAUSE holding GET /v1/x; returns the notification's links. */
+async function paused(holdTimeout = '30s', dir = tempDir()) {
+  const hook = await startWebhook();
+  const config = configFor(hook.url, holdTimeout);
+  const g = (gateway = await startTestGateway(config, { dir }));
+  const api = adminClient(g.gw.admin.port, ADMIN);
+  expect((await viaProxy(g.proxyUrl, `${other.url}/v1/a`, auth)).status).toBe(403);
+  const held = viaProxy(g.proxyUrl, `${other.url}/v1/x`, auth);
+  await eventually(async () => (await api.get('/api/sessions/agent-1')).json.held === 1);
+  await eventually(async () => hook.deliveries.length === 1);
+  const links = hook.deliveries[0]!.body.links as Links;
+  return { g, api, held, links, config, dir };
+}
+
+/** A link followed as a person (HTML) or a script (JSON) would, with no admin token. */
+async function follow(url: string, method = 'GET', html = false) {
+  const res = await request(url, {
+    method: method as 'GET',
+    headers: html ? { accept: 'text/html' } : { accept: 'application/json' },
+    ...(method === 'POST' ? { body: '' } : {}),
+  });
+  const text = await res.body.text();
+  return { status: res.statusCode, headers: res.headers, text, json: safeJson(text) };
+}
+
+const safeJson = (text: string): any => {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return null;
+  }
+};
+
+/** A link of a gateway that was restarted: its admin listener's new port. */
+const onPort = (url: string, g: TestGateway) =>
+  url.replace(/^http:\/\/127\.0\.0\.1:\d+/, `http://127.0.0.1:${g.gw.admin.port}`);
+
+const ofType = <T extends JournalRecord['type']>(g: TestGateway, type: T) =>
+  g.records().filter((r) => r.type === type) as Extract<JournalRecord, { type: T }>[];
+
+async function state(api: AdminClient): Promise<string> {
+  return (await api.get('/api/sessions/agent-1')).json.state;
+}
+
+describe('decision links', () => {
+  it('GET shows what a link would do (HTML and JSON) and changes nothing', async () => {
+    const { g, api, held, links } = await paused();
+    const before = lineCount(g.journalPath);
+    for (const url of [links.approveOnce, links.approvePattern, links.deny]) {
+      const page = await follow(url, 'GET', true);
+      expect(page.status).toBe(200);
+      expect(page.headers['content-type']).toMatch(/^text\/html/);
+      expect(page.headers['content-security-policy']).toContain("default-src 'none'");
+      expect(page.text).toContain('<form method="post">');
+      expect(page.text).toContain('agent-1');
+      expect(page.text).toContain(`${other.url}/v1/x`);
+      expect((await follow(url, 'HEAD')).status).toBe(200);
+    }
+    const json = await follow(links.approvePattern);
+    expect(json.json).toMatchObject({
+      session: 'agent-1',
+      action: 'approve',
+      trigger: { method: 'GET', target: `${other.url}/v1/x` },
+      held: 1,
+      approval: { pattern: `GET ${other.url}/v1/`, kind: 'network' },
+    });
+    expect(lineCount(g.journalPath)).toBe(before);
+    expect(await state(api)).toBe('paused');
+    expect((await api.get('/api/sessions/agent-1')).json.held).toBe(1);
+    await api.post('/api/sessions/agent-1/deny');
+    expect((await held).status).toBe(403);
+  });
+
+  it('approve once forwards the held request as approved, once; later requests are judged', async () => {
+    const { g, api, held, links } = await paused();
+    const done = await follow(links.approveOnce, 'POST');
+    expect(done.status).toBe(200);
+    expect(done.json).toEqual({ decided: 'once', session: 'agent-1', released: 1 });
+    const answer = await held;
+    expect(answer.status).toBe(200);
+    expect(other.seen.some((r) => r.url === '/v1/x')).toBe(true);
+    const [resume] = ofType(g, 'resume');
+    expect(resume).toMatchObject({ session: 'agent-1', reset: false, once: true, by: 'link' });
+    const again = ofType(g, 'event').filter((e) => e.target === `${other.url}/v1/x`);
+    expect(again.map((e) => [e.verdict, e.approved])).toEqual([
+      ['PAUSE', false],
+      ['ALLOW', true],
+    ]);
+    expect(ofType(g, 'approve')).toEqual([]);
+
+    // Nothing was approved beyond that request: the next one crosses the boundary again.
+    const later = viaProxy(g.proxyUrl, `${other.url}/v1/later`, auth);
+    await eventually(async () => (await api.get('/api/sessions/agent-1')).json.held === 1);
+    const last = ofType(g, 'event').at(-1)!;
+    expect(last).toMatchObject({
+      target: `${other.url}/v1/later`,
+      verdict: 'PAUSE',
+      approved: false,
+    });
+
+    // The session paused again, but the link was for the pause that is over.
+    const before = lineCount(g.journalPath);
+    const reused = await follow(links.approveOnce, 'POST');
+    expect(reused.status).toBe(410);
+    expect(reused.json.error.code).toBe('E_LINK_USED');
+    expect(lineCount(g.journalPath)).toBe(before);
+    await api.post('/api/sessions/agent-1/deny');
+    expect((await later).status).toBe(403);
+  });
+
+  it('after a restart the journal gives the same state, and the links of a decided pause stay used', async () => {
+    const { g, api, held, links, config, dir } = await paused();
+    expect((await follow(links.approveOnce, 'POST')).status).toBe(200);
+    expect((await held).status).toBe(200);
+    const view = (await api.get('/api/sessions/agent-1')).json;
+    expect(view).toMatchObject({ state: 'active', counts: { network: 2 } });
+    gateway = undefined;
+    await g.stop();
+    const g2 = (gateway = await startTestGateway(config, { dir }));
+    const api2 = adminClient(g2.gw.admin.port, ADMIN);
+    const after = (await api2.get('/api/sessions/agent-1')).json;
+    expect(after).toMatchObject({ state: 'active', counts: view.counts });
+    // The link key was kept beside the journal: the link verifies, and says its pause is over.
+    for (const url of [links.approveOnce, links.deny]) {
+      const res = await follow(onPort(url, g2), 'POST');
+      expect(res.status).toBe(410);
+      expect(res.json.error.code).toBe('E_LINK_USED');
+    }
+  });
+
+  it('a denial is remembered across a restart: the pause stays paused, its links used', async () => {
+    const { g, held, links, config, dir } = await paused();
+    expect((await follow(links.deny, 'POST')).status).toBe(200);
+    expect((await held).status).toBe(403);
+    gateway = undefined;
+    await g.stop();
+    const g2 = (gateway = await startTestGateway(config, { dir }));
+    const api2 = adminClient(g2.gw.admin.port, ADMIN);
+    expect(await state(api2)).toBe('paused');
+    const res = await follow(onPort(links.approveOnce, g2), 'POST');
+    expect(res.status).toBe(410);
+    expect(res.json.error.code).toBe('E_LINK_USED');
+    expect(await state(api2)).toBe('paused');
+  });
+
+  it('approve pattern adds the suggested approval for the session and resumes it', async () => {
+    const { g, api, held, links } = await paused();
+    expect(links.suggestion).toEqual({ pattern: `GET ${other.url}/v1/`, kind: 'network' });
+    const done = await follow(links.approvePattern, 'POST', true);
+    expect(done.status).toBe(200);
+    expect(done.text).toContain(`Approved GET ${other.url}/v1/`);
+    expect((await held).status).toBe(200);
+    const approvals = (await api.get('/api/sessions/agent-1')).json.approvals as any[];
+    expect(approvals).toContainEqual(
+      expect.objectContaining({ pattern: `GET ${other.url}/v1/`, session: 'agent-1' }),
+    );
+    expect(ofType(g, 'approve')).toEqual([
+      expect.objectContaining({ session: 'agent-1', pattern: `GET ${other.url}/v1/`, by: 'link' }),
+    ]);
+    expect(ofType(g, 'resume')).toEqual([expect.objectContaining({ by: 'link', reset: false })]);
+    expect((await viaProxy(g.proxyUrl, `${other.url}/v1/y`, auth)).status).toBe(200);
+    const reused = await follow(links.approvePattern, 'POST', true);
+    expect(reused.status).toBe(410);
+    expect(reused.text).toContain('already decided');
+  });
+
+  it('deny answers the held request 403; then every link of that pause is used', async () => {
+    const { g, api, held, links } = await paused();
+    const done = await follow(links.deny, 'POST');
+    expect(done.json).toEqual({ decided: 'deny', session: 'agent-1', released: 1 });
+    expect((await held).status).toBe(403);
+    expect(ofType(g, 'deny')).toEqual([
+      expect.objectContaining({ session: 'agent-1', by: 'link', released: 1 }),
+    ]);
+    // Still paused (a denial does not resume), yet this pause is decided.
+    expect(await state(api)).toBe('paused');
+    const before = lineCount(g.journalPath);
+    for (const url of [links.deny, links.approveOnce, links.approvePattern]) {
+      const reused = await follow(url, 'POST');
+      expect(reused.status).toBe(410);
+      expect(reused.json.error.code).toBe('E_LINK_USED');
+    }
+    expect(lineCount(g.journalPath)).toBe(before);
+    expect(await state(api)).toBe('paused');
+  });
+
+  it('an altered or foreign link is refused 403 and does nothing', async () => {
+    const { g, api, held, links } = await paused();
+    const before = lineCount(g.journalPath);
+    const [base, token] = links.deny.split('/decide/') as [string, string];
+    const [payload, mac] = token.split('.') as [string, string];
+    const claims = JSON.parse(Buffer.from(payload, 'base64url').toString());
+    claims[3] = 'once'; // a deny link made into approve once, keeping its MAC
+    const swapped = Buffer.from(JSON.stringify(claims)).toString('base64url');
+    const flip = (s: string) => (s[0] === 'A' ? 'B' : 'A') + s.slice(1);
+    // The MAC's last character carries two unused bits: another spelling of the same bytes.
+    const B64 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+    const respelt = mac.slice(0, -1) + B64[B64.indexOf(mac.at(-1)!) + 1];
+    expect(Buffer.from(respelt, 'base64url')).toEqual(Buffer.from(mac, 'base64url'));
+    const bads = [`${swapped}.${mac}`, `${payload}.${flip(mac)}`, `${payload}.${respelt}`];
+    for (const bad of [...bads, 'x', `${payload}.`, `${payload}.${mac}x`]) {
+      for (const method of ['GET', 'POST']) {
+        const res = await follow(`${base}/decide/${bad}`, method);
+        expect(res.status).toBe(403);
+        expect(res.json.error.code).toBe('E_LINK_INVALID');
+      }
+    }
+    const page = await follow(`${base}/decide/${swapped}.${mac}`, 'POST', true);
+    expect(page.status).toBe(403);
+    expect(page.text).toContain('not valid');
+    expect(lineCount(g.journalPath)).toBe(before);
+    expect(await state(api)).toBe('paused');
+    // The links need no admin token; the rest of the admin API still does.
+    expect((await api.get('/api/sessions', { token: null })).status).toBe(401);
+    // The generated key is private to the gateway's user.
+    const keyFile = join(g.journalPath, '..', 'link-key');
+    expect(statSync(keyFile).mode & 0o777).toBe(0o600);
+    await api.post('/api/sessions/agent-1/deny');
+    await held;
+  });
+
+  it('a link expires with the hold: 410, nothing done', async () => {
+    const { g, api, held, links } = await paused('1s');
+    // The held request times out at its deadline, which is not before the links' expiry.
+    expect((await held).status).toBe(403);
+    const before = lineCount(g.journalPath);
+    for (const url of [links.approveOnce, links.approvePattern, links.deny]) {
+      const res = await follow(url, 'POST');
+      expect(res.status).toBe(410);
+      expect(res.json.error.code).toBe('E_LINK_EXPIRED');
+      expect((await follow(url, 'GET', true)).text).toContain('expired');
+    }
+    expect(lineCount(g.journalPath)).toBe(before);
+    expect(await state(api)).toBe('paused');
+  });
+});
