@@ -1,19 +1,16 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import { Egress } from './action/egress.js';
 import type { Lookup } from './action/egress.js';
-import { Forwarder } from './action/forward.js';
 import { LiveTunnels } from './action/live-tunnels.js';
 import { ReverseProxy } from './action/reverse-proxy.js';
 import { upstreamTrust } from './action/trust.js';
 import type { HostPort } from './config/formats.js';
-import type { CaptureOptions } from './action/capture.js';
 import type { Config } from './config/load.js';
 import type { RunningConfig } from './config/reload-plan.js';
-import { isTrajgateError, TrajgateError } from './errors.js';
+import { TrajgateError } from './errors.js';
 import { compilePolicy } from './guard/compile.js';
 import { Guard } from './guard/guard.js';
 import { JournalHealth } from './journal/health.js';
@@ -30,23 +27,20 @@ import type { Cut } from './ingress/drain.js';
 import { Drain, drained } from './ingress/drain.js';
 import { serveHttp } from './ingress/http.js';
 import { tunnelRefusal } from './ingress/context.js';
-import type { Tunnel } from './ingress/inner-http.js';
 import { InnerHttp } from './ingress/inner-http.js';
-import { Interceptor } from './ingress/intercept.js';
 import { createProxyServer } from './ingress/proxy.js';
+import { ProxyParts } from './ingress/proxy-parts.js';
 import { Pipeline } from './pipeline.js';
 import type { ReloadResult } from './reload.js';
-import { Reloader } from './reload.js';
+import { Reloader, reloadRefusal } from './reload.js';
 import { createAdminServer } from './review/admin.js';
 import { AdminKeys, adminTokens } from './review/admin-token.js';
-import { ApiError } from './review/http-json.js';
 import { Api } from './review/api.js';
 import { Metrics } from './review/metrics.js';
-import { Notifier } from './review/notify.js';
 import { DecisionLinks, Denials } from './review/decision-links.js';
 import { linkKey } from './review/link-key.js';
 import { decideHandler } from './review/decide-page.js';
-import { Notices, pageBase } from './review/notices.js';
+import { notifyOnDecisions } from './review/notices.js';
 import { Review } from './review/review.js';
 import { Sessions } from './review/sessions.js';
 
@@ -140,18 +134,6 @@ export async function startGateway(
     }
   });
   sessions = new Sessions(guard, journal, config.policy.holdTimeout, review, live);
-  const notifier = config.notify.webhook
-    ? new Notifier(
-        { ...config.notify, webhook: config.notify.webhook },
-        log,
-        {
-          failed: () => metrics.webhookFailures.inc(),
-          dropped: () => metrics.webhookDropped.inc(),
-          queued: (n) => metrics.webhookQueued.set(n),
-        },
-        upstreamTrust(config.tls.upstreamCa),
-      )
-    : null;
   const links = new DecisionLinks({
     key: linkKey(config),
     guard,
@@ -161,16 +143,7 @@ export async function startGateway(
     holdTimeout: () => config.policy.holdTimeout,
     log,
   });
-  // Notifications name the page as people open it; the admin address is known once it listens.
-  const notices = new Notices(() => pageBase(config.notify.pageUrl, admin), links);
-  if (notifier) {
-    if (config.notify.on.includes('pause'))
-      review.onPause((record) => notifier.send('pause', record.session, notices.pause(record)));
-    if (config.notify.on.includes('review'))
-      review.onReview((summary) =>
-        notifier.send('review', summary.session, notices.review(summary)),
-      );
-  }
+  const notifier = notifyOnDecisions({ config, review, links, metrics, log, admin: () => admin });
   const egress = new Egress({
     allowPrivate: config.network.allowPrivate,
     timeoutMs: config.limits.connectTimeout,
@@ -178,9 +151,6 @@ export async function startGateway(
   });
   for (const l of Object.values(config.listen)) if (l.port !== 0) egress.addOwnPort(l.port);
   const pipeline = new Pipeline(config, guard, journal, sessions, egress, review, metrics);
-  const newForwarder = (c: Config) =>
-    new Forwarder(c.limits, egress, upstreamTrust(c.tls.upstreamCa));
-  let forwarder = newForwarder(config);
   const identity = new Identity(config.agents);
   const drain = new Drain();
   // Requests read from inside tunnels are served like absolute-form ones.
@@ -198,19 +168,14 @@ export async function startGateway(
     refuse: (tunnel, status, reason, target) =>
       tunnelRefusal(proxyContext, tunnel, status, reason, target),
   });
-  const newInterceptor = (c: Config) =>
-    c.tls.intercept.length === 0
-      ? null
-      : interceptor(c, inner, (tunnel, status, reason) =>
-          tunnelRefusal(proxyContext, tunnel, status, reason),
-        );
-  let intercept = await newInterceptor(config);
-  let capture = captureOptions(config);
+  const parts = await ProxyParts.build(config, egress, inner, (tunnel, status, reason) =>
+    tunnelRefusal(proxyContext, tunnel, status, reason),
+  );
   const proxyContext: ProxyContext = {
     pipeline,
     identity,
     get forwarder() {
-      return forwarder;
+      return parts.forwarder;
     },
     get limits() {
       return config.limits;
@@ -218,13 +183,13 @@ export async function startGateway(
     log,
     tunnels: new Map(),
     get capture() {
-      return capture;
+      return parts.capture;
     },
     inner,
     live,
     drain,
     get intercept() {
-      return intercept;
+      return parts.intercept;
     },
   };
   const proxyServer = createProxyServer(proxyContext);
@@ -259,26 +224,7 @@ export async function startGateway(
     live,
     keys,
     log,
-    async rebuild(next, running) {
-      const limits = (c: Config) => [c.limits, c.tls.upstreamCa];
-      const newPool = JSON.stringify(limits(next)) !== JSON.stringify(limits(running));
-      const pool = newPool ? newForwarder(next) : forwarder;
-      const sameIntercept =
-        JSON.stringify(next.tls.intercept) === JSON.stringify(running.tls.intercept);
-      const tls = sameIntercept ? intercept : await newInterceptor(next);
-      return {
-        install() {
-          // The old pool closes once its requests finish (undici's Agent.close).
-          if (pool !== forwarder) void forwarder.close();
-          forwarder = pool;
-          intercept = tls;
-          capture = captureOptions(next);
-        },
-        discard() {
-          if (pool !== forwarder) void pool.close();
-        },
-      };
-    },
+    rebuild: (next, running) => parts.rebuild(next, running),
   });
   const adminServer = createAdminServer({
     api: new Api(config, guard, sessions, review, index),
@@ -329,7 +275,7 @@ export async function startGateway(
       const cut = await drained(drain, closed, config.limits.drainTimeout, log, (reason) =>
         live.closeAll(reason),
       );
-      await forwarder.close();
+      await parts.close();
       reverseProxy?.close();
       inner.close();
       await notifier?.close();
@@ -339,32 +285,6 @@ export async function startGateway(
       return { ms: Math.round(performance.now() - began), cut };
     },
   };
-}
-
-/** Where captured bodies go, beside the journal; null unless `capture.bodies`. */
-function captureOptions(config: Config): CaptureOptions | null {
-  if (!config.capture.bodies) return null;
-  const { maxBytes, redact } = config.capture;
-  return { dir: join(dirname(config.journal), 'captures'), maxBytes, redact };
-}
-
-/** A reload the file or the journal refused, as the admin API answers it. */
-function reloadRefusal(err: unknown): never {
-  if (!isTrajgateError(err)) throw err;
-  if (err.code === 'E_JOURNAL_WRITE')
-    throw new ApiError(503, err.code, `${err.message}; the running config was kept`);
-  throw new ApiError(400, err.code, `${err.message}; the running config was kept`, err.details);
-}
-
-/** TLS interception with the local CA (`trajgate ca init`); its code loads only when configured. */
-async function interceptor(
-  config: Config,
-  inner: InnerHttp,
-  refuse: (tunnel: Tunnel, status: number, reason: string) => void,
-): Promise<Interceptor> {
-  const { loadCa } = await import('./tls/ca.js');
-  const { LeafCache } = await import('./tls/leaves.js');
-  return new Interceptor(config, new LeafCache(loadCa(config.tls.ca)), inner, refuse);
 }
 
 function listen(server: Server, at: HostPort): Promise<HostPort> {

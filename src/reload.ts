@@ -4,12 +4,15 @@ import type { Admission, LiveTunnels } from './action/live-tunnels.js';
 import type { Config } from './config/load.js';
 import type { RunningConfig } from './config/reload-plan.js';
 import { planReload } from './config/reload-plan.js';
+import { isTrajgateError } from './errors.js';
 import { compilePolicy } from './guard/compile.js';
 import type { Guard } from './guard/guard.js';
 import type { Identity } from './ingress/identity.js';
+import type { Rebuilt } from './ingress/proxy-parts.js';
 import type { JournalWriter } from './journal/writer.js';
 import type { AdminKeys } from './review/admin-token.js';
 import { adminTokens } from './review/admin-token.js';
+import { ApiError } from './review/http-json.js';
 import type { Sessions } from './review/sessions.js';
 
 export interface ReloadResult {
@@ -22,10 +25,12 @@ export interface ReloadResult {
   readonly closed: number;
 }
 
-/** Parts rebuilt for a new config before the swap, installed by it (or dropped unused). */
-export interface Rebuilt {
-  install(): void;
-  discard(): void;
+/** A reload the file or the journal refused, as the admin API answers it. */
+export function reloadRefusal(err: unknown): never {
+  if (!isTrajgateError(err)) throw err;
+  if (err.code === 'E_JOURNAL_WRITE')
+    throw new ApiError(503, err.code, `${err.message}; the running config was kept`);
+  throw new ApiError(400, err.code, `${err.message}; the running config was kept`, err.details);
 }
 
 /** What a reload changes: everything that holds a piece of the config. */

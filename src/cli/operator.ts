@@ -122,12 +122,14 @@ export async function operator(
     }
     case 'reload': {
       result = await client.call('POST', '/api/reload', {});
-      const r = result as { sha256: string; restartNeeded: string[] };
+      const r = result as { sha256: string; restartNeeded: string[]; closed: number };
       if (!values.json) {
         const restart = r.restartNeeded.length
           ? `; needs a restart to apply: ${r.restartNeeded.join(', ')}`
           : '';
-        print(`reloaded the config (sha256 ${r.sha256.slice(0, 12)}…)${restart}`);
+        print(
+          `reloaded the config (sha256 ${r.sha256.slice(0, 12)}…; ${r.closed} tunnel(s) it no longer allows closed)${restart}`,
+        );
       }
       break;
     }
@@ -184,7 +186,7 @@ function adminClient(admin: string | undefined, configFile: string | undefined) 
         );
       }
       const text = await res.body.text();
-      let value: { error?: { message: string } };
+      let value: { error?: { message: string; details?: string[] } };
       try {
         value = text === '' ? {} : (JSON.parse(text) as typeof value);
       } catch {
@@ -203,6 +205,7 @@ function adminClient(admin: string | undefined, configFile: string | undefined) 
         throw new TrajgateError(
           'E_ADMIN_API',
           `${method} ${path}: ${res.statusCode} ${value.error?.message ?? text}`,
+          value.error?.details ?? [],
         );
       }
       return value;

@@ -28,14 +28,7 @@ export interface ApprovalView {
 }
 
 /** A deny pattern: `d<seq>` (an operator's), `cd<n>` (`network.deny`). */
-export interface DenyView {
-  readonly id: string;
-  readonly pattern: string;
-  readonly session: string | null;
-  readonly origin: 'config' | 'operator';
-  readonly source: string;
-  readonly by: string | null;
-}
+export type DenyView = Pick<Deny, 'id' | 'pattern' | 'session' | 'origin' | 'source' | 'by'>;
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 

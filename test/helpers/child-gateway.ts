@@ -63,9 +63,9 @@ export async function startChild(configFile: string, ms = 10_000): Promise<Child
 
 /**
  * `trajgate start` on a fresh temp config (listeners on port 0, `extra` keys merged over it),
- * logging warnings only: the spawned CLI (output, waitFor, exit), its journal and its ports.
+ * logging warnings only (`env` added to the environment): the spawned CLI (output, waitFor, exit), its journal and its ports.
  */
-export async function spawnGateway(extra: Record<string, unknown>) {
+export async function spawnGateway(extra: Record<string, unknown>, env: NodeJS.ProcessEnv = {}) {
   const dir = tempDir();
   const journal = join(dir, 'journal.jsonl');
   const config = writeConfig(dir, {
@@ -75,7 +75,9 @@ export async function spawnGateway(extra: Record<string, unknown>) {
     listen: { proxy: '127.0.0.1:0', bridge: '127.0.0.1:0', admin: '127.0.0.1:0' },
     ...extra,
   });
-  const cli = spawnCli(['start', '--config', config], { env: { TRAJGATE_LOG_LEVEL: 'warn' } });
+  const cli = spawnCli(['start', '--config', config], {
+    env: { TRAJGATE_LOG_LEVEL: 'warn', ...env },
+  });
   const banner = await cli.waitFor(/review page on http:\/\/127\.0\.0\.1:\d+/);
   const port = (what: string) =>
     Number(new RegExp(`${what} http://127\\.0\\.0\\.1:(\\d+)`).exec(banner)?.[1]);

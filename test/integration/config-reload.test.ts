@@ -10,6 +10,7 @@ import { startGateway } from '../../src/gateway.js';
 import type { ConfigRecord, JournalRecord, TunnelRecord } from '../../src/journal/records.js';
 import { adminClient } from '../helpers/admin.js';
 import { spawnGateway, writeConfig } from '../helpers/child-gateway.js';
+import { runCliAsync } from '../helpers/cli.js';
 import { curl } from '../helpers/curl.js';
 import { fillDisk } from '../helpers/full-disk.js';
 import { readRecords } from '../helpers/gateway.js';
@@ -163,6 +164,37 @@ describe('POST /api/reload', () => {
     }
     expect(g.gw.config.network.allow).toEqual([]);
     expect((await get(g, `${upstream.url}/refused`)).status).toBe(403);
+  });
+});
+
+describe('trajgate reload', () => {
+  const cli = (g: FileGateway) =>
+    runCliAsync(['reload', '--admin', `http://127.0.0.1:${g.gw.admin.port}`], {
+      env: { TRAJGATE_ADMIN_TOKEN: ADMIN },
+    });
+
+  it('applies a changed agent allowlist; a bad file exits 1 naming its errors', async () => {
+    const agents = (allow: string[]) => ({
+      ...network([]),
+      agents: [
+        { id: 'agent-a', token: TOKEN_A, allow },
+        { id: 'agent-b', token: TOKEN_B },
+      ],
+    });
+    const g = await fileGateway(agents([]));
+    expect((await get(g, `${upstream.url}/a1`, `agent-a:${TOKEN_A}@`)).status).toBe(403);
+    g.write(agents([`127.0.0.1:${upstream.port}`]));
+    const ok = await cli(g);
+    expect(ok.stdout).toMatch(/^reloaded the config \(sha256 [0-9a-f]{12}…; 0 tunnel/);
+    expect(ok.status).toBe(0);
+    expect((await get(g, `${upstream.url}/a2`, `agent-a:${TOKEN_A}@`)).status).toBe(200);
+    expect((await get(g, `${upstream.url}/b`, `agent-b:${TOKEN_B}@`)).status).toBe(403);
+    writeFileSync(g.file, readFileSync(g.file, 'utf8').replace('agent-b', 'agent b'));
+    const bad = await cli(g);
+    expect(bad.status).toBe(1);
+    expect(bad.stderr).toMatch(/400 .*running config was kept/);
+    expect(bad.stderr).toMatch(/trajgate\.yaml:\d+:\d+: agents\.1\.id|agents\[1\]\.id/);
+    expect((await get(g, `${upstream.url}/a3`, `agent-a:${TOKEN_A}@`)).status).toBe(200);
   });
 });
 

@@ -7,8 +7,7 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { OutcomeRecord } from '../../src/journal/records.js';
 import { initCa } from '../../src/tls/ca.js';
 import { altName, issueCertificate } from '../../src/tls/x509.js';
-import { spawnCli } from '../helpers/cli.js';
-import { writeConfig } from '../helpers/child-gateway.js';
+import { spawnGateway } from '../helpers/child-gateway.js';
 import { curl } from '../helpers/curl.js';
 import { makeLocalCa } from '../helpers/tls.js';
 import { tempDir } from '../helpers/tmp.js';
@@ -62,25 +61,22 @@ afterEach(async () => {
 
 /** `trajgate start` intercepting the upstream, with NODE_EXTRA_CA_CERTS as given. */
 async function gateway(extraCaCerts: string) {
-  const dir = tempDir();
-  const journal = join(dir, 'journal.jsonl');
-  const config = writeConfig(dir, {
-    version: 1,
-    workspace: dir,
+  const {
+    cli,
     journal,
-    listen: { proxy: '127.0.0.1:0', bridge: '127.0.0.1:0', admin: '127.0.0.1:0' },
-    network: { allow: [`GET ${ORIGIN}/`], allowPrivate: ['127.0.0.0/8'], ports: [443, port] },
-    tls: { intercept: [`127.0.0.1:${port}`], ca: ca.dir },
-  });
-  const cli = spawnCli(['start', '--config', config], {
-    env: { NODE_EXTRA_CA_CERTS: extraCaCerts, TRAJGATE_LOG_LEVEL: 'warn' },
-  });
+    proxy: proxyPort,
+  } = await spawnGateway(
+    {
+      network: { allow: [`GET ${ORIGIN}/`], allowPrivate: ['127.0.0.0/8'], ports: [443, port] },
+      tls: { intercept: [`127.0.0.1:${port}`], ca: ca.dir },
+    },
+    { NODE_EXTRA_CA_CERTS: extraCaCerts },
+  );
   stops.push(() => {
     cli.child.kill('SIGTERM');
     return cli.exited;
   });
-  const banner = await cli.waitFor(/proxy listening on http:\/\/127\.0\.0\.1:(\d+)/);
-  const proxy = `http://127.0.0.1:${/proxy listening on http:\/\/127\.0\.0\.1:(\d+)/.exec(banner)?.[1]}`;
+  const proxy = `http://127.0.0.1:${proxyPort}`;
   const outcomes = () =>
     readFileSync(journal, 'utf8')
       .split('\n')
