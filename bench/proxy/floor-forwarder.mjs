@@ -1,6 +1,7 @@
 // The "minimal Node forwarder" floor: absolute-form HTTP through a keep-alive agent, CONNECT by
 // piping sockets. No policy, no logging — what any Node proxy costs before it does anything.
-// Usage: node floor-forwarder.mjs PORT (listens on 127.0.0.1).
+// Usage: node floor-forwarder.mjs [PORT] (on 127.0.0.1; default 0, a free port); prints
+// {"port":N} once it listens.
 import http from 'node:http';
 import net from 'node:net';
 

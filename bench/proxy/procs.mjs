@@ -1,7 +1,7 @@
 // Child-process plumbing for run.mjs: every child gets its own process group so a stop (or our
 // own exit, however it happens) takes its helpers down too; every wait is bounded.
 import { spawn } from 'node:child_process';
-import { accessSync, constants } from 'node:fs';
+import { accessSync, constants, readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import net from 'node:net';
 
 const live = new Set();
@@ -74,54 +74,120 @@ export async function firstJsonLine(child, timeoutMs = 5000) {
   );
 }
 
-const connects = (port) =>
-  new Promise((resolve) => {
-    const sock = net.connect(port, '127.0.0.1');
-    const done = (ok) => {
-      sock.destroy();
-      resolve(ok);
-    };
-    sock.setTimeout(500);
-    sock.once('connect', () => done(true));
-    sock.once('error', () => done(false));
-    sock.once('timeout', () => done(false));
-  });
+/** `what`, with the last line `child` wrote on stderr. */
+const withStderr = (child, what) => {
+  const last = child.stderrTail.trim().split('\n').pop();
+  return last ? `${what}; last stderr: ${last}` : what;
+};
 
-/** Polls a TCP connect to 127.0.0.1:port; null once it accepts, else why it did not. */
-export async function waitForPort(child, port, tries = 50, intervalMs = 200) {
-  const why = (what) => {
-    const last = child.stderrTail.trim().split('\n').pop();
-    return last ? `${what}; last stderr: ${last}` : what;
-  };
-  for (let i = 0; i < tries; i++) {
-    if (await connects(port)) return null;
-    if (hasExited(child)) {
-      return why(
-        `exited with ${child.exitCode ?? child.signalCode} before 127.0.0.1:${port} accepted`,
-      );
-    }
-    await sleep(intervalMs);
-  }
-  return why(
-    `127.0.0.1:${port} did not accept connections within ${(tries * intervalMs) / 1000} s`,
-  );
+/**
+ * The first match of `re` in what `child` prints (stdout or stderr), as it prints it: how a
+ * server started on port 0 tells its port. Resolves { match } or { why } (it exited first, or
+ * `timeoutMs` passed).
+ */
+export function printed(child, re, timeoutMs = 10_000) {
+  return new Promise((resolve) => {
+    let seen = child.stdoutText + child.stderrTail;
+    const done = (result) => {
+      clearTimeout(timer);
+      child.stdout.off('data', onData);
+      child.stderr.off('data', onData);
+      resolve(result);
+    };
+    const onData = (d) => {
+      seen = (seen + d).slice(-16_384);
+      const match = re.exec(seen);
+      if (match) done({ match });
+    };
+    const timer = setTimeout(
+      () => done({ why: withStderr(child, `printed no ${re} within ${timeoutMs / 1000} s`) }),
+      timeoutMs,
+    );
+    child.stdout.on('data', onData);
+    child.stderr.on('data', onData);
+    child.exited.then((code) =>
+      done({ why: withStderr(child, `exited with ${code} before it printed ${re}`) }),
+    );
+    onData('');
+  });
 }
 
-/** `n` distinct free loopback ports (all held open together so none repeats). */
-export async function freePorts(n) {
-  const servers = await Promise.all(
-    Array.from(
-      { length: n },
-      () =>
-        new Promise((resolve, reject) => {
-          const server = net.createServer().once('error', reject);
-          server.listen(0, '127.0.0.1', () => resolve(server));
-        }),
-    ),
-  );
-  const ports = servers.map((s) => s.address().port);
-  await Promise.all(servers.map((s) => new Promise((resolve) => s.close(resolve))));
+/** TCP ports process `pid` itself listens on: its socket inodes among the kernel's listeners. */
+function listenersOf(pid) {
+  const inodes = new Set();
+  try {
+    for (const fd of readdirSync(`/proc/${pid}/fd`)) {
+      const m = /^socket:\[(\d+)\]$/.exec(readlinkOr(`/proc/${pid}/fd/${fd}`));
+      if (m) inodes.add(m[1]);
+    }
+  } catch {
+    return []; // gone
+  }
+  const ports = [];
+  for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    for (const line of readFileSync(table, 'utf8').split('\n').slice(1)) {
+      // sl local_address rem_address st … inode; LISTEN is state 0A
+      const f = line.trim().split(/\s+/);
+      if (f[3] === '0A' && inodes.has(f[9])) ports.push(parseInt(f[1].split(':')[1], 16));
+    }
+  }
   return ports;
+}
+
+const readlinkOr = (path) => {
+  try {
+    return readlinkSync(path);
+  } catch {
+    return ''; // closed meanwhile
+  }
+};
+
+/**
+ * Waits until `child` itself listens on 127.0.0.1:`port` (never mistaking another process
+ * that holds the port for it). Resolves null once it does, else why not.
+ */
+async function listensOn(child, port, timeoutMs) {
+  for (const deadline = Date.now() + timeoutMs; ; await sleep(20)) {
+    if (listenersOf(child.pid).includes(port)) return null;
+    if (hasExited(child))
+      return withStderr(
+        child,
+        `exited with ${child.exitCode ?? child.signalCode} before it listened on 127.0.0.1:${port}`,
+      );
+    if (Date.now() > deadline)
+      return withStderr(child, `did not listen on 127.0.0.1:${port} within ${timeoutMs / 1000} s`);
+  }
+}
+
+/** A loopback port free a moment ago (closed again: whoever binds it next may lose a race). */
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer().once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/**
+ * For servers that cannot listen on port 0 (squid refuses it): `launch(port)` starts one on a
+ * port free a moment ago, and it counts once it listens there itself. One that exited (another
+ * process took the port between) is started again on another port, `attempts` times at most.
+ * Resolves { child, port } or { why } (the child stopped).
+ */
+export async function startOnFreePort(launch, { attempts = 3, timeoutMs = 10_000 } = {}) {
+  let why = '';
+  for (let i = 0; i < attempts; i++) {
+    const port = await freePort();
+    const child = launch(port);
+    why = (await listensOn(child, port, timeoutMs)) ?? '';
+    if (why === '') return { child, port };
+    const exited = hasExited(child);
+    await stop(child);
+    if (!exited) break; // it runs but does not listen: another port would not help
+  }
+  return { why };
 }
 
 /** Absolute path of an executable on PATH (or the sbin dirs a non-root PATH may lack). */

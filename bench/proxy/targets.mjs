@@ -1,22 +1,19 @@
-// Starters for the proxies under test. Each resolves { child, port } once the proxy accepts
-// TCP connections, or { skipped: message } — a proxy that cannot start is reported, not fatal.
+// Starters for the proxies under test. Each resolves { child, port } once the proxy listens
+// (on a port it chose itself where it can), or { skipped: message } — a proxy that cannot
+// start is reported, not fatal.
 import { chownSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { freePorts, run, start, stop, waitForPort, which } from './procs.mjs';
+import { firstJsonLine, printed, run, start, startOnFreePort, stop, which } from './procs.mjs';
 
-async function ready(child, port) {
-  const why = await waitForPort(child, port);
-  if (why === null) return { child, port };
-  await stop(child);
-  return { skipped: `not available (${why})` };
-}
-
+/** The floor forwarder on port 0; it prints the port it got once it listens. */
 export async function startFloor({ here, pin }) {
-  const [port] = await freePorts(1);
-  return ready(
-    start(...pin(1, process.execPath, [join(here, 'floor-forwarder.mjs'), `${port}`])),
-    port,
-  );
+  const child = start(...pin(1, process.execPath, [join(here, 'floor-forwarder.mjs')]));
+  try {
+    return { child, port: (await firstJsonLine(child)).port };
+  } catch (err) {
+    await stop(child);
+    return { skipped: `not available (${err.message})` };
+  }
 }
 
 /** Squid 5 in the foreground (-N, one process), no cache, loopback clients and origins only. */
@@ -25,9 +22,7 @@ export async function startSquid({ tmp, pin }) {
   if (!squid) return { skipped: 'not installed, skipped' };
   const dir = join(tmp, 'squid');
   mkdirSync(dir);
-  const [port] = await freePorts(1);
   const lines = [
-    `http_port 127.0.0.1:${port}`,
     'acl bench_src src 127.0.0.1/32',
     'acl bench_dst dst 127.0.0.1/32',
     'http_access allow bench_src bench_dst',
@@ -51,13 +46,15 @@ export async function startSquid({ tmp, pin }) {
     chownSync(dir, user.uid, user.gid);
   }
   const conf = join(dir, 'squid.conf');
-  writeFileSync(conf, lines.join('\n') + '\n');
-  const started = await ready(start(...pin(1, squid, ['-N', '-f', conf])), port);
-  if (started.skipped && existsSync(`${dir}/cache.log`)) {
-    const last = readFileSync(`${dir}/cache.log`, 'utf8').trim().split('\n').pop();
-    started.skipped = started.skipped.replace(/\)$/, `; cache.log: ${last})`);
-  }
-  return started;
+  // Squid refuses http_port 0, so it gets a port free a moment ago (again if it lost it).
+  const started = await startOnFreePort((port) => {
+    writeFileSync(conf, [`http_port 127.0.0.1:${port}`, ...lines].join('\n') + '\n');
+    return start(...pin(1, squid, ['-N', '-f', conf]));
+  });
+  if (started.why === undefined) return started;
+  const log = `${dir}/cache.log`;
+  const last = existsSync(log) ? readFileSync(log, 'utf8').trim().split('\n').pop() : '';
+  return { skipped: `not available (${started.why}${last ? `; cache.log: ${last}` : ''})` };
 }
 
 function passwd(name) {
@@ -82,7 +79,7 @@ export async function startTrajgate({ root, tmp, pin, force, upstream }) {
     if (help.code !== 0)
       return { skipped: `not available (main.js --help exited with ${help.code})` };
   }
-  const { child, port } = await spawnTrajgate({
+  const started = await spawnTrajgate({
     main,
     dir: join(tmp, 'trajgate'),
     pin,
@@ -93,28 +90,31 @@ export async function startTrajgate({ root, tmp, pin, force, upstream }) {
       `  ports: [${upstream.http}, ${upstream.sink}]`,
     ],
   });
-  return ready(child, port);
+  return started.why === undefined ? started : { skipped: `not available (${started.why})` };
 }
 
 /**
  * Starts trajgate from dist/ on core 1 as its command runs it (the launcher's Node flags), on
- * a throwaway config in `dir`: workspace, journal and free listen ports, then `lines`.
- * Resolves { child, port } with the proxy's port; whether it listens is the caller's to check.
+ * a throwaway config in `dir`: workspace, journal and listeners on port 0, then `lines`.
+ * Resolves { child, port } with the proxy's port once it listens (its start line says which),
+ * or { why } when it did not start (the child is stopped).
  */
 export async function spawnTrajgate({ main, dir, pin, lines, env }) {
   mkdirSync(join(dir, 'workspace'), { recursive: true });
-  const [proxy, admin, bridge] = await freePorts(3);
   const conf = join(dir, 'trajgate.yaml');
   const head = [
     'version: 1',
     `workspace: ${dir}/workspace`,
     `journal: ${dir}/journal.jsonl`,
-    `listen: { proxy: 127.0.0.1:${proxy}, admin: 127.0.0.1:${admin}, bridge: 127.0.0.1:${bridge} }`,
+    'listen: { proxy: 127.0.0.1:0, admin: 127.0.0.1:0, bridge: 127.0.0.1:0 }',
   ];
   writeFileSync(conf, [...head, ...lines].join('\n') + '\n');
   const args = [...launcherFlags(main), main, 'start', '--config', conf];
   const child = start(...pin(1, process.execPath, args), { cwd: dir, ...(env ? { env } : {}) });
-  return { child, port: proxy };
+  const { match, why } = await printed(child, /proxy listening on http:\/\/127\.0\.0\.1:(\d+)/);
+  if (match) return { child, port: Number(match[1]) };
+  await stop(child);
+  return { why };
 }
 
 /**

@@ -11,13 +11,12 @@ import { parseArgs } from 'node:util';
 import { cpuBusy, cpuSnapshot, otherLoad, peakRssMB } from '../proxy/proc-stats.mjs';
 import {
   firstJsonLine,
-  freePorts,
   positiveInt,
   run,
   sleep,
   start,
+  startOnFreePort,
   stop,
-  waitForPort,
   which,
 } from '../proxy/procs.mjs';
 import { spawnTrajgate } from '../proxy/targets.mjs';
@@ -102,7 +101,7 @@ async function startTrajgate() {
   });
   if (init.code !== 0) return { skipped: `ca init failed: ${init.stderr.trim()}` };
   const intercept = [`127.0.0.1:${upstreamPort}`, ...newHosts.map((h) => `${h}:443`)];
-  const { child, port: proxy } = await spawnTrajgate({
+  const started = await spawnTrajgate({
     main,
     dir,
     pin,
@@ -118,12 +117,8 @@ async function startTrajgate() {
       `  ports: [443, ${upstreamPort}]`,
     ],
   });
-  const why = await waitForPort(child, proxy);
-  if (why !== null) {
-    await stop(child);
-    return { skipped: `not available (${why})` };
-  }
-  return { child, port: proxy, ca: join(dir, 'certs/ca.pem') };
+  if (started.why !== undefined) return { skipped: `not available (${started.why})` };
+  return { ...started, ca: join(dir, 'certs/ca.pem') };
 }
 
 // ---- mitmproxy ---------------------------------------------------------------------------
@@ -132,8 +127,7 @@ async function startMitmproxy() {
   if (!mitmdump) return { skipped: 'not installed (apt-get install -y mitmproxy), skipped' };
   const confdir = join(tmp, 'mitmproxy');
   mkdirSync(confdir);
-  const [port] = await freePorts(1);
-  const args = [
+  const args = (port) => [
     '--listen-host',
     '127.0.0.1',
     '--listen-port',
@@ -147,12 +141,13 @@ async function startMitmproxy() {
     '--set',
     'termlog_verbosity=error',
   ];
-  const child = start(...pin(1, mitmdump, args));
-  const why = await waitForPort(child, port, 100);
-  if (why !== null) {
-    await stop(child);
-    return { skipped: `not available (${why})` };
-  }
+  // At this log level mitmdump says nothing of the port it listens on: it gets one free a
+  // moment ago and counts once it listens there itself (on another if it lost that one).
+  const started = await startOnFreePort((port) => start(...pin(1, mitmdump, args(port))), {
+    timeoutMs: 20_000,
+  });
+  if (started.why !== undefined) return { skipped: `not available (${started.why})` };
+  const { child, port } = started;
   const ca = join(confdir, 'mitmproxy-ca-cert.pem');
   for (let i = 0; i < 50 && !existsSync(ca); i++) await sleep(100);
   return { child, port, ca };

@@ -60,7 +60,8 @@ describe('hostile event text', () => {
       await page.mouse.move(box.x + x, readLane);
     expect(await tip.textContent()).toContain(HOSTILE.img);
 
-    // nothing ran and no element came from the payloads
+    // nothing ran and no element came from the payloads (a negative check: nothing runs within
+    // 300 ms; a failed image load, the first to fire, comes at once)
     await new Promise((r) => setTimeout(r, 300));
     expect(await page.evaluate('window.__pwned')).toBeUndefined();
     expect(await page.locator('img[src="x"], svg[onload], [onerror], [onload]').count()).toBe(0);
@@ -112,6 +113,7 @@ describe('tokens', () => {
     });
     await page.goto(pageUrl(g));
     await page.getByLabel('Admin token').waitFor();
+    // a negative check: no API call within more than one poll period (1 s)
     await new Promise((r) => setTimeout(r, 1_200));
     expect(apiCalls).toEqual([]);
     expect(await page.locator('#conn').textContent()).toContain('Not signed in');

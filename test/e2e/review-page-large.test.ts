@@ -122,7 +122,12 @@ describe('a session of 10,000 events', () => {
     // live updates (a poll a second) neither move nor redraw what did not change
     const before = await canvas.boundingBox();
     const drawn = await canvas.getAttribute('data-draw-ms');
-    await new Promise((r) => setTimeout(r, 2_200));
+    // The page polls one after another: once a second poll starts, the one before it has
+    // been drawn (and the one in flight at `before`, if any).
+    const polled = () =>
+      page.waitForRequest((r) => r.url().endsWith('/api/health'), { timeout: 5_000 });
+    await polled();
+    await polled();
     expect(await canvas.boundingBox()).toEqual(before);
     expect(await canvas.getAttribute('data-draw-ms')).toBe(drawn);
 

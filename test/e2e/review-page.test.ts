@@ -221,6 +221,7 @@ describe('review page: approve, resume, deny', () => {
     // cancelling a confirmation does nothing
     await page.getByRole('button', { name: 'Deny…' }).click();
     await page.getByRole('dialog').getByRole('button', { name: 'Cancel' }).click();
+    // a negative check: no deny or approve is journaled within 300 ms of the cancel
     await new Promise((r) => setTimeout(r, 300));
     expect(g.records().some((r) => r.type === 'deny' || r.type === 'approve')).toBe(false);
     expect((await api.get('/api/sessions/agent-1')).json.held).toBe(1);

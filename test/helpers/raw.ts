@@ -207,6 +207,8 @@ export function startResettingServer(partial = 'only part of the body'): Promise
       got += d.toString('latin1');
       if (!got.includes('\r\n\r\n')) return;
       got = '';
+      // The reset comes a moment after the partial body (an RST can drop data its peer has
+      // not read yet); nothing tells this server when the proxy has read it.
       socket.write(`HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n${partial}`, () =>
         setTimeout(() => socket.resetAndDestroy(), 50),
       );

@@ -4,10 +4,11 @@ import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { JournalRecord } from '../../src/journal/records.js';
 import type { TestGateway } from '../helpers/gateway.js';
-import { settle, startTestGateway } from '../helpers/gateway.js';
+import { startTestGateway } from '../helpers/gateway.js';
 import { startMcpEcho } from '../helpers/mcp.js';
-import { freePort } from '../helpers/raw.js';
+import { refusingPort } from '../helpers/raw.js';
 import { tempDir } from '../helpers/tmp.js';
+import { outcomeOf, waitForRecords } from '../helpers/wait.js';
 
 /**
  * Malformed and unauthenticated requests to the MCP bridge, raw over HTTP, with a recording
@@ -27,7 +28,7 @@ const base = (upstream: string) => ({
 });
 beforeAll(async () => {
   g = await startTestGateway(base(echo.url), { dir: tempDir() });
-  down = await startTestGateway(base(`http://127.0.0.1:${await freePort()}/mcp`), {
+  down = await startTestGateway(base(`http://127.0.0.1:${await refusingPort()}/mcp`), {
     dir: tempDir(),
   });
 });
@@ -157,9 +158,8 @@ describe('upstream down', () => {
     expect(res.status).toBe(502);
     expect(res.json).toMatchObject({ jsonrpc: '2.0', id: 41, error: { code: -32002 } });
     expect(res.json.error.message).toMatch(/^trajgate: .*127\.0\.0\.1/);
-    await settle();
-    const recs = down.records();
-    const event = recs.find((r) => r.type === 'event');
+    const event = down.records().find((r) => r.type === 'event');
+    const recs = await waitForRecords(down, outcomeOf(event?.seq));
     expect(event).toMatchObject({ kind: 'read', verdict: 'ALLOW', session: 'agent-1' });
     expect(recs.find((r) => r.type === 'outcome')).toMatchObject({
       ref: event?.seq,

@@ -6,9 +6,10 @@ import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EventRecord } from '../../src/journal/records.js';
 import type { TestGateway } from '../helpers/gateway.js';
-import { settle, startTestGateway } from '../helpers/gateway.js';
+import { startTestGateway } from '../helpers/gateway.js';
 import { exchange } from '../helpers/raw.js';
 import { tempDir } from '../helpers/tmp.js';
+import { outcomeOf, waitForRecords } from '../helpers/wait.js';
 
 /**
  * The plain-HTTP adapter (bridge.protocol: http) in front of a small tool server written here:
@@ -201,13 +202,9 @@ describe('HTTP adapter: routes map requests to events', () => {
     expect(seen.length).toBe(before);
     const ok = await send('GET', '/fs/read?path=a.txt');
     expect(ok.status).toBe(200);
-    await settle();
-    expect(
-      g
-        .records()
-        .filter((r) => r.type === 'outcome')
-        .at(-1),
-    ).toMatchObject({ status: 200 });
+    const ref = lastEvent()?.seq;
+    const records = await waitForRecords(g, outcomeOf(ref));
+    expect(records.find(outcomeOf(ref))).toMatchObject({ status: 200 });
   });
 
   it('PUT /fs/touch?path=a.txt (write at query:path) → forwarded', async () => {

@@ -2,9 +2,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ProxyAgent, request } from 'undici';
 import { curl } from '../helpers/curl.js';
 import type { TestGateway } from '../helpers/gateway.js';
-import { settle, startTestGateway } from '../helpers/gateway.js';
+import { startTestGateway } from '../helpers/gateway.js';
 import { startUpstream, TEST_CA_PATH } from '../helpers/upstream.js';
-import { waitFor } from '../helpers/wait.js';
+import { isOutcome, waitFor, waitForRecords } from '../helpers/wait.js';
 
 /**
  * The seed article's story through the real proxy with real clients: curl (plain HTTP, and
@@ -66,10 +66,10 @@ describe('the seed story end to end', () => {
     expect(JSON.parse(released.body).url).toBe('/second');
     expect(other.seen.map((r) => r.url)).toEqual(['/second']);
 
-    await settle();
-    const events = g.records().filter((r) => r.type === 'event');
+    const records = await waitForRecords(g, isOutcome, 3);
+    const events = records.filter((r) => r.type === 'event');
     expect(events.map((r) => r.verdict)).toEqual(['ALLOW', 'REVIEW', 'PAUSE', 'ALLOW']);
-    const outcomes = g.records().filter((r) => r.type === 'outcome');
+    const outcomes = records.filter((r) => r.type === 'outcome');
     expect(outcomes.map((r) => r.status)).toEqual([200, 403, 200]);
     // the re-judged record belongs to the held request
     expect(events[3]).toMatchObject({ rid: events[2]?.seq, approvedBy: `127.0.0.1:${other.port}` });
@@ -100,7 +100,6 @@ describe('the seed story end to end', () => {
     expect(session.resume()).toBe(2);
     expect((await allowlisted).status).toBe(200);
     expect((await held).status).toBe(200);
-    await settle();
     const heldRecord = g.records().find((r) => r.type === 'event' && r.held === true);
     expect(heldRecord).toMatchObject({ verdict: 'PAUSE', target: `${allowed.url}/while-paused` });
   });
@@ -113,7 +112,6 @@ describe('the seed story end to end', () => {
     expect(answer.status).toBe(403);
     expect(answer.body).toContain('An operator reviewed the recent events and denied it');
     expect(session.paused).toBe(true);
-    await settle();
     expect(g.records().some((r) => r.type === 'deny' && r.released === 1)).toBe(true);
   });
 
@@ -154,13 +152,14 @@ describe('HTTPS through CONNECT (curl)', () => {
     ]);
     expect(refused.exitCode).not.toBe(0);
     expect(refused.stderr).toContain('403');
-    await settle();
-    const events = g.records().filter((r) => r.type === 'event');
+    // The tunnel's outcome is written when it closes, which may be after curl has exited.
+    const records = await waitForRecords(g, (r) => r.type === 'outcome' && r.status === 200);
+    const events = records.filter((r) => r.type === 'event');
     expect(events.map((r) => [r.target, r.verdict])).toEqual([
       [`127.0.0.1:${tls.port}`, 'ALLOW'],
       [`127.0.0.1:${other.port}`, 'REVIEW'],
     ]);
-    const tunnel = g.records().find((r) => r.type === 'outcome' && r.status === 200);
+    const tunnel = records.find((r) => r.type === 'outcome' && r.status === 200);
     expect(tunnel).toMatchObject({ type: 'outcome' });
     expect((tunnel as { bytesDown: number }).bytesDown).toBeGreaterThan(1000);
   });

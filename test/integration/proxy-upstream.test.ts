@@ -4,7 +4,7 @@ import type { TestGateway } from '../helpers/gateway.js';
 import { gatewayPerTest } from '../helpers/gateway.js';
 import {
   connectTunnel,
-  freePort,
+  refusingPort,
   openRaw,
   roundTrip,
   startResettingServer,
@@ -15,7 +15,7 @@ import { waitFor } from '../helpers/wait.js';
 import type { EventRecord, OutcomeRecord } from '../../src/journal/records.js';
 
 /** Upstream failures (502 / 504 / reset) and HTTP upgrades, all on loopback. */
-const nothing = await freePort();
+const nothing = await refusingPort();
 const silent = await startSilentServer();
 const resetting = await startResettingServer();
 const ws = await startUpgradeServer();

@@ -2,9 +2,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AdminClient } from '../helpers/admin.js';
 import { adminClient, agentAuth, eventually, lineCount, viaProxy } from '../helpers/admin.js';
 import type { TestGateway } from '../helpers/gateway.js';
-import { settle, startTestGateway } from '../helpers/gateway.js';
+import { startTestGateway } from '../helpers/gateway.js';
 import { exchange } from '../helpers/raw.js';
 import { startUpstream } from '../helpers/upstream.js';
+import { isOutcome, waitForRecords } from '../helpers/wait.js';
 
 /**
  * Bad input to the admin API: each call gets a clear error with a stable code, and changes
@@ -35,7 +36,8 @@ beforeAll(async () => {
   held = viaProxy(g.proxyUrl, `${other.url}/b`, a1);
   await eventually(async () => (await api.get('/api/sessions/agent-1')).json.held === 1);
   await viaProxy(g.proxyUrl, `${other.url}/c`, agentAuth('agent-2', AGENTS[1]!.token));
-  await settle();
+  // The outcomes of /a and /c, written after their answers: then the journal is still.
+  await waitForRecords(g, isOutcome, 2);
 });
 
 afterAll(async () => {

@@ -358,8 +358,8 @@ describe('clients that stall (limits.headerTimeout 1s)', () => {
     const g = await start({ limits: { headerTimeout: '5s', tunnelsPerSession: 1 } });
     const t = await connectTunnel(g.gw.proxy.port, UP);
     expect(t.status).toBe(200);
-    t.socket.write(hello.subarray(0, 40));
-    await new Promise((r) => setTimeout(r, 100));
+    // Part of a ClientHello, handed to the kernel before the close: the FIN follows it.
+    await new Promise((r) => t.socket.write(hello.subarray(0, 40), r));
     t.socket.destroy();
     await waitFor(() => refusals(g.records()).length === 1, 2_000);
     expect(refusals(g.records())[0]?.reason).not.toMatch(/not completed within/);

@@ -1,12 +1,11 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { CapturedExchange } from '../../src/action/capture.js';
+import type { CapturedExchange, CapturedPart } from '../../src/action/capture.js';
 import type { EventRecord, OutcomeRecord } from '../../src/journal/records.js';
 import { runCliAsync } from '../helpers/cli.js';
 import { curl } from '../helpers/curl.js';
 import type { TestGateway } from '../helpers/gateway.js';
-import { settle } from '../helpers/gateway.js';
 import type { InterceptOptions } from '../helpers/tls.js';
 import {
   handshakeThrough,
@@ -18,7 +17,7 @@ import {
 } from '../helpers/tls.js';
 import { tempDir } from '../helpers/tmp.js';
 import { startUpstream, TEST_CA_PATH } from '../helpers/upstream.js';
-import { waitFor } from '../helpers/wait.js';
+import { outcomeOf, waitFor, waitForRecords } from '../helpers/wait.js';
 
 /**
  * TLS interception end to end with real clients (curl, undici's ProxyAgent and node:https in
@@ -71,8 +70,8 @@ describe('curl --cacert <trajgate CA> through the proxy', () => {
     expect(res.status).toBe(200);
     expect(JSON.parse(res.body)).toMatchObject({ method: 'GET', url: '/get?q=1' });
     expect(up.seen.length).toBe(seen + 1);
-    await settle();
     const [event] = events(g);
+    await waitForRecords(g, outcomeOf(event?.seq));
     expect(event).toMatchObject({
       session: SESSION,
       kind: 'network',
@@ -102,7 +101,6 @@ describe('curl --cacert <trajgate CA> through the proxy', () => {
     expect(res.headers['x-trajgate-verdict']).toBe('REVIEW; boundary=network');
     expect(res.body).toContain(`trajgate refused this request: POST ${ORIGIN}/admin/delete`);
     expect(up.seen.length).toBe(seen);
-    await settle();
     expect(events(g)).toEqual([
       expect.objectContaining({
         target: `${ORIGIN}/admin/delete`,
@@ -136,7 +134,6 @@ describe('curl --cacert <trajgate CA> through the proxy', () => {
       `${ORIGIN}/two`,
     ]);
     expect(res.exitCode).toBe(0);
-    await settle();
     expect(events(g).map((e) => [e.method, e.target, e.verdict])).toEqual([
       ['GET', `${ORIGIN}/one`, 'ALLOW'],
       ['DELETE', `${ORIGIN}/two`, 'REVIEW'],
@@ -188,7 +185,6 @@ describe('curl --cacert <trajgate CA> through the proxy', () => {
     expect(res.status).toBe(421);
     expect(res.body).toMatch(/^trajgate: Host "other.example" and target "\/get" do not match/);
     expect(up.seen.length).toBe(seen);
-    await settle();
     expect(refusals(g.records())).toEqual([
       expect.objectContaining({ status: 421, target: '/get', session: SESSION }),
     ]);
@@ -283,7 +279,6 @@ describe('Node clients trusting the CA with NODE_EXTRA_CA_CERTS', () => {
     expect(get).toMatchObject({ status: 200, verdict: null });
     expect(JSON.parse(get?.body ?? '')).toMatchObject({ method: 'GET', url: '/undici' });
     expect(post).toMatchObject({ status: 403, verdict: 'REVIEW; boundary=network' });
-    await settle();
     expect(events(g).map((e) => [e.method, e.target, e.verdict])).toEqual([
       ['GET', `${ORIGIN}/undici`, 'ALLOW'],
       ['POST', `${ORIGIN}/undici-post`, 'REVIEW'],
@@ -331,6 +326,9 @@ async function captured(g: TestGateway, rid: number): Promise<CapturedExchange> 
   await waitFor(() => existsSync(file) && readFileSync(file, 'utf8').endsWith('}'));
   return JSON.parse(readFileSync(file, 'utf8')) as CapturedExchange;
 }
+/** A captured body as text, whichever encoding the capture says it is stored in. */
+const bodyOf = (part: CapturedPart | null) =>
+  part?.encoding === 'text' ? part.body : Buffer.from(part?.body ?? '', 'base64').toString();
 const header = (part: { headers: readonly [string, string][] }, name: string) =>
   part.headers.find(([n]) => n.toLowerCase() === name)?.[1];
 
@@ -350,13 +348,13 @@ describe('capture', () => {
       size: BODY.length,
       truncated: true,
     });
-    expect(Buffer.from(c.request.body, 'base64').toString()).toBe(BODY.slice(0, 10));
+    expect(bodyOf(c.request)).toBe(BODY.slice(0, 10));
     expect(c.response).toMatchObject({
       status: 200,
       size: Number(res.headers['content-length']),
       truncated: true,
     });
-    expect(Buffer.from(c.response?.body ?? '', 'base64').toString()).toBe(res.body.slice(0, 10));
+    expect(bodyOf(c.response)).toBe(res.body.slice(0, 10));
     // Stored beside the journal, never inside its lines.
     expect(readFileSync(g.journalPath, 'utf8')).not.toContain('abcdefghij');
   });
@@ -367,9 +365,9 @@ describe('capture', () => {
     expect(res.status).toBe(200);
     const c = await captured(g, events(g)[0]?.seq as number);
     expect(c.request).toMatchObject({ size: 5, truncated: false });
-    expect(Buffer.from(c.request.body, 'base64').toString()).toBe('small');
+    expect(bodyOf(c.request)).toBe('small');
     expect(c.response).toMatchObject({ truncated: false, size: res.body.length });
-    expect(Buffer.from(c.response?.body ?? '', 'base64').toString()).toBe(res.body);
+    expect(bodyOf(c.response)).toBe(res.body);
   });
 
   it('authorization and cookie are redacted in captures (not in what is sent)', async () => {
@@ -418,13 +416,14 @@ describe('capture', () => {
     expect(res.status).toBe(200);
     const c = await captured(g, events(g)[0]?.seq as number);
     expect(c.request).toMatchObject({ url: `${plain.url}/p`, size: 10, truncated: true });
-    expect(Buffer.from(c.request.body, 'base64').toString()).toBe('plai');
+    expect(bodyOf(c.request)).toBe('plai');
   });
 
   it('is off by default: no captures folder', async () => {
     const g = await start();
     expect((await curl([...trusted(g), `${ORIGIN}/nothing-kept`])).status).toBe(200);
-    await settle();
+    // A capture would be saved right after the outcome is journaled.
+    await waitForRecords(g, outcomeOf(events(g)[0]?.seq));
     expect(existsSync(capturesOf(g))).toBe(false);
   });
 });
@@ -543,7 +542,9 @@ describe('trajgate export --har', () => {
     // A blind tunnel has no method or URL: not an HTTP exchange for HAR.
     await curl(['--cacert', TEST_CA_PATH, '-x', g.proxyUrl, `${blind.url}/b`]);
     await waitFor(() => outcomes(g).length === 4);
-    await waitFor(() => existsSync(capturesOf(g)) && readdirSync(capturesOf(g)).length === 2);
+    // The refused PUT is captured too (request and refusal), not only the forwarded two.
+    const files = () => readdirSync(capturesOf(g)).filter((f) => f.endsWith('.json'));
+    await waitFor(() => existsSync(capturesOf(g)) && files().length === 3);
 
     const dir = tempDir();
     const out = join(dir, 'out.har');
@@ -621,16 +622,17 @@ describe('trajgate export --har', () => {
     ).toEqual(['POST', 'PUT']);
   });
 
-  it('an unknown session exports an empty, still valid HAR', async () => {
+  it('a session with no HTTP exchange (a blind tunnel) exports an empty, still valid HAR', async () => {
     const g = await start();
-    await curl([...trusted(g), `${ORIGIN}/x`]);
-    await settle();
+    await curl(['--cacert', TEST_CA_PATH, '-x', g.proxyUrl, `${blind.url}/b`]);
+    // The tunnel's outcome, written when it closes: then its journal is complete.
+    await waitForRecords(g, outcomeOf(events(g)[0]?.seq));
     const dir = tempDir();
     const out = join(dir, 'empty.har');
     const r = await runCliAsync([
       'export',
       '--session',
-      'nobody',
+      SESSION,
       '--har',
       out,
       '--config',

@@ -5,17 +5,16 @@ import { relay } from '../../src/action/tunnel.js';
 
 /** Pairs of connected loopback sockets: [the accepted side, the connecting side]. */
 const server = createServer();
-const accepted: Socket[] = [];
-server.on('connection', (s: Socket) => accepted.push(s));
 await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
 afterAll(() => new Promise<void>((r) => server.close(() => r())));
 
 async function pair(): Promise<[Socket, Socket]> {
+  // One pair at a time: the next connection the server accepts is this one.
+  const accepted = new Promise<Socket>((r) => server.once('connection', r));
   const near = connect((server.address() as AddressInfo).port, '127.0.0.1');
   near.on('error', () => {});
   await new Promise((r) => near.once('connect', r));
-  while (accepted.length === 0) await new Promise((r) => setTimeout(r, 5));
-  return [accepted.shift() as Socket, near];
+  return [await accepted, near];
 }
 
 describe('relay', () => {
