@@ -199,7 +199,7 @@ export async function startGateway(
         onePath: config.bridge.protocol === 'mcp',
         timeoutMs: config.limits.upstreamTimeout,
         forwardAuthorization: config.bridge.forwardAuthorization,
-        trust: upstreamTrust(config.tls.upstreamCa),
+        trust: upstreamTrust(config.tls.upstreamCa)(),
       })
     : null;
   const bridgeServer = createBridgeServer({

@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isIP } from 'node:net';
 import { Readable } from 'node:stream';
 import { createSecureContext, connect as tlsConnect } from 'node:tls';
+import type { SecureContext } from 'node:tls';
 import { Agent } from 'undici';
 import type { Dispatcher } from 'undici';
 import type { Capture } from './capture.js';
@@ -51,7 +52,7 @@ export class Forwarder {
   readonly #tls: Agent;
   readonly #bodyTimeout: number;
 
-  constructor(limits: ForwardLimits, egress: Egress, trust: readonly string[]) {
+  constructor(limits: ForwardLimits, egress: Egress, trust: () => readonly string[]) {
     const timeouts = {
       headersTimeout: limits.upstreamTimeout,
       bodyTimeout: limits.upstreamTimeout,
@@ -60,8 +61,9 @@ export class Forwarder {
     this.#bodyTimeout = limits.bodyTimeout;
     this.#plain = new Agent({ ...timeouts, connect: { timeout: limits.connectTimeout } });
     // One context for every upstream connection: building it from ~140 roots costs ~17 ms
-    // and ~1 MB per connection otherwise.
-    const secureContext = createSecureContext({ ca: [...trust] });
+    // and ~1 MB per connection otherwise. Built at the first one: a gateway that intercepts
+    // nothing starts lighter (V8 sizes the old generation from what lives after start).
+    let secureContext: SecureContext | undefined;
     this.#tls = new Agent({
       ...timeouts,
       connect: (opts, callback) => {
@@ -74,7 +76,7 @@ export class Forwarder {
               host: check.address,
               port,
               ...(isIP(opts.hostname) ? {} : { servername: opts.hostname }),
-              secureContext,
+              secureContext: (secureContext ??= createSecureContext({ ca: [...trust()] })),
               ALPNProtocols: ['http/1.1'],
               timeout: limits.connectTimeout,
             });

@@ -20,15 +20,11 @@ let machine: readonly string[] | undefined;
  * The CA certificates upstream TLS is verified against: what the machine trusts (Node's
  * bundled roots, NODE_EXTRA_CA_CERTS, the system bundle where present) plus `tls.upstreamCa`.
  * Passing `ca:` to tls or undici replaces Node's default store, so the list must be whole.
- * The machine's part is read once per process; a missing or unreadable upstreamCa file is
- * a config error.
+ * The `tls.upstreamCa` files are read now (one that cannot be read is a config error); the
+ * machine's part when the list is first asked for, once per process: a gateway that never
+ * talks TLS upstream keeps none of it in memory.
  */
-export function upstreamTrust(upstreamCa: readonly string[]): string[] {
-  machine ??= [
-    ...rootCertificates,
-    ...optionalPem(process.env.NODE_EXTRA_CA_CERTS),
-    ...optionalPem(SYSTEM_BUNDLE),
-  ];
+export function upstreamTrust(upstreamCa: readonly string[]): () => string[] {
   const configured = upstreamCa.map((file) => {
     try {
       return readFileSync(file, 'utf8');
@@ -39,7 +35,14 @@ export function upstreamTrust(upstreamCa: readonly string[]): string[] {
       );
     }
   });
-  return [...machine, ...configured];
+  return () => {
+    machine ??= [
+      ...rootCertificates,
+      ...optionalPem(process.env.NODE_EXTRA_CA_CERTS),
+      ...optionalPem(SYSTEM_BUNDLE),
+    ];
+    return [...machine, ...configured];
+  };
 }
 
 /** The reason for a certificate that does not verify, naming the setting that would fix it. */

@@ -123,7 +123,7 @@ export function notifyOnDecisions(deps: {
       dropped: () => metrics.webhookDropped.inc(),
       queued: (n) => metrics.webhookQueued.set(n),
     },
-    upstreamTrust(config.tls.upstreamCa),
+    upstreamTrust(config.tls.upstreamCa)(),
   );
   const notices = new Notices(() => pageBase(config.notify.pageUrl, deps.admin()), deps.links);
   if (config.notify.on.includes('pause'))

@@ -42,7 +42,7 @@ function start(webhook: string, options: Record<string, unknown>) {
         counts.peakQueued = Math.max(counts.peakQueued, q);
       },
     },
-    upstreamTrust([]),
+    upstreamTrust([])(),
   ));
   return { n, counts, lines };
 }
