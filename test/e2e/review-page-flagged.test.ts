@@ -181,6 +181,30 @@ describe('review page: flagged sessions, captures, revoke and block', () => {
     await textOf(denies, /None: nothing is denied outright/, 2_000);
     expect((await viaProxy(g.proxyUrl, `${allowed.url}/v1/index`, auth(1))).status).toBe(200);
 
+    // for every session: a global deny refuses agent-1 too
+    await blockPattern.fill(prefix);
+    await page.getByLabel('For every session, not only this one').check();
+    await denies.getByRole('button', { name: 'Block…' }).click();
+    await textOf(dialog, /Block this pattern\?.*every session/);
+    await dialog.getByRole('button', { name: 'Block' }).click();
+    await textOf(page.locator('#action-message'), /Blocked GET http:.*\/v1\/ for all sessions/);
+    expect(
+      g
+        .records()
+        .filter((r) => r.type === 'block')
+        .at(-1),
+    ).toMatchObject({
+      session: null,
+      pattern: prefix,
+    });
+    expect((await viaProxy(g.proxyUrl, `${allowed.url}/v1/index`, auth(0))).status).toBe(403);
+    const globalDeny = denies.locator('li.deny', { hasText: prefix });
+    const globalId = (await globalDeny.locator('.approval-id').textContent()) ?? '';
+    await globalDeny.getByRole('button', { name: `Remove deny ${globalId}: ${prefix}` }).click();
+    await dialog.getByRole('button', { name: 'Remove' }).click();
+    await textOf(denies, /None: nothing is denied outright/, 2_000);
+    expect((await viaProxy(g.proxyUrl, `${allowed.url}/v1/index`, auth(0))).status).toBe(200);
+
     // a pattern that does not parse: the API's error, shown
     await blockPattern.fill('GIT http://x');
     await denies.getByRole('button', { name: 'Block…' }).click();

@@ -1,6 +1,6 @@
 // Deny patterns: refused whatever allows or approves them. The card lists those that apply to
 // the session (its own, global ones, the config's network.deny), removes an operator's, and
-// blocks a new pattern for this session (pre-filled from the selected request).
+// blocks a new pattern for this session or every session (pre-filled from the selected request).
 
 import type { Actions } from './actions.js';
 import { confirmAction } from './confirm.js';
@@ -14,6 +14,7 @@ export class DeniesCard {
   readonly #list: HTMLElement;
   readonly #pattern: HTMLInputElement;
   readonly #block: HTMLButtonElement;
+  readonly #everyone: HTMLInputElement;
   readonly #actions: Actions;
   #session = '';
   #key = '';
@@ -36,6 +37,7 @@ export class DeniesCard {
       },
       on: { input: () => (this.#typed = true) },
     });
+    this.#everyone = h('input', { attrs: { id: 'block-everyone', type: 'checkbox' } });
     this.#block = h('button', {
       class: 'btn btn-danger',
       text: 'Block…',
@@ -53,8 +55,9 @@ export class DeniesCard {
       h('p', {
         class: 'help',
         attrs: { id: 'block-help' },
-        text: 'Refused for this session whatever allows or approves it; journaled like an approval.',
+        text: 'Refused whatever allows or approves it; journaled like an approval.',
       }),
+      h('label', { class: 'check' }, this.#everyone, ' For every session, not only this one'),
       h('div', { class: 'btn-row' }, this.#block),
     );
     form.addEventListener('submit', (e) => {
@@ -153,21 +156,22 @@ export class DeniesCard {
       return;
     }
     const session = this.#session;
+    const everyone = this.#everyone.checked;
     const ok = await confirmAction({
       title: 'Block this pattern?',
       lines: [
-        ['Session', session],
+        ['Session', everyone ? 'every session' : session],
         ['Deny pattern', pattern],
       ],
-      note: 'Matching requests of this session are refused from now on, even if allowed or approved (and counted as crossings).',
+      note: `Matching requests of ${everyone ? 'every session' : 'this session'} are refused from now on, even if allowed or approved (and counted as crossings).`,
       confirm: 'Block',
       tone: 'danger',
     });
     if (!ok) return;
     await this.#actions.run(async () => {
-      const { deny } = await call<{ deny: DenyView }>('POST', `${sessionPath(session)}/block`, {
-        pattern,
-      });
+      const path = everyone ? '/api/denies' : `${sessionPath(session)}/block`;
+      const { deny } = await call<{ deny: DenyView }>('POST', path, { pattern });
+      this.#everyone.checked = false;
       return `Blocked ${deny.pattern} for ${deny.session === null ? 'all sessions' : 'this session'} (${deny.id}).`;
     });
   }
