@@ -12,7 +12,7 @@ import type { Rebuilt } from './ingress/proxy-parts.js';
 import type { JournalWriter } from './journal/writer.js';
 import type { AdminKeys } from './review/admin-token.js';
 import { adminTokens } from './review/admin-token.js';
-import { ApiError } from './review/http-json.js';
+import { ApiError } from './http/json.js';
 import type { Sessions } from './review/sessions.js';
 
 export interface ReloadResult {

@@ -47,7 +47,7 @@ const MAX_DELAY = 2 ** 31 - 1;
 /**
  * Open tunnels (CONNECT, upgrades, intercepted and inspected connections) by session. A
  * decision to open one covers it only while the session is active and its approval valid
- * (design § Judge what you forward): a pause freezes them, resume thaws them, deny and the
+ * (README: open tunnels follow their session): a pause freezes them, resume thaws them, deny and the
  * hold timeout close them, and one admitted by an approval closes when the approval expires.
  * Every change is journaled against the tunnel first; a thaw that cannot be journaled closes.
  */

@@ -1,4 +1,6 @@
-import { connect, Socket } from 'node:net';
+import { connect } from 'node:net';
+import type { Socket } from 'node:net';
+import { moveHandle } from './socket-internals.js';
 import type { TunnelControl } from './live-tunnels.js';
 import type { Transfer } from './transfer.js';
 
@@ -36,6 +38,14 @@ export interface Opening {
   toUpstream: readonly (string | Buffer)[];
 }
 
+export interface RelayOptions {
+  /**
+   * Read into a few reused buffers (default). False reads through plain 'data' events, the path
+   * taken anyway when this Node's socket internals are not the shape socket-internals.ts expects.
+   */
+  readonly reuseBuffers?: boolean;
+}
+
 /**
  * Relays two connected TCP sockets byte for byte until either side errs, both ends close, or
  * the tunnel stays idle for `idleMs` (a stuck tunnel must not pin a slot forever). Resolves with
@@ -46,7 +56,9 @@ export interface Opening {
  * direction reads into a few reused buffers (net.Socket's `onread`) and writes them straight
  * on; a buffer the writer still holds is never read into. `onread` can only be given
  * when a socket is made, so each socket's handle moves to a new Socket; the old object stays as
- * a shell tied to it, so the server's connection count and whoever holds it see it close.
+ * a shell tied to it, so the server's connection count and whoever holds it see it close. That
+ * move uses Node internals, kept in socket-internals.ts; where they are not as expected, each
+ * socket is read through 'data' events instead.
  */
 export function relay(
   client: Socket,
@@ -54,6 +66,7 @@ export function relay(
   idleMs: number,
   opening: Opening,
   onOpen?: (control: TunnelControl) => void,
+  { reuseBuffers = true }: RelayOptions = {},
 ): Promise<Omit<Transfer, 'status'>> {
   if (client.destroyed || upstream.destroyed) {
     // One side went away while the tunnel was being decided or connected.
@@ -64,8 +77,8 @@ export function relay(
   return new Promise((resolve) => {
     const up = new Direction();
     const down = new Direction();
-    const c = adopt(client, up);
-    const u = adopt(upstream, down);
+    const c = adopt(client, up, reuseBuffers);
+    const u = adopt(upstream, down, reuseBuffers);
     up.to = u.socket;
     down.to = c.socket;
     let error: string | undefined;
@@ -164,10 +177,13 @@ class Direction {
     return (this.to as Socket).write(buf.subarray(0, n), this.#written);
   };
 
-  /** What either side sent before the relay began: not from the pool, no callback. */
-  write(chunk: Buffer): void {
+  /**
+   * A chunk not from the pool, no callback: what either side sent before the relay began, or a
+   * 'data' event's. Returning false: pause the reading socket until the writer drains.
+   */
+  write(chunk: Buffer): boolean {
     this.bytes += chunk.length;
-    (this.to as Socket).write(chunk);
+    return (this.to as Socket).write(chunk);
   }
 
   readonly #written = (): void => {
@@ -185,20 +201,42 @@ interface Adopted {
   onEnd(listener: () => void): void;
 }
 
-/** Moves `old`'s handle to a new Socket that reads through `direction`. */
-function adopt(old: Socket, direction: Direction): Adopted {
+/**
+ * Takes over `old` for the relay: its handle moves to a new Socket that reads through
+ * `direction`'s reused buffers, or (`reuseBuffers` false, or internals not as expected) `old`
+ * itself is read through 'data' events.
+ */
+function adopt(old: Socket, direction: Direction, reuseBuffers: boolean): Adopted {
   const queued: Buffer[] = [];
   for (let chunk: Buffer | null; (chunk = old.read() as Buffer | null) !== null;) {
     queued.push(chunk);
   }
-  const shell = old as Socket & { _handle: object | null };
-  const handle = shell._handle;
-  shell._handle = null;
-  const socket = new Socket({
-    handle,
-    allowHalfOpen: true,
-    onread: { buffer: direction.next, callback: direction.onRead },
-  } as ConstructorParameters<typeof Socket>[0]);
+  const socket = reuseBuffers
+    ? moveHandle(old, { buffer: direction.next, callback: direction.onRead })
+    : null;
+  return socket === null ? readByEvents(old, direction, queued) : moved(old, socket, queued);
+}
+
+/** The public path: `socket` stays, its 'data' events are written on. */
+function readByEvents(socket: Socket, direction: Direction, queued: Buffer[]): Adopted {
+  // Half-closes pass through, as on the moved socket: the other side may still answer.
+  socket.allowHalfOpen = true;
+  socket.on('data', (chunk: Buffer) => {
+    if (!direction.write(chunk)) socket.pause();
+  });
+  socket.resume();
+  const adopted: Adopted = {
+    socket,
+    queued,
+    ended: socket.readableEnded,
+    onEnd: (listener) => socket.once('end', listener),
+  };
+  adopted.onEnd(() => (adopted.ended = true));
+  return adopted;
+}
+
+/** `old`'s handle now belongs to `socket`: each closes with the other. */
+function moved(old: Socket, socket: Socket, queued: Buffer[]): Adopted {
   socket.once('close', () => old.destroy());
   old.once('close', () => socket.destroy());
   const adopted: Adopted = {

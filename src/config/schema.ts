@@ -1,11 +1,11 @@
 import { z } from 'zod';
 import { BUILTIN_KINDS, PATH_KINDS } from '../event/event.js';
 import { isTrajgateError } from '../errors.js';
-import { parseNetworkPattern } from '../guard/network-pattern.js';
+import { parseNetworkPattern } from '../event/network-pattern.js';
 import { parseCidr, parseDuration, parseHostPort } from './formats.js';
 
 /**
- * The YAML schema; key names are the contract (design § Config keys, and
+ * The YAML schema; key names are the contract (README § Configuration, and
  * config/trajgate.example.yaml). Every object is strict so a misspelt key is an error, not a
  * silently ignored setting.
  */

@@ -1,13 +1,13 @@
 import type { Event } from '../event/event.js';
 import { TrajgateError } from '../errors.js';
 import { globMatcher } from './glob.js';
-import type { NetworkPattern } from './network-pattern.js';
+import type { NetworkPattern } from '../event/network-pattern.js';
 import {
   matchesAuthority,
   matchesHost,
   matchesNetwork,
   parseNetworkPattern,
-} from './network-pattern.js';
+} from '../event/network-pattern.js';
 
 export interface ApprovalSpec {
   readonly pattern: string;

@@ -3,7 +3,7 @@ import type { Approval } from './approvals.js';
 import { compileApproval } from './approvals.js';
 import { compileDeny } from './denies.js';
 import { globMatcher } from './glob.js';
-import { parseNetworkPattern } from './network-pattern.js';
+import { parseNetworkPattern } from '../event/network-pattern.js';
 import type { Boundary, GuardPolicy } from './policy.js';
 
 /**

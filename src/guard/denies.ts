@@ -1,6 +1,6 @@
 import type { Event } from '../event/event.js';
-import type { NetworkPattern } from './network-pattern.js';
-import { matchesAuthority, matchesNetwork, parseNetworkPattern } from './network-pattern.js';
+import type { NetworkPattern } from '../event/network-pattern.js';
+import { matchesAuthority, matchesNetwork, parseNetworkPattern } from '../event/network-pattern.js';
 
 export interface DenySpec {
   readonly pattern: string;

@@ -1,6 +1,6 @@
 import type { NetworkSubject } from '../event/event.js';
-import type { NetworkPattern } from './network-pattern.js';
-import { matchesAuthority, matchesHost, underPrefix } from './network-pattern.js';
+import type { NetworkPattern } from '../event/network-pattern.js';
+import { matchesAuthority, matchesHost, underPrefix } from '../event/network-pattern.js';
 
 /** Longest path quoted in a reason (agents' paths can be long). */
 const SHOWN = 80;

@@ -4,8 +4,8 @@ import { isInside } from '../event/paths.js';
 import type { Approval } from './approvals.js';
 import type { Deny } from './denies.js';
 import type { TargetMatcher } from './glob.js';
-import type { NetworkPattern } from './network-pattern.js';
-import { matchesNetwork } from './network-pattern.js';
+import type { NetworkPattern } from '../event/network-pattern.js';
+import { matchesNetwork } from '../event/network-pattern.js';
 
 export type CountBy = 'boundary' | 'target';
 

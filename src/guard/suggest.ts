@@ -1,4 +1,4 @@
-import { parseNetworkPattern } from './network-pattern.js';
+import { parseNetworkPattern } from '../event/network-pattern.js';
 
 /** What an event asked for, as its journal record keeps it. */
 export interface Asked {

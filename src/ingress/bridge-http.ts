@@ -6,7 +6,7 @@ import type { EventInput } from '../event/event.js';
 import { isTrajgateError } from '../errors.js';
 import type { ToolTarget } from '../event/tool-map.js';
 import { toolTargets } from '../event/tool-map.js';
-import { readJson } from './body.js';
+import { readJson } from '../http/body.js';
 import type { BridgeContext } from './bridge-calls.js';
 import { callOutcome, judgeCall } from './bridge-calls.js';
 import { presence } from './context.js';

@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { ReverseProxy } from '../action/reverse-proxy.js';
-import { readJson } from './body.js';
+import { readJson } from '../http/body.js';
 import type { BridgeContext } from './bridge-calls.js';
 import { callOutcome, judgeCall } from './bridge-calls.js';
 import { presence } from './context.js';

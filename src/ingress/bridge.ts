@@ -1,7 +1,7 @@
 import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
-import { sendJson } from '../review/http-json.js';
-import { BodyRefused, BodyTooLarge } from './body.js';
+import { sendJson } from '../http/json.js';
+import { BodyRefused, BodyTooLarge } from '../http/body.js';
 import type { BridgeContext } from './bridge-calls.js';
 import { handleHttpTool } from './bridge-http.js';
 import { handleMcp } from './bridge-mcp.js';

@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isTrajgateError, TrajgateError } from '../errors.js';
 import { describe, validateEventInput } from '../event/validate.js';
 import type { ResultRecord, Summary, Unstamped } from '../journal/records.js';
-import { sendJson } from '../review/http-json.js';
+import { sendJson } from '../http/json.js';
 import type { BridgeContext } from './bridge-calls.js';
 import { ingestBody } from './ingest.js';
 

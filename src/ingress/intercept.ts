@@ -7,8 +7,8 @@ import type { Transfer } from '../action/transfer.js';
 import type { Config } from '../config/load.js';
 import type { NetworkSubject } from '../event/event.js';
 import { canonicalHost } from '../event/network-target.js';
-import type { NetworkPattern } from '../guard/network-pattern.js';
-import { matchesNetwork, parseNetworkPattern } from '../guard/network-pattern.js';
+import type { NetworkPattern } from '../event/network-pattern.js';
+import { matchesNetwork, parseNetworkPattern } from '../event/network-pattern.js';
 import type { LeafCache } from '../tls/leaves.js';
 import type { InnerHttp, Tunnel } from './inner-http.js';
 

@@ -3,7 +3,7 @@ import type { Decision, Verdict } from '../guard/guard.js';
 
 /**
  * Journal records, one JSON object per line. `seq` and `ts` (ISO 8601) lead every record;
- * field names are the contract (design § Journal).
+ * field names are the contract (README § Journal).
  */
 export interface RecordBase {
   readonly seq: number;
@@ -113,7 +113,7 @@ export interface TunnelRecord extends RecordBase {
 /** An event as operators see it (rings of recent events, pause records): its journal record. */
 export type Summary = EventRecord;
 
-/** What an operator is handed when a session pauses (design § data path: pause record). */
+/** What an operator is handed when a session pauses (README § The review loop). */
 export interface PauseRecord {
   readonly session: string;
   readonly pausedAt: string;

@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
-import { ApiError } from './http-json.js';
+import { ApiError } from '../http/json.js';
 
 /** Admin reads run one at a time; this many more may wait for their turn. */
 export const ADMIN_WAITING = 16;

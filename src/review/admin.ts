@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import { AdminQueue, RETRY_AFTER } from './admin-queue.js';
 import type { AdminKeys } from './admin-token.js';
 import type { Api } from './api.js';
-import { ApiError, readJsonBody, sendError, sendJson } from './http-json.js';
+import { ApiError, readJsonBody, sendError, sendJson } from '../http/json.js';
 import type { JournalHealth } from '../journal/health.js';
 import type { Metrics } from './metrics.js';
 import { reviewPage } from './page.js';

@@ -9,10 +9,10 @@ import type { Suggestion } from '../guard/suggest.js';
 import type { EventRecord } from '../journal/records.js';
 import type { SessionIndex } from '../journal/session-index.js';
 import { eventBySeq, suggestionFor } from './event-lookup.js';
-import { ApiError } from './http-json.js';
+import { ApiError } from '../http/json.js';
 import type { Sessions } from './sessions.js';
 
-/** An approval as the API, CLI and page show it (design: approvals have ids). */
+/** An approval as the API, CLI and page show it. */
 export interface ApprovalView {
   /** `a<seq>` (an operator's: revocable), `c<n>` (a config entry: edit the config). */
   readonly id: string;

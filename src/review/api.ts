@@ -11,7 +11,7 @@ import type { SessionIndex } from '../journal/session-index.js';
 import type { ApprovalView, DenyView } from './api-rules.js';
 import { ApiRules, approvalView, denyView } from './api-rules.js';
 import { sessionCapture } from './captures.js';
-import { ApiError, RawJson } from './http-json.js';
+import { ApiError, RawJson } from '../http/json.js';
 import type { Review } from './review.js';
 import type { Sessions } from './sessions.js';
 

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { CapturedExchange, CapturedPart } from '../action/capture.js';
 import { errnoCode } from '../errors.js';
-import { ApiError } from './http-json.js';
+import { ApiError } from '../http/json.js';
 
 /**
  * One capture file (`<dir>/<rid>.json`) as written by Capture, or null when there is none.

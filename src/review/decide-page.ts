@@ -1,9 +1,9 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { BodyTooLarge, readBody } from '../ingress/body.js';
+import { BodyTooLarge, readBody } from '../http/body.js';
 import type { PauseRecord } from '../journal/records.js';
 import type { Suggestion } from '../guard/suggest.js';
 import type { Claims, Decided, DecisionLinks } from './decision-links.js';
-import { ApiError, sendError, sendJson } from './http-json.js';
+import { ApiError, sendError, sendJson } from '../http/json.js';
 
 /** One page, no script, nothing loaded from elsewhere; the form posts back to its own URL. */
 const HEADERS: Readonly<Record<string, string>> = {

@@ -6,7 +6,7 @@ import type { Guard } from '../guard/guard.js';
 import type { Suggestion } from '../guard/suggest.js';
 import type { JournalRecord, PauseRecord, Unstamped } from '../journal/records.js';
 import { suggestionFor } from './event-lookup.js';
-import { ApiError } from './http-json.js';
+import { ApiError } from '../http/json.js';
 import type { Review } from './review.js';
 import type { Sessions } from './sessions.js';
 

@@ -5,7 +5,7 @@ import type { Suggestion } from '../guard/suggest.js';
 import { suggestApproval } from '../guard/suggest.js';
 import type { EventRecord } from '../journal/records.js';
 import type { SessionIndex } from '../journal/session-index.js';
-import { ApiError } from './http-json.js';
+import { ApiError } from '../http/json.js';
 
 /**
  * One event record by its seq, read from the journal where the session index locates it (the

@@ -16,7 +16,7 @@ interface Trail {
 /** REVIEW events a flagged session keeps for operators (its count goes on). */
 const FLAGS = 20;
 
-/** Operator actions on a session that answer its REVIEWs (design: flagged until then). */
+/** Operator actions on a session that answer its REVIEWs. */
 const ANSWERS: ReadonlySet<string> = new Set(['approve', 'resume', 'deny', 'block']);
 
 export type PauseListener = (record: PauseRecord) => void;

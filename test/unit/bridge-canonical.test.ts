@@ -5,7 +5,7 @@ import { pathReadings } from '../../src/event/paths.js';
 import { toolMap, toolTargets } from '../../src/event/tool-map.js';
 import { rootsInside } from '../../src/ingress/roots.js';
 import { SessionOrder } from '../../src/ingress/session-order.js';
-import { parseStrictJson } from '../../src/ingress/strict-json.js';
+import { parseStrictJson } from '../../src/http/strict-json.js';
 import { judgedPaths } from '../../src/ingress/tool-paths.js';
 import { layout, tempDir } from '../helpers/tmp.js';
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parseNetworkTarget } from '../../src/event/network-target.js';
-import { matchesNetwork, parseNetworkPattern } from '../../src/guard/network-pattern.js';
+import { matchesNetwork, parseNetworkPattern } from '../../src/event/network-pattern.js';
 
 // [pattern, target, method, matches]
 const cases: [string, string, string | undefined, boolean][] = [

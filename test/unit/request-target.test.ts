@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parseNetworkTarget, pathProblem } from '../../src/event/network-target.js';
-import { matchesNetwork, parseNetworkPattern } from '../../src/guard/network-pattern.js';
+import { matchesNetwork, parseNetworkPattern } from '../../src/event/network-pattern.js';
 
 /**
  * Request targets an upstream could read as another resource than trajgate judges: each

@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { BodyTooLarge, readBody } from '../ingress/body.js';
+import { BodyTooLarge, readBody } from './body.js';
 
 /** An API error as clients see it: HTTP status, stable code, one-line message. */
 export class ApiError extends Error {

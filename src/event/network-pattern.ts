@@ -1,6 +1,6 @@
 import { TrajgateError } from '../errors.js';
-import type { NetworkSubject } from '../event/event.js';
-import { canonicalHost, DEFAULT_PORTS, pathProblem } from '../event/network-target.js';
+import type { NetworkSubject } from './event.js';
+import { canonicalHost, DEFAULT_PORTS, pathProblem } from './network-target.js';
 
 /**
  * The allowlist and approval grammar: `[METHOD ][scheme://]host[:port][/path-prefix]`.
