@@ -4,17 +4,7 @@
 
 import { call } from './api.js';
 import { byId, clock, setText } from './dom.js';
-
-interface Health {
-  readonly status: 'ok' | 'degraded';
-  readonly journal: {
-    readonly path: string;
-    readonly writable: boolean;
-    readonly failingSince: string | null;
-    readonly failures: number;
-    readonly lastFailure: { readonly at: string; readonly error: string } | null;
-  };
-}
+import type { Health } from './types.js';
 
 const banner = byId('journal-banner');
 

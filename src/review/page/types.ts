@@ -127,3 +127,15 @@ export interface EventsPage {
   readonly events: TrajEvent[];
   readonly next: number | null;
 }
+
+/** `GET /api/health`: whether the journal can be written. */
+export interface Health {
+  readonly status: 'ok' | 'degraded';
+  readonly journal: {
+    readonly path: string;
+    readonly writable: boolean;
+    readonly failingSince: string | null;
+    readonly failures: number;
+    readonly lastFailure: { readonly at: string; readonly error: string } | null;
+  };
+}
