@@ -115,15 +115,6 @@ export async function textOf(locator: Locator, pattern: RegExp, ms = 5_000): Pro
   }
 }
 
-/** Polls an async check until it holds; bounded. */
-export async function until(check: () => Promise<boolean>, ms = 5_000, what = 'condition') {
-  const deadline = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`${what} not met within ${ms} ms`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
 /**
  * Saves a screenshot under test/artifacts/ (git-ignored). With TRAJGATE_DOCS_SCREENSHOTS=1,
  * also refreshes docs/`docs` (the README's pictures, committed).

@@ -5,8 +5,9 @@ import type { TestGateway } from '../helpers/gateway.js';
 import { startTestGateway } from '../helpers/gateway.js';
 import { ADMIN, reviewStage } from '../helpers/review-story.js';
 import { tempDir } from '../helpers/tmp.js';
-import { openBrowser, signIn, textOf, until } from './browser.js';
+import { openBrowser, signIn, textOf } from './browser.js';
 import { ingest, pageUrl } from './stage.js';
+import { waitFor } from '../helpers/wait.js';
 
 /**
  * The review page against bad input: hostile event text (agents choose their targets), no or
@@ -29,13 +30,13 @@ describe('hostile event text', () => {
     await ingest(g, 0, { kind: 'network', target: HOSTILE.network });
     // a write outside the workspace pauses at once; its own call is held
     const held = ingest(g, 0, { kind: 'write', target: HOSTILE.svg }).catch(() => null);
-    await until(async () => (await api.get('/api/sessions/agent-1')).json.held === 1);
+    await waitFor(async () => (await api.get('/api/sessions/agent-1')).json.held === 1);
 
     const { page, dialogs, errors, offLoopback } = await openBrowser();
     await page.goto(`${pageUrl(g)}#/session/agent-1`);
     await signIn(page, ADMIN);
     const canvas = page.locator('canvas.timeline-canvas');
-    await until(async () => (await canvas.getAttribute('data-events')) === '4');
+    await waitFor(async () => (await canvas.getAttribute('data-events')) === '4');
     const recent = page.locator('.pause-card tbody');
     await textOf(recent, /window\.__pwned=3/);
 
@@ -45,7 +46,7 @@ describe('hostile event text', () => {
     await textOf(page.locator('.held-card'), /write \/tmp\/<svg onload="window\.__pwned=3">\/x/);
     await textOf(page.locator('#event-details'), /<svg onload="window\.__pwned=3">/);
     const pattern = page.getByLabel('Pattern', { exact: true });
-    await until(async () => (await pattern.inputValue()) === HOSTILE.svg, 5_000, 'suggestion');
+    await waitFor(async () => (await pattern.inputValue()) === HOSTILE.svg, 5_000, 'suggestion');
     expect(await page.getByLabel('Kind').inputValue()).toBe('write');
     await canvas.focus();
     await page.keyboard.press('Home');
@@ -77,12 +78,12 @@ describe('hostile event text', () => {
     const [g, api] = await start();
     // a file named "*": proposed verbatim, it would approve every file in /tmp
     const held = ingest(g, 0, { kind: 'write', target: '/tmp/*' });
-    await until(async () => (await api.get('/api/sessions/agent-1')).json.held === 1);
+    await waitFor(async () => (await api.get('/api/sessions/agent-1')).json.held === 1);
     const { page, errors } = await openBrowser();
     await page.goto(`${pageUrl(g)}#/session/agent-1`);
     await signIn(page, ADMIN);
     const pattern = page.getByLabel('Pattern', { exact: true });
-    await until(async () => (await pattern.inputValue()) !== '');
+    await waitFor(async () => (await pattern.inputValue()) !== '');
     expect(await pattern.inputValue()).toBe('/tmp/\\*');
     await page.getByRole('button', { name: 'Approve pattern…' }).click();
     await page.getByRole('dialog').getByRole('button', { name: 'Approve' }).click();
@@ -178,7 +179,7 @@ describe('API down', () => {
       expect(await page.locator('table.sessions').textContent()).toContain('agent-1'); // stale, kept
 
       g = await startTestGateway(config(port), { dir });
-      await until(async () => !(await banner.isVisible()), 5_000, 'banner gone');
+      await waitFor(async () => !(await banner.isVisible()), 5_000, 'banner gone');
       await textOf(page.locator('#conn'), /Live/);
     } finally {
       await g?.stop();

@@ -3,8 +3,9 @@ import { viaProxy } from '../helpers/admin.js';
 import { curl } from '../helpers/curl.js';
 import type { TestGateway } from '../helpers/gateway.js';
 import { ADMIN, AGENTS, auth, reviewStage } from '../helpers/review-story.js';
-import { openBrowser, overflowX, screenshot, signIn, textOf, until } from './browser.js';
+import { openBrowser, overflowX, screenshot, signIn, textOf } from './browser.js';
 import { pageUrl } from './stage.js';
+import { waitFor } from '../helpers/wait.js';
 
 /**
  * The review page for what comes before a pause, in real headless Chromium: a session flagged
@@ -82,7 +83,7 @@ describe('review page: flagged sessions, captures, revoke and block', () => {
     // the approve form holds the gateway's suggestion: method and path prefix
     const pattern = page.getByLabel('Pattern', { exact: true });
     const suggested = `POST http://127.0.0.1:${other.port}/v1/`;
-    await until(async () => (await pattern.inputValue()) === suggested, 5_000, 'suggestion');
+    await waitFor(async () => (await pattern.inputValue()) === suggested, 5_000, 'suggestion');
     // the effective allowlist: network.allow and this agent's own
     const allowlist = page.locator('.approvals-card .allow-list li');
     expect(await allowlist.allTextContents()).toEqual([
@@ -104,7 +105,7 @@ describe('review page: flagged sessions, captures, revoke and block', () => {
       /Approved network POST http:\/\/127\.0\.0\.1:\d+\/v1\//,
     );
     await textOf(page.locator('.session-head .badge'), /^Active$/, 2_000);
-    await until(async () => await flagged.isHidden(), 2_000, 'flag cleared');
+    await waitFor(async () => await flagged.isHidden(), 2_000, 'flag cleared');
     const approval = page.locator('.approvals-card li.approval', { hasText: suggested });
     const id = (await approval.locator('.approval-id').textContent()) ?? '';
     expect(id).toMatch(/^a\d+$/);
@@ -121,7 +122,7 @@ describe('review page: flagged sessions, captures, revoke and block', () => {
     expect(await page.evaluate('document.activeElement.textContent')).toBe('Cancel');
     await dialog.getByRole('button', { name: 'Revoke' }).click();
     await textOf(page.locator('#action-message'), new RegExp(`Revoked ${id} \\(POST http`));
-    await until(async () => (await approval.count()) === 0, 2_000, 'approval gone');
+    await waitFor(async () => (await approval.count()) === 0, 2_000, 'approval gone');
     expect((await api.get('/api/approvals')).json.approvals.some((a: any) => a.id === id)).toBe(
       false,
     );
@@ -132,7 +133,7 @@ describe('review page: flagged sessions, captures, revoke and block', () => {
     // a phone-width window: the capture stacks under its event, nothing sticks out
     await page.setViewportSize({ width: 400, height: 900 });
     await textOf(capture, /not forwarded/);
-    await until(async () => (await overflowX(page)) === 0, 2_000, 'no horizontal overflow');
+    await waitFor(async () => (await overflowX(page)) === 0, 2_000, 'no horizontal overflow');
     await screenshot(page, 'review-flagged-narrow');
 
     expect(dialogs).toEqual([]);
@@ -152,7 +153,7 @@ describe('review page: flagged sessions, captures, revoke and block', () => {
     await page.locator('.pause-card tbody tr', { hasText: '/v1/index' }).click();
     const blockPattern = page.getByLabel('Deny pattern', { exact: true });
     const prefix = `GET http://127.0.0.1:${allowed.port}/v1/`;
-    await until(async () => (await blockPattern.inputValue()) === prefix, 5_000, 'block prefill');
+    await waitFor(async () => (await blockPattern.inputValue()) === prefix, 5_000, 'block prefill');
     await denies.getByRole('button', { name: 'Block…' }).click();
     const dialog = page.getByRole('dialog');
     await textOf(dialog, /Block this pattern\?.*agent-2/);

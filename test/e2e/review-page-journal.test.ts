@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { fillDisk } from '../helpers/full-disk.js';
 import { ADMIN, reviewStage } from '../helpers/review-story.js';
-import { openBrowser, signIn, textOf, until } from './browser.js';
+import { openBrowser, signIn, textOf } from './browser.js';
 import { ingest, pageUrl } from './stage.js';
+import { waitFor } from '../helpers/wait.js';
 
 const { start } = await reviewStage();
 
@@ -25,7 +26,7 @@ describe('a journal that cannot be written, on the review page', () => {
 
     roomAgain();
     expect((await ingest(g, 0, { kind: 'read', target: '/etc/hostname' })).status).toBe(200);
-    await until(() => banner.isHidden(), 5_000, 'banner hidden');
+    await waitFor(() => banner.isHidden(), 5_000, 'banner hidden');
     expect(errors).toEqual([]);
   });
 });

@@ -5,8 +5,9 @@ import type { TestGateway } from '../helpers/gateway.js';
 import { startTestGateway } from '../helpers/gateway.js';
 import { ADMIN } from '../helpers/review-story.js';
 import { tempDir } from '../helpers/tmp.js';
-import { openBrowser, screenshot, signIn, textOf, until } from './browser.js';
+import { openBrowser, screenshot, signIn, textOf } from './browser.js';
 import { pageUrl } from './stage.js';
+import { waitFor } from '../helpers/wait.js';
 
 /**
  * A session of 10,000 events (a journal written before start, read back like after a restart):
@@ -102,7 +103,7 @@ describe('a session of 10,000 events', () => {
     const opened = Date.now();
     await page.getByRole('link', { name: 'bulk-agent' }).click();
     const canvas = page.locator('canvas.timeline-canvas');
-    await until(async () => (await canvas.getAttribute('data-events')) === String(N), 10_000);
+    await waitFor(async () => (await canvas.getAttribute('data-events')) === String(N), 10_000);
     const shown = Date.now() - opened;
     const drawMs = Number(await canvas.getAttribute('data-draw-ms'));
     console.log(
@@ -114,7 +115,7 @@ describe('a session of 10,000 events', () => {
     await textOf(page.locator('#event-details'), new RegExp(`#${triggerSeq} `));
     const pattern = page.getByLabel('Pattern', { exact: true });
     const proposed = 'GET https://paste.example/v1/item/';
-    await until(async () => (await pattern.inputValue()) === proposed, 5_000, 'suggestion');
+    await waitFor(async () => (await pattern.inputValue()) === proposed, 5_000, 'suggestion');
     await textOf(page.locator('.pause-meta'), /Restored after a restart/);
     await textOf(page.locator('.timeline-help'), /10,000 events\./);
     await screenshot(page, 'review-session-10000');

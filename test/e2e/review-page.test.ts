@@ -2,8 +2,9 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { viaProxy } from '../helpers/admin.js';
 import { ADMIN, auth, reviewStage } from '../helpers/review-story.js';
-import { openBrowser, overflowX, screenshot, signIn, textOf, until } from './browser.js';
+import { openBrowser, overflowX, screenshot, signIn, textOf } from './browser.js';
 import { ingest, pageUrl } from './stage.js';
+import { waitFor } from '../helpers/wait.js';
 
 /**
  * The review page in real headless Chromium: a session is driven to PAUSE through the proxy
@@ -35,7 +36,7 @@ describe('review page: approve, resume, deny', () => {
     expect(res?.status()).toBe(200);
     await signIn(page, ADMIN);
     const rows = page.locator('table.sessions tbody tr');
-    await until(async () => (await rows.count()) === 2, 5_000, 'two session rows');
+    await waitFor(async () => (await rows.count()) === 2, 5_000, 'two session rows');
     await textOf(page.locator('#sessions-summary'), /2 sessions · 0 paused/);
     await page.evaluate('window.__sameDocument = true');
 
@@ -61,7 +62,11 @@ describe('review page: approve, resume, deny', () => {
     // the session view: timeline of every event, the pause trigger selected, pattern proposed
     await page.getByRole('link', { name: 'agent-1' }).click();
     const canvas = page.locator('canvas.timeline-canvas');
-    await until(async () => (await canvas.getAttribute('data-events')) === '7', 5_000, 'timeline');
+    await waitFor(
+      async () => (await canvas.getAttribute('data-events')) === '7',
+      5_000,
+      'timeline',
+    );
     expect(Number(await canvas.getAttribute('data-draw-ms'))).toBeLessThan(1_000);
     const details = page.locator('#event-details');
     await textOf(details, /PAUSE network · count 2/);
@@ -70,7 +75,7 @@ describe('review page: approve, resume, deny', () => {
     const pattern = page.getByLabel('Pattern', { exact: true });
     const suggested = `GET http://127.0.0.1:${other.port}`;
     const patternIs = (value: string) =>
-      until(async () => (await pattern.inputValue()) === value, 5_000, `pattern ${value}`);
+      waitFor(async () => (await pattern.inputValue()) === value, 5_000, `pattern ${value}`);
     await patternIs(suggested);
     expect(await page.getByLabel('Kind').inputValue()).toBe('network');
     await textOf(page.locator('.held-card'), /GET http:\/\/127\.0\.0\.1:\d+\/second-0/);
@@ -126,7 +131,7 @@ describe('review page: approve, resume, deny', () => {
     await textOf(page.locator('.session-head .badge'), /^Active$/, 2_000);
     await textOf(page.locator('.held-card'), /Nothing is held/, 2_000);
     await textOf(page.locator('#action-message'), /Resumed with counts reset: 1 held request/);
-    await until(async () => (await page.locator('.session-head .chip').count()) === 0, 2_000);
+    await waitFor(async () => (await page.locator('.session-head .chip').count()) === 0, 2_000);
     const answer = await held;
     expect(answer.status).toBe(200);
     expect(JSON.parse(answer.body).url).toBe('/second-0');
@@ -176,7 +181,7 @@ describe('review page: approve, resume, deny', () => {
     await tabTo(/^agent-1$/);
     await page.keyboard.press('Enter');
     await textOf(page.locator('.held-card'), /second-0/);
-    await until(
+    await waitFor(
       async () =>
         (await page.locator('canvas.timeline-canvas').getAttribute('data-events')) === '2',
     );

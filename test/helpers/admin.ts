@@ -92,12 +92,3 @@ export function agentAuth(id: string, token: string): string[] {
 export function viaProxy(proxyUrl: string, url: string, auth: string[] = []): Promise<CurlResult> {
   return curl([...auth, '-x', proxyUrl, url]);
 }
-
-/** Polls an async `check` every 20 ms until it holds; fails after `ms`. */
-export async function eventually(check: () => Promise<boolean>, ms = 5_000): Promise<void> {
-  const until = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > until) throw new Error(`condition not met within ${ms} ms`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}

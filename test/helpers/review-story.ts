@@ -1,10 +1,11 @@
 import { afterEach, expect } from 'vitest';
 import type { AdminClient } from './admin.js';
-import { adminClient, agentAuth, eventually, viaProxy } from './admin.js';
+import { adminClient, agentAuth, viaProxy } from './admin.js';
 import type { TestGateway } from './gateway.js';
 import { startTestGateway } from './gateway.js';
 import type { Upstream } from './upstream.js';
 import { startUpstream } from './upstream.js';
+import { waitFor } from './wait.js';
 
 export const ADMIN = 'operator-admin-token-0123456789';
 export const ALICE = 'alice-admin-token-0123456789ab';
@@ -55,7 +56,7 @@ export async function reviewStage(): Promise<{
       expect(review.status).toBe(403);
       const second = viaProxy(g.proxyUrl, `${other.url}/second-${i}`, auth(i));
       const id = AGENTS[i]!.id;
-      await eventually(async () => (await api.get(`/api/sessions/${id}`)).json.held === held);
+      await waitFor(async () => (await api.get(`/api/sessions/${id}`)).json.held === held);
       return { held: second };
     },
   };

@@ -1,10 +1,18 @@
 import type { JournalRecord } from '../../src/journal/records.js';
 
-/** Polls `check` every 10 ms until it holds; fails after `ms`. */
-export async function waitFor(check: () => boolean, ms = 5_000): Promise<void> {
-  const until = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > until) throw new Error('condition not met in time');
+/**
+ * The one wait of the tests: polls `check` (sync or async) every 10 ms until it holds, and
+ * fails after `ms` naming `what`. Tests wait for the thing that matters this way (a journal
+ * line, a page's text, a socket state), never for a fixed time.
+ */
+export async function waitFor(
+  check: () => boolean | Promise<boolean>,
+  ms = 5_000,
+  what = 'condition',
+): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`${what} not met within ${ms} ms`);
     await new Promise((r) => setTimeout(r, 10));
   }
 }

@@ -4,7 +4,7 @@ import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import type { CapturedExchange } from '../../src/action/capture.js';
 import type { EventRecord } from '../../src/journal/records.js';
-import { eventually, viaProxy } from '../helpers/admin.js';
+import { viaProxy } from '../helpers/admin.js';
 import { runCliAsync } from '../helpers/cli.js';
 import { curl } from '../helpers/curl.js';
 import type { TestGateway } from '../helpers/gateway.js';
@@ -222,7 +222,7 @@ describe('captures of refused requests', () => {
       '--data-binary',
       '{"exfiltrate":"~/.ssh/id_ed25519"}',
     ]);
-    await eventually(async () => (await api.get('/api/sessions/agent-1')).json.held === 2);
+    await waitFor(async () => (await api.get('/api/sessions/agent-1')).json.held === 2);
     expect((await api.post('/api/sessions/agent-1/deny')).status).toBe(200);
     expect((await held).status).toBe(403);
     const event = eventOf(g, '/held-post');

@@ -1,7 +1,7 @@
 import { request } from 'undici';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { AdminClient } from '../helpers/admin.js';
-import { adminClient, eventually, viaProxy } from '../helpers/admin.js';
+import { adminClient, viaProxy } from '../helpers/admin.js';
 import { fillDisk } from '../helpers/full-disk.js';
 import type { TestGateway } from '../helpers/gateway.js';
 import { startTestGateway } from '../helpers/gateway.js';
@@ -10,6 +10,7 @@ import { connectTunnel, roundTrip, startEchoServer } from '../helpers/raw.js';
 import { ADMIN, AGENTS, auth } from '../helpers/review-story.js';
 import { tempDir } from '../helpers/tmp.js';
 import { startUpstream } from '../helpers/upstream.js';
+import { waitFor } from '../helpers/wait.js';
 
 /**
  * Issue 13 item 1: decide on a copy, commit after the write. The journal writer's descriptor
@@ -85,7 +86,7 @@ describe('a full disk changes no session state', () => {
     expect(tunnel.status).toBe(200);
     expect((await viaProxy(g.proxyUrl, `${other.url}/first`, auth(1))).status).toBe(403);
     const held = viaProxy(g.proxyUrl, `${other.url}/second`, auth(1));
-    await eventually(async () => (await api.get('/api/sessions/agent-2')).json.held === 1);
+    await waitFor(async () => (await api.get('/api/sessions/agent-2')).json.held === 1);
     before = await view(api);
     expect(before.sessions).toMatchObject([
       { id: 'agent-2', state: 'paused', counts: { network: 2 }, held: 1 },

@@ -1,11 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AdminClient } from '../helpers/admin.js';
-import { adminClient, agentAuth, eventually, lineCount, viaProxy } from '../helpers/admin.js';
+import { adminClient, agentAuth, lineCount, viaProxy } from '../helpers/admin.js';
 import type { TestGateway } from '../helpers/gateway.js';
 import { startTestGateway } from '../helpers/gateway.js';
 import { exchange } from '../helpers/raw.js';
 import { startUpstream } from '../helpers/upstream.js';
 import { isOutcome, waitForRecords } from '../helpers/wait.js';
+import { waitFor } from '../helpers/wait.js';
 
 /**
  * Bad input to the admin API: each call gets a clear error with a stable code, and changes
@@ -34,7 +35,7 @@ beforeAll(async () => {
   const a1 = agentAuth('agent-1', AGENTS[0]!.token);
   expect((await viaProxy(g.proxyUrl, `${other.url}/a`, a1)).status).toBe(403);
   held = viaProxy(g.proxyUrl, `${other.url}/b`, a1);
-  await eventually(async () => (await api.get('/api/sessions/agent-1')).json.held === 1);
+  await waitFor(async () => (await api.get('/api/sessions/agent-1')).json.held === 1);
   await viaProxy(g.proxyUrl, `${other.url}/c`, agentAuth('agent-2', AGENTS[1]!.token));
   // The outcomes of /a and /c, written after their answers: then the journal is still.
   await waitForRecords(g, isOutcome, 2);

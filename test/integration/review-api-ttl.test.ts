@@ -1,8 +1,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { adminClient, agentAuth, eventually, viaProxy } from '../helpers/admin.js';
+import { adminClient, agentAuth, viaProxy } from '../helpers/admin.js';
 import type { TestGateway } from '../helpers/gateway.js';
 import { startTestGateway } from '../helpers/gateway.js';
 import { startUpstream } from '../helpers/upstream.js';
+import { waitFor } from '../helpers/wait.js';
 
 /** Approvals with a TTL: approved (and not counted) until they expire, counted again after. */
 const other = await startUpstream();
@@ -45,7 +46,7 @@ describe('approvals with a ttl', () => {
       expect(listed.json.counts).toEqual({});
 
       // wait it out, bounded: the approval leaves the list once expired
-      await eventually(
+      await waitFor(
         async () =>
           !(await api.get('/api/sessions/agent-1')).json.approvals.some(
             (a: { pattern: string }) => a.pattern === pattern,
@@ -58,7 +59,7 @@ describe('approvals with a ttl', () => {
       expect(after.status).toBe(403);
       expect(after.headers['x-trajgate-verdict']).toBe('REVIEW; boundary=network');
       const again = viaProxy(g.proxyUrl, `${other.url}/again`, auth);
-      await eventually(async () => (await api.get('/api/sessions/agent-1')).json.held === 1);
+      await waitFor(async () => (await api.get('/api/sessions/agent-1')).json.held === 1);
       const detail = await api.get('/api/sessions/agent-1');
       expect(detail.json).toMatchObject({ state: 'paused', counts: { network: 2 } });
       expect((await api.post('/api/sessions/agent-1/deny')).status).toBe(200);

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { adminClient, eventually, generatedToken, viaProxy } from '../helpers/admin.js';
+import { adminClient, generatedToken, viaProxy } from '../helpers/admin.js';
 import { ADMIN, ALICE, auth, reviewStage } from '../helpers/review-story.js';
 import type { Summary } from '../../src/journal/records.js';
+import { waitFor } from '../helpers/wait.js';
 
 /**
  * The seed story driven through the admin API: a session is paused through the real proxy
@@ -62,7 +63,7 @@ describe('the seed story through the admin API', () => {
 
     // a request arriving while paused is held too
     const later = viaProxy(g.proxyUrl, `${allowed.url}/while-paused`, auth(0));
-    await eventually(async () => (await api.get('/api/sessions/agent-1')).json.held === 2);
+    await waitFor(async () => (await api.get('/api/sessions/agent-1')).json.held === 2);
 
     const approve = await api.post('/api/sessions/agent-1/approve', {
       pattern: `127.0.0.1:${other.port}`,

@@ -1,12 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AdminClient } from '../helpers/admin.js';
-import { adminClient, agentAuth, eventually, viaProxy } from '../helpers/admin.js';
+import { adminClient, agentAuth, viaProxy } from '../helpers/admin.js';
 import { runCliAsync } from '../helpers/cli.js';
 import type { CurlResult } from '../helpers/curl.js';
 import type { TestGateway } from '../helpers/gateway.js';
 import { startTestGateway } from '../helpers/gateway.js';
 import { tempDir } from '../helpers/tmp.js';
 import { startUpstream } from '../helpers/upstream.js';
+import { waitFor } from '../helpers/wait.js';
 
 /**
  * The operator CLI (`sessions`, `events`, `approve`, `resume`, `deny`) against a gateway in
@@ -55,7 +56,7 @@ async function pause(i: number): Promise<{ held: Promise<CurlResult> }> {
   const id = AGENTS[i]!.id;
   expect((await viaProxy(g.proxyUrl, `${other.url}/first-${i}`, auth(i))).status).toBe(403);
   const held = viaProxy(g.proxyUrl, `${other.url}/second-${i}`, auth(i));
-  await eventually(async () => (await api.get(`/api/sessions/${id}`)).json.held === 1);
+  await waitFor(async () => (await api.get(`/api/sessions/${id}`)).json.held === 1);
   return { held };
 }
 

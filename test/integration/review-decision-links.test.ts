@@ -3,13 +3,14 @@ import { join } from 'node:path';
 import { request } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { AdminClient } from '../helpers/admin.js';
-import { adminClient, agentAuth, eventually, lineCount, viaProxy } from '../helpers/admin.js';
+import { adminClient, agentAuth, lineCount, viaProxy } from '../helpers/admin.js';
 import type { TestGateway } from '../helpers/gateway.js';
 import { startTestGateway } from '../helpers/gateway.js';
 import { tempDir } from '../helpers/tmp.js';
 import { startUpstream } from '../helpers/upstream.js';
 import { startWebhook } from '../helpers/webhook.js';
 import type { JournalRecord } from '../../src/journal/records.js';
+import { waitFor } from '../helpers/wait.js';
 
 /**
  * Decision links in pause notifications: each does its one action on its one pause, once,
@@ -51,8 +52,8 @@ async function paused(holdTimeout = '30s', dir = tempDir()) {
   const api = adminClient(g.gw.admin.port, ADMIN);
   expect((await viaProxy(g.proxyUrl, `${other.url}/v1/a`, auth)).status).toBe(403);
   const held = viaProxy(g.proxyUrl, `${other.url}/v1/x`, auth);
-  await eventually(async () => (await api.get('/api/sessions/agent-1')).json.held === 1);
-  await eventually(async () => hook.deliveries.length === 1);
+  await waitFor(async () => (await api.get('/api/sessions/agent-1')).json.held === 1);
+  await waitFor(async () => hook.deliveries.length === 1);
   const links = hook.deliveries[0]!.body.links as Links;
   return { g, api, held, links, config, dir };
 }
@@ -135,7 +136,7 @@ describe('decision links', () => {
 
     // Nothing was approved beyond that request: the next one crosses the boundary again.
     const later = viaProxy(g.proxyUrl, `${other.url}/v1/later`, auth);
-    await eventually(async () => (await api.get('/api/sessions/agent-1')).json.held === 1);
+    await waitFor(async () => (await api.get('/api/sessions/agent-1')).json.held === 1);
     const last = ofType(g, 'event').at(-1)!;
     expect(last).toMatchObject({
       target: `${other.url}/v1/later`,

@@ -1,11 +1,12 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
-import { adminClient, agentAuth, eventually, lineCount, viaProxy } from '../helpers/admin.js';
+import { adminClient, agentAuth, lineCount, viaProxy } from '../helpers/admin.js';
 import { startChild, writeConfig } from '../helpers/child-gateway.js';
 import { readRecords } from '../helpers/gateway.js';
 import { tempDir } from '../helpers/tmp.js';
 import { startUpstream } from '../helpers/upstream.js';
 import { isOutcome, waitForRecords } from '../helpers/wait.js';
+import { waitFor } from '../helpers/wait.js';
 
 /**
  * Restart recovery with a real crash: `trajgate start` runs in a child process, is killed with
@@ -51,7 +52,7 @@ describe('restart recovery after SIGKILL', () => {
     // agent-1: REVIEW, then PAUSE with a request held
     expect((await viaProxy(first.proxyUrl, `${other.url}/a`, auth(0))).status).toBe(403);
     const held = viaProxy(first.proxyUrl, `${other.url}/b`, auth(0));
-    await eventually(async () => (await api.get('/api/sessions/agent-1')).json.held === 1);
+    await waitFor(async () => (await api.get('/api/sessions/agent-1')).json.held === 1);
     // agent-2: an approval for 1h; global approvals without and with a short ttl
     const a2 = await api.post('/api/sessions/agent-2/approve', {
       pattern: patternOf(forAgent2),
@@ -124,14 +125,14 @@ describe('restart recovery after SIGKILL', () => {
     expect((await viaProxy(second.proxyUrl, `${forAgent2.url}/y`, auth(1))).status).toBe(200);
     expect((await viaProxy(second.proxyUrl, `${forAll.url}/y`, auth(1))).status).toBe(200);
     const expired = viaProxy(second.proxyUrl, `${brief.url}/y`, auth(1));
-    await eventually(async () => (await api.get('/api/sessions/agent-2')).json.held === 1);
+    await waitFor(async () => (await api.get('/api/sessions/agent-2')).json.held === 1);
     expect((await api.post('/api/sessions/agent-2/deny')).json.released).toBe(1);
     expect((await expired).status).toBe(403);
     expect(brief.seen.map((r) => r.url)).toEqual(['/x']);
 
     // agent-1 is still paused: a new request is held; approve + resume releases it
     const after = viaProxy(second.proxyUrl, `${other.url}/d`, auth(0));
-    await eventually(async () => (await api.get('/api/sessions/agent-1')).json.held === 1);
+    await waitFor(async () => (await api.get('/api/sessions/agent-1')).json.held === 1);
     await api.post('/api/sessions/agent-1/approve', { pattern: patternOf(other) });
     expect((await api.post('/api/sessions/agent-1/resume')).json).toEqual({
       resumed: true,
@@ -165,13 +166,11 @@ describe('restart recovery after SIGKILL', () => {
       const id = AGENTS[i]!.id;
       expect((await viaProxy(first.proxyUrl, `${other.url}/r${i}`, auth(i))).status).toBe(403);
       held.push(viaProxy(first.proxyUrl, `${other.url}/p${i}`, auth(i)));
-      await eventually(async () => (await api.get(`/api/sessions/${id}`)).json.held === 1);
+      await waitFor(async () => (await api.get(`/api/sessions/${id}`)).json.held === 1);
     }
     // agent-1: resume with reset; its held request is judged again from zero (REVIEW, 403)
     expect((await api.post('/api/sessions/agent-1/resume', { reset: true })).json.released).toBe(1);
-    await eventually(
-      async () => (await api.get('/api/sessions/agent-1')).json.counts.network === 1,
-    );
+    await waitFor(async () => (await api.get('/api/sessions/agent-1')).json.counts.network === 1);
     // agent-2: denied, stays paused
     expect((await api.post('/api/sessions/agent-2/deny')).json.released).toBe(1);
     await Promise.all(held);

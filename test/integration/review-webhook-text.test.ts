@@ -1,10 +1,11 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { adminClient, agentAuth, eventually } from '../helpers/admin.js';
+import { adminClient, agentAuth } from '../helpers/admin.js';
 import { curl } from '../helpers/curl.js';
 import type { TestGateway } from '../helpers/gateway.js';
 import { startTestGateway } from '../helpers/gateway.js';
 import { startUpstream } from '../helpers/upstream.js';
 import { startWebhook } from '../helpers/webhook.js';
+import { waitFor } from '../helpers/wait.js';
 
 /**
  * What a chat incoming webhook shows: `text`, one line with Slack-format links (Mattermost
@@ -40,7 +41,7 @@ async function pauseOn(started: Started, first: string, second: string) {
   const get = (url: string) => curl([...auth, '-g', '-x', g.proxyUrl, url]);
   expect((await get(first)).status).toBe(403);
   const held = get(second);
-  await eventually(async () => hook.deliveries.some((d) => d.body.kind === 'pause'));
+  await waitFor(async () => hook.deliveries.some((d) => d.body.kind === 'pause'));
   await api.post('/api/sessions/agent-1/deny');
   expect((await held).status).toBe(403);
   return hook.deliveries.find((d) => d.body.kind === 'pause')!.body;

@@ -1,12 +1,13 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { AdminClient } from '../helpers/admin.js';
-import { adminClient, agentAuth, eventually, viaProxy } from '../helpers/admin.js';
+import { adminClient, agentAuth, viaProxy } from '../helpers/admin.js';
 import type { TestGateway } from '../helpers/gateway.js';
 import { startTestGateway } from '../helpers/gateway.js';
 import { refusingPort, startSilentServer } from '../helpers/raw.js';
 import { startUpstream } from '../helpers/upstream.js';
 import { startWebhook } from '../helpers/webhook.js';
 import type { Summary } from '../../src/journal/records.js';
+import { waitFor } from '../helpers/wait.js';
 
 /**
  * notify.webhook: the pause record (and, if asked, each REVIEW) is POSTed as JSON; a webhook
@@ -44,7 +45,7 @@ async function review_then_pause(g: TestGateway, api: AdminClient) {
   expect(review.status).toBe(403);
   t = Date.now();
   const held = viaProxy(g.proxyUrl, `${other.url}/second`, auth);
-  await eventually(async () => (await api.get('/api/sessions/agent-1')).json.held === 1, 2_000);
+  await waitFor(async () => (await api.get('/api/sessions/agent-1')).json.held === 1, 2_000);
   return { reviewMs, heldMs: Date.now() - t, held };
 }
 
@@ -58,7 +59,7 @@ describe('webhook notification', () => {
     const hook = await startWebhook();
     const { g, api } = await start({ webhook: hook.url, headers: { 'x-hook-secret': 's3cret' } });
     const { held } = await review_then_pause(g, api);
-    await eventually(async () => hook.deliveries.length === 1, 3_000);
+    await waitFor(async () => hook.deliveries.length === 1, 3_000);
     const [d] = hook.deliveries;
     expect(d!.headers['content-type']).toBe('application/json');
     expect(d!.headers['x-hook-secret']).toBe('s3cret');
@@ -100,7 +101,7 @@ describe('webhook notification', () => {
     const hook = await startWebhook(200);
     const { g, api } = await start({ webhook: hook.url, on: ['pause', 'review'] });
     const { held } = await review_then_pause(g, api);
-    await eventually(async () => hook.deliveries.length === 2, 3_000);
+    await waitFor(async () => hook.deliveries.length === 2, 3_000);
     const kinds = hook.deliveries.map((d) => d.body.kind).sort();
     expect(kinds).toEqual(['pause', 'review']);
     const review = hook.deliveries.find((d) => d.body.kind === 'review')!.body;
@@ -119,7 +120,7 @@ describe('webhook notification', () => {
     const hook = await startWebhook(500);
     const { g, api } = await start({ webhook: hook.url });
     const { held } = await review_then_pause(g, api);
-    await eventually(async () => (await failures(api)) === 1, 5_000);
+    await waitFor(async () => (await failures(api)) === 1, 5_000);
     expect(hook.deliveries).toHaveLength(3);
     const [a, b, c] = hook.deliveries.map((d) => d.at);
     expect(b! - a!).toBeGreaterThanOrEqual(450);
@@ -141,7 +142,7 @@ describe('webhook notification', () => {
     await api.post('/api/sessions/agent-1/deny');
     expect((await held).status).toBe(403);
     expect(Date.now() - t).toBeLessThan(500);
-    await eventually(async () => (await failures(api)) === 2, 5_000);
+    await waitFor(async () => (await failures(api)) === 2, 5_000);
   });
 
   it('a silent webhook (never answers) does not delay the agent; counted after the timeouts', async () => {
@@ -155,14 +156,14 @@ describe('webhook notification', () => {
     const { reviewMs, heldMs, held } = await review_then_pause(g, api);
     expect(reviewMs).toBeLessThan(500);
     expect(heldMs).toBeLessThan(500);
-    await eventually(async () => silent.connections >= 2, 2_000);
+    await waitFor(async () => silent.connections >= 2, 2_000);
     // the agent is answered at once while the webhook still hangs
     const t = Date.now();
     await api.post('/api/sessions/agent-1/deny');
     expect((await held).status).toBe(403);
     expect(Date.now() - t).toBeLessThan(500);
     const started = Date.now();
-    await eventually(async () => (await failures(api)) === 2, 10_000);
+    await waitFor(async () => (await failures(api)) === 2, 10_000);
     // 3 attempts of 0.3 s each, with 0.1 s and 0.2 s between them
     expect(Date.now() - started).toBeGreaterThan(500);
     expect(silent.connections).toBeGreaterThanOrEqual(6);
@@ -175,7 +176,7 @@ describe('webhook notification', () => {
       { drainTimeout: '1s' },
     );
     const { held } = await review_then_pause(g, api);
-    await eventually(async () => silent.connections >= 1, 2_000);
+    await waitFor(async () => silent.connections >= 1, 2_000);
     const t = Date.now();
     gateway = undefined;
     await g.stop();
