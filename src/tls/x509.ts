@@ -30,9 +30,11 @@ export function issueCertificate(spec: CertificateSpec, signingKey: KeyObject): 
   cert.publicKey = forge.pki.publicKeyFromPem(
     publicKey.export({ type: 'spki', format: 'pem' }) as string,
   );
-  // RFC 5280 § 4.1.2.2: a positive serial of up to 20 octets; the high bit cleared keeps it positive.
+  // RFC 5280 § 4.1.2.2: a positive serial of up to 20 octets. The first octet is 0x40–0x7f:
+  // high bit clear keeps it positive, and never 0x00, which would not be minimal DER (X.690
+  // § 8.3.2) before an octet under 0x80 (126 random bits remain).
   const serial = randomBytes(16);
-  serial[0] = (serial[0] as number) & 0x7f;
+  serial[0] = ((serial[0] as number) & 0x3f) | 0x40;
   cert.serialNumber = serial.toString('hex');
   cert.validity.notBefore = spec.notBefore;
   cert.validity.notAfter = spec.notAfter;

@@ -195,8 +195,10 @@ describe('LeafCache', () => {
     );
     expect(a.serialNumber).not.toBe(b.serialNumber);
     for (const serial of [a.serialNumber, b.serialNumber]) {
-      expect(serial.length).toBeLessThanOrEqual(40); // ≤ 20 octets
-      expect(Number.parseInt(serial.slice(0, 2), 16)).toBeLessThan(0x80); // positive
+      expect(serial).toMatch(/^[0-9A-F]{32}$/i); // 16 octets, no leading zero octet
+      const first = Number.parseInt(serial.slice(0, 2), 16);
+      expect(first).toBeLessThan(0x80); // positive
+      expect(first).toBeGreaterThanOrEqual(0x40); // minimal DER
     }
   });
 
