@@ -113,11 +113,10 @@ export class Reloader {
     const { config, guard } = this.targets;
     if (config.agents !== null && !config.agents.some((agent) => agent.id === a.session))
       return 'its agent is no longer configured (config reloaded)';
-    if (a.event === null) return null;
-    const decision = guard.inspect(a.event);
-    if (decision.deniedBy) return `${decision.deniedBy} refuses it now (config reloaded)`;
-    if (a.approved && !decision.approved)
-      return 'no approval or allowlist entry covers it any more (config reloaded)';
-    return null;
+    const lapsed = a.event && guard.lapsed(a.event, a.approved);
+    if (!lapsed) return null;
+    return lapsed === 'unapproved'
+      ? 'no approval or allowlist entry covers it any more (config reloaded)'
+      : `${lapsed.deniedBy} refuses it now (config reloaded)`;
   }
 }

@@ -156,6 +156,17 @@ export class Guard {
     return this.approvals.matchAuthority(event) !== undefined;
   }
 
+  /**
+   * Whether what let a tunnel open still holds for the event that opened it (`approved`: an
+   * approval admitted it): the deny pattern that refuses it now, the lapse of every approval
+   * covering it, or null while it holds. Revokes, blocks and reloads close tunnels by this.
+   */
+  lapsed(event: Event, approved: boolean): { deniedBy: string } | 'unapproved' | null {
+    const decision = this.inspect(event);
+    if (decision.deniedBy !== undefined) return { deniedBy: decision.deniedBy };
+    return approved && !decision.approved ? 'unapproved' : null;
+  }
+
   /** The approval that covers an event, if any; changes nothing. */
   approvalFor(event: Event): Approval | undefined {
     return this.approvals.match(event);

@@ -33,11 +33,12 @@ export class Rules {
     const deny = this.guard.block({ ...spec, id: `d${seq}` });
     if (spec.session !== null) this.review.answered(spec.session);
     const closed =
-      this.closeTunnels?.((a) =>
-        a.event !== null && deny.test(a.event)
-          ? `${deny.reason} (added after the tunnel opened)`
-          : null,
-      ) ?? 0;
+      this.closeTunnels?.((a) => {
+        const lapsed = a.event && this.guard.lapsed(a.event, a.approved);
+        return lapsed && lapsed !== 'unapproved'
+          ? `${lapsed.deniedBy} (added after the tunnel opened)`
+          : null;
+      }) ?? 0;
     return { deny, closed };
   }
 
@@ -69,7 +70,7 @@ export class Rules {
     const closed =
       'kind' in rule
         ? (this.closeTunnels?.((a) =>
-            a.approved && a.event !== null && this.guard.approvalFor(a.event) === undefined
+            a.event && this.guard.lapsed(a.event, a.approved) === 'unapproved'
               ? `the approval ${id} that admitted it was revoked by ${by}`
               : null,
           ) ?? 0)
