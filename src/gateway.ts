@@ -4,6 +4,7 @@ import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import { Egress } from './action/egress.js';
 import type { Lookup } from './action/egress.js';
+import { HeldRequests } from './action/hold.js';
 import { LiveTunnels } from './action/live-tunnels.js';
 import { ReverseProxy } from './action/reverse-proxy.js';
 import { upstreamTrust } from './action/trust.js';
@@ -13,10 +14,12 @@ import type { RunningConfig } from './config/reload-plan.js';
 import { TrajgateError } from './errors.js';
 import { compilePolicy } from './guard/compile.js';
 import { Guard } from './guard/guard.js';
+import { MemoryStore } from './guard/store.js';
 import { JournalHealth } from './journal/health.js';
 import { openJournal } from './journal/open.js';
 import { SessionIndex } from './journal/session-index.js';
 import { applyRecord } from './journal/rebuild.js';
+import type { EventRecord } from './journal/records.js';
 import type { JournalWriter } from './journal/writer.js';
 import { toolMap } from './event/tool-map.js';
 import { createBridgeServer } from './ingress/bridge.js';
@@ -30,7 +33,7 @@ import { tunnelRefusal } from './ingress/context.js';
 import { InnerHttp } from './ingress/inner-http.js';
 import { createProxyServer } from './ingress/proxy.js';
 import { ProxyParts } from './ingress/proxy-parts.js';
-import { Pipeline } from './pipeline.js';
+import { Pipeline } from './pipeline/pipeline.js';
 import type { ReloadResult } from './reload.js';
 import { Reloader, reloadRefusal } from './reload.js';
 import { createAdminServer } from './review/admin.js';
@@ -91,11 +94,13 @@ export async function startGateway(
   const { log } = options;
   // One object every part reads; a reload swaps its sections (see Reloader).
   const config: RunningConfig = { ...initial };
-  const guard = new Guard(compilePolicy(config));
-  const review = new Review(config, log);
-  let sessions: Sessions | undefined;
+  // What the guard and review remember, in one place (see TrajectoryStore).
+  const store = new MemoryStore<EventRecord>();
+  const guard = new Guard(compilePolicy(config), store);
+  const review = new Review(config, log, store);
+  const held = new HeldRequests(config.policy.holdTimeout);
   const metrics = new Metrics({
-    held: () => sessions?.heldCount() ?? 0,
+    held: () => held.count(),
     paused: () => [...guard.sessions()].filter(([, s]) => s.pausedAt !== null).length,
   });
   const index = new SessionIndex();
@@ -133,7 +138,7 @@ export async function startGateway(
       return false;
     }
   });
-  sessions = new Sessions(guard, journal, config.policy.holdTimeout, review, live);
+  const sessions = new Sessions(guard, journal, held, review, live);
   const links = new DecisionLinks({
     key: linkKey(config),
     guard,
@@ -150,7 +155,16 @@ export async function startGateway(
     ...(options.lookup ? { lookup: options.lookup } : {}),
   });
   for (const l of Object.values(config.listen)) if (l.port !== 0) egress.addOwnPort(l.port);
-  const pipeline = new Pipeline(config, guard, journal, sessions, egress, review, metrics);
+  const pipeline = new Pipeline({
+    config,
+    guard,
+    journal,
+    sessions,
+    held,
+    egress,
+    review,
+    metrics,
+  });
   const identity = new Identity(config.agents);
   const drain = new Drain();
   // Requests read from inside tunnels are served like absolute-form ones.
@@ -220,7 +234,7 @@ export async function startGateway(
     journal,
     identity,
     egress,
-    sessions,
+    held,
     live,
     keys,
     log,
@@ -250,12 +264,11 @@ export async function startGateway(
     throw err;
   }
   for (const l of [proxy, bridge, admin]) egress.addOwnPort(l.port);
-  const held = sessions;
   return {
     config,
     guard,
     journal,
-    sessions: held,
+    sessions,
     review,
     pipeline,
     proxy,
@@ -271,7 +284,7 @@ export async function startGateway(
       const closed = Promise.all(
         servers.map((server) => new Promise<void>((resolve) => server.close(() => resolve()))),
       );
-      held.shutdown();
+      held.releaseAll();
       const cut = await drained(drain, closed, config.limits.drainTimeout, log, (reason) =>
         live.closeAll(reason),
       );

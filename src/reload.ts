@@ -1,10 +1,11 @@
 import type { Logger } from 'pino';
 import type { Egress } from './action/egress.js';
+import type { HeldRequests } from './action/hold.js';
 import type { Admission, LiveTunnels } from './action/live-tunnels.js';
 import type { Config } from './config/load.js';
 import type { RunningConfig } from './config/reload-plan.js';
 import { planReload } from './config/reload-plan.js';
-import { isTrajgateError } from './errors.js';
+import { isTrajgateError, TrajgateError } from './errors.js';
 import { compilePolicy } from './guard/compile.js';
 import type { Guard } from './guard/guard.js';
 import type { Identity } from './ingress/identity.js';
@@ -12,8 +13,6 @@ import type { Rebuilt } from './ingress/proxy-parts.js';
 import type { JournalWriter } from './journal/writer.js';
 import type { AdminKeys } from './review/admin-token.js';
 import { adminTokens } from './review/admin-token.js';
-import { ApiError } from './http/json.js';
-import type { Sessions } from './review/sessions.js';
 
 export interface ReloadResult {
   readonly reloaded: true;
@@ -25,12 +24,13 @@ export interface ReloadResult {
   readonly closed: number;
 }
 
-/** A reload the file or the journal refused, as the admin API answers it. */
+/**
+ * A reload the file or the journal refused, as the admin API answers it: 400 for a config that
+ * cannot be used (E_CONFIG_*, with its details), 503 when the journal cannot record it.
+ */
 export function reloadRefusal(err: unknown): never {
   if (!isTrajgateError(err)) throw err;
-  if (err.code === 'E_JOURNAL_WRITE')
-    throw new ApiError(503, err.code, `${err.message}; the running config was kept`);
-  throw new ApiError(400, err.code, `${err.message}; the running config was kept`, err.details);
+  throw new TrajgateError(err.code, `${err.message}; the running config was kept`, err.details);
 }
 
 /** What a reload changes: everything that holds a piece of the config. */
@@ -40,7 +40,7 @@ export interface ReloadTargets {
   readonly journal: JournalWriter;
   readonly identity: Identity;
   readonly egress: Egress;
-  readonly sessions: Sessions;
+  readonly held: HeldRequests;
   readonly live: LiveTunnels;
   readonly keys: AdminKeys;
   readonly log: Logger;
@@ -96,7 +96,7 @@ export class Reloader {
       allowPrivate: plan.next.network.allowPrivate,
       timeoutMs: plan.next.limits.connectTimeout,
     });
-    t.sessions.setHoldTimeout(plan.next.policy.holdTimeout);
+    t.held.setTimeout(plan.next.policy.holdTimeout);
     t.live.setHoldTimeout(plan.next.policy.holdTimeout);
     t.keys.replace(tokens);
     rebuilt.install();

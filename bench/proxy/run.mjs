@@ -1,32 +1,26 @@
 #!/usr/bin/env node
 // One command, one run: direct, the floor forwarder, squid and trajgate against the same
 // upstream — HTTP req/s and p99 (wrk), CONNECT tunnel MB/s, peak RSS. See README.md.
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
-import { availableParallelism, release, tmpdir } from 'node:os';
+import { availableParallelism, release } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
-import { cpuBusy, cpuSnapshot, otherLoad, peakRssMB } from './proc-stats.mjs';
-import { firstJsonLine, positiveInt, run, start, stop, which } from './procs.mjs';
+import { benchArgs, busyBefore, log, pin, pinned, runTmp } from '../run-setup.mjs';
+import { cpuSnapshot, otherLoad, peakRssMB } from './proc-stats.mjs';
+import { firstJsonLine, run, start, stop, which } from './procs.mjs';
 import { report } from './report.mjs';
 import { startFloor, startSquid, startTrajgate } from './targets.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = resolve(here, '../..');
 
-const { values } = parseArgs({
-  options: {
-    duration: { type: 'string', default: '10' },
-    connections: { type: 'string', default: '50' },
-    threads: { type: 'string', default: '1' },
-    warmup: { type: 'string', default: '2' },
-    'tunnel-mib': { type: 'string', default: '512' },
-    'tunnel-runs': { type: 'string', default: '3' },
-    trajgate: { type: 'boolean', default: false },
-  },
+const { values, int } = benchArgs({
+  threads: { type: 'string', default: '1' },
+  'tunnel-mib': { type: 'string', default: '512' },
+  'tunnel-runs': { type: 'string', default: '3' },
+  trajgate: { type: 'boolean', default: false },
 });
-const int = (name) => positiveInt(values, name);
 const opt = {
   duration: int('duration'),
   connections: int('connections'),
@@ -38,21 +32,8 @@ const opt = {
 if (opt.threads > opt.connections) throw new Error('--threads must not exceed --connections');
 if (!which('wrk')) throw new Error('wrk is not installed (apt-get install -y wrk)');
 
-// Load generators and the upstream on core 0, the proxy under test alone on core 1.
-const pinned = availableParallelism() >= 2 && which('taskset') !== null;
-const pin = (core, cmd, args) =>
-  pinned ? ['taskset', ['-c', `${core}`, cmd, ...args]] : [cmd, args];
-const log = (line) => process.stdout.write(line + '\n');
-
-const busyBefore = await cpuBusy();
-if (busyBefore > 0.1) {
-  log(
-    `warning: CPU already ${(busyBefore * 100).toFixed(0)}% busy before the run; figures will be noisy`,
-  );
-}
-
-const tmp = mkdtempSync(join(tmpdir(), 'trajgate-proxy-bench-'));
-process.on('exit', () => rmSync(tmp, { recursive: true, force: true }));
+const cpuBusyBefore = await busyBefore();
+const tmp = runTmp('proxy');
 
 const upstreamChild = start(...pin(0, process.execPath, [join(here, 'upstream.mjs')]));
 const upstream = await firstJsonLine(upstreamChild);
@@ -188,7 +169,7 @@ const meta = {
   pinning: pinned
     ? 'wrk, tunnel client and upstream on core 0 (direct: upstream shares core 0 with wrk); proxy under test on core 1'
     : 'none (fewer than 2 cores or no taskset)',
-  cpuBusyBefore: Number(busyBefore.toFixed(3)),
+  cpuBusyBefore: Number(cpuBusyBefore.toFixed(3)),
   options: opt,
 };
 const { text, checks } = report(results, meta);

@@ -3,37 +3,20 @@
 // (mitmdump) against the same local HTTPS upstream, keep-alive, 50 connections; peak RSS of
 // each proxy; and the first TLS handshake to a never-seen host through trajgate. Direct (no
 // proxy) is measured as the ceiling. See README.md.
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync, existsSync } from 'node:fs';
-import { availableParallelism, cpus, release, tmpdir } from 'node:os';
+import { mkdirSync, writeFileSync, existsSync } from 'node:fs';
+import { cpus, release } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
-import { cpuBusy, cpuSnapshot, otherLoad, peakRssMB } from '../proxy/proc-stats.mjs';
-import {
-  firstJsonLine,
-  positiveInt,
-  run,
-  sleep,
-  start,
-  startOnFreePort,
-  stop,
-  which,
-} from '../proxy/procs.mjs';
+import { cpuSnapshot, otherLoad, peakRssMB } from '../proxy/proc-stats.mjs';
+import { firstJsonLine, run, sleep, start, startOnFreePort, stop, which } from '../proxy/procs.mjs';
+import { benchArgs, busyBefore, log, pin, pinned, runTmp } from '../run-setup.mjs';
 import { spawnTrajgate } from '../proxy/targets.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = resolve(here, '../..');
 const fixtures = join(root, 'test/fixtures/tls');
 
-const { values } = parseArgs({
-  options: {
-    duration: { type: 'string', default: '10' },
-    warmup: { type: 'string', default: '2' },
-    connections: { type: 'string', default: '50' },
-    hosts: { type: 'string', default: '15' },
-  },
-});
-const int = (name) => positiveInt(values, name);
+const { int } = benchArgs({ hosts: { type: 'string', default: '15' } });
 const opt = {
   duration: int('duration'),
   warmup: int('warmup'),
@@ -43,19 +26,8 @@ const opt = {
 const main = join(root, 'dist/cli/main.js');
 if (!existsSync(main)) throw new Error('dist/cli/main.js not found: npm run build');
 
-// The load client and the upstream on core 0, the proxy under test alone on core 1.
-const pinned = availableParallelism() >= 2 && which('taskset') !== null;
-const pin = (core, cmd, args) =>
-  pinned ? ['taskset', ['-c', `${core}`, cmd, ...args]] : [cmd, args];
-const log = (line) => process.stdout.write(line + '\n');
-
-const busyBefore = await cpuBusy();
-if (busyBefore > 0.1) {
-  log(`warning: CPU ${(busyBefore * 100).toFixed(0)}% busy before the run; figures will be noisy`);
-}
-
-const tmp = mkdtempSync(join(tmpdir(), 'trajgate-tls-bench-'));
-process.on('exit', () => rmSync(tmp, { recursive: true, force: true }));
+const cpuBusyBefore = await busyBefore();
+const tmp = runTmp('tls');
 
 const upstreamChild = start(...pin(0, process.execPath, [join(here, 'upstream.mjs')]));
 const { port: upstreamPort } = await firstJsonLine(upstreamChild);
@@ -266,7 +238,7 @@ const out = {
     pinned,
   },
   options: opt,
-  cpuBusyBefore: busyBefore,
+  cpuBusyBefore,
   rows,
   handshake,
   ratios,

@@ -96,6 +96,11 @@ function formatV6(groups: readonly number[]): string {
   return best < 0 ? hex(0, 8) : `${hex(0, best)}::${hex(best + bestLen, 8)}`;
 }
 
+/**
+ * An IP literal with its canonical text, or null if `text` is not one: dotted quad for IPv4
+ * (odd spellings such as `127.1`, `0x7f.0.0.1`, `2130706433` read as the WHATWG URL parser
+ * reads them), RFC 5952 without brackets for IPv6. Zone ids are refused.
+ */
 function parseIp(text: string): ParsedIp | null {
   const bracketed = text.startsWith('[') && text.endsWith(']');
   const bare = bracketed ? text.slice(1, -1) : text;
@@ -118,16 +123,7 @@ function parseIp(text: string): ParsedIp | null {
   return { family: 4, value: parseDottedQuad(host), canonical: host };
 }
 
-/**
- * Canonical text of an IP literal, or null if `text` is not one: dotted quad for IPv4 (odd
- * spellings such as `127.1`, `0x7f.0.0.1`, `2130706433` read as the WHATWG URL parser reads
- * them), RFC 5952 without brackets for IPv6. Zone ids are refused.
- */
-export function canonicalIp(text: string): string | null {
-  return parseIp(text)?.canonical ?? null;
-}
-
-function describe(e: Embedding): string {
+function embeddingNote(e: Embedding): string {
   return `${e.kind} ${e.v4.map(formatV4).join(', ')}`;
 }
 
@@ -165,7 +161,7 @@ export class AddressPolicy {
       category === 'public' ||
       this.#allow.check(ip.canonical, 'ipv6') ||
       (!embedding.localPrefix && embedding.v4.every((v) => this.#coversV4(v)));
-    return { allowed, category, address: ip.canonical, note: describe(embedding) };
+    return { allowed, category, address: ip.canonical, note: embeddingNote(embedding) };
   }
 
   /** An embedded IPv4 destination is fine if public or itself covered by allowPrivate. */

@@ -2,6 +2,7 @@ import { mkdirSync, rename, writeFile } from 'node:fs';
 import { join } from 'node:path';
 import type { Refusal } from './respond.js';
 import { storeBody } from './capture-body.js';
+import type { CapturedExchange, CapturedPart } from '../wire.js';
 
 /** Header fields whose values are secrets; redacted in captures unless `capture.redact: false`. */
 const SECRET = new Set(['authorization', 'proxy-authorization', 'cookie', 'set-cookie']);
@@ -24,28 +25,7 @@ interface Part {
 }
 
 /** What one exchange's capture file holds (`<rid>.json`), read back by the admin API and HAR. */
-export interface CapturedExchange {
-  readonly rid: number;
-  readonly session: string;
-  /** False when the request was refused (or held, then refused): its body never left. */
-  readonly forwarded: boolean;
-  readonly request: CapturedPart & { readonly method: string; readonly url: string };
-  /** The upstream's response, or the refusal trajgate answered; null when there was none. */
-  readonly response: (CapturedPart & { readonly status: number }) | null;
-}
-
-export interface CapturedPart {
-  readonly headers: readonly [string, string][];
-  /** The kept body: text, or base64 (`encoding`). */
-  readonly body: string;
-  readonly encoding: 'text' | 'base64';
-  /** The content codings undone for `body` (Content-Encoding, in the order applied). */
-  readonly decoded?: readonly string[];
-  /** The body's size on the wire, kept or not. */
-  readonly size: number;
-  /** Not all of it is in `body` (cut at `capture.maxBytes`, sent or decoded, or never sent whole). */
-  readonly truncated: boolean;
-}
+export type { CapturedExchange, CapturedPart };
 
 /**
  * Records one request and its response for later review: headers (secrets redacted) and up

@@ -5,6 +5,7 @@ import { createSecureContext, connect as tlsConnect } from 'node:tls';
 import type { SecureContext } from 'node:tls';
 import { Agent } from 'undici';
 import type { Dispatcher } from 'undici';
+import { isTrajgateError, TrajgateError } from '../errors.js';
 import type { Capture } from './capture.js';
 import type { Egress } from './egress.js';
 import {
@@ -25,13 +26,8 @@ export interface ForwardLimits {
 }
 
 /** The agent stopped sending the body it announced: answered 408, the upstream request aborted. */
-export class RequestBodyStalled extends Error {
-  readonly code = 'E_BODY_TIMEOUT';
-
-  constructor(ms: number) {
-    super(`request body stalled: no bytes from the agent for ${ms} ms`);
-  }
-}
+const bodyStalled = (ms: number) =>
+  new TrajgateError('E_BODY_TIMEOUT', `request body stalled: no bytes from the agent for ${ms} ms`);
 
 /** `host:port` as it appears in a URL: IPv6 in brackets. */
 export function authority(address: string, port: number): string {
@@ -70,8 +66,7 @@ export class Forwarder {
         const port = Number(opts.port) || 443;
         Promise.resolve(egress.check(opts.hostname, port)).then(
           (check) => {
-            if (!check.ok)
-              return callback(Object.assign(new Error(check.reason), { code: 'E_EGRESS' }), null);
+            if (!check.ok) return callback(new TrajgateError('E_EGRESS', check.reason), null);
             const socket = tlsConnect({
               host: check.address,
               port,
@@ -157,7 +152,7 @@ class ResponseRelay implements Dispatcher.DispatchHandler {
     if (expectsContinue(req)) this.res.writeContinue();
     this.#waiting = true;
     const idle = (this.#idle = setTimeout(() => {
-      if (this.#waiting) this.#abort?.(new RequestBodyStalled(idleMs));
+      if (this.#waiting) this.#abort?.(bodyStalled(idleMs));
       else idle.refresh();
     }, idleMs));
     try {
@@ -209,7 +204,7 @@ class ResponseRelay implements Dispatcher.DispatchHandler {
     const res = this.res;
     if (res.destroyed && !res.writableFinished) return this.#done('client closed');
     const failure =
-      err instanceof RequestBodyStalled
+      isTrajgateError(err) && err.code === 'E_BODY_TIMEOUT'
         ? { status: 408, reason: err.message }
         : upstreamFailure(err, this.upstream);
     if (res.headersSent) {

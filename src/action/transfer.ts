@@ -1,5 +1,5 @@
 import { errors } from 'undici';
-import { errnoCode } from '../errors.js';
+import { errnoCode, isTrajgateError } from '../errors.js';
 import { certificateReason } from './trust.js';
 
 /** How a forwarded request or tunnel ended, as its outcome record says. */
@@ -31,8 +31,8 @@ export function upstreamFailure(
   if (code !== undefined && /^(CERT_|ERR_TLS_|DEPTH_ZERO|SELF_SIGNED|UNABLE_TO_)/.test(code)) {
     return { status: 502, reason: certificateReason(upstream, code) };
   }
-  if (code === 'E_EGRESS')
-    return { status: 502, reason: `upstream ${upstream}: ${(err as Error).message}` };
+  if (isTrajgateError(err) && err.code === 'E_EGRESS')
+    return { status: 502, reason: `upstream ${upstream}: ${err.message}` };
   const why =
     code === 'ECONNREFUSED'
       ? 'refused the connection'

@@ -6,7 +6,7 @@
 // this flag, up to 1.76 × without). The flags are also in `npm start` and the Dockerfile, and
 // the benches read them from this line.
 import { readFileSync } from 'node:fs';
-import { errnoCode, isTrajgateError } from '../errors.js';
+import { errnoCode, exitCode, isTrajgateError } from '../errors.js';
 import { ca } from './ca.js';
 import { exportCommand } from './export.js';
 import { check, readStdin } from './check.js';
@@ -99,7 +99,7 @@ async function main(argv: string[]): Promise<number> {
     if (!isTrajgateError(err)) throw err;
     log(`trajgate: ${err.message}`);
     for (const detail of err.details) log(`  ${detail}`);
-    return err.code === 'E_USAGE' ? 2 : 1;
+    return exitCode(err.code);
   } finally {
     await out.flush();
   }

@@ -8,6 +8,7 @@ import { adminTokenFile } from '../review/admin-token.js';
 import type { SessionView } from '../review/api.js';
 import type { ApprovalView, DenyView } from '../review/api-rules.js';
 import type { EventRecord } from '../journal/records.js';
+import type { EventAnswer } from '../wire.js';
 import { usageOf } from './help.js';
 import { eventsTable, sessionsTable } from './operator-tables.js';
 import { terminalJson, terminalText } from './table.js';
@@ -73,7 +74,7 @@ export async function operator(
         const { event, suggestion } = (await client.call(
           'GET',
           `/api/events/${encodeURIComponent(values.from)}`,
-        )) as { event: EventRecord; suggestion: { pattern: string; kind: string } };
+        )) as EventAnswer;
         target = event.session;
         body = { ...suggestion, ...ttl };
       }

@@ -6,7 +6,7 @@ import { errnoCode, isTrajgateError, TrajgateError } from '../errors.js';
 import { normalizeEvent } from '../event/normalize.js';
 import type { PathResolver } from '../event/paths.js';
 import { memoPathReadings } from '../event/paths.js';
-import { describe, validateRecordedEvent } from '../event/validate.js';
+import { describeValue, validateRecordedEvent } from '../event/validate.js';
 import type { Decision } from '../guard/guard.js';
 import { formatVerdict, Guard } from '../guard/guard.js';
 import { compilePolicy } from '../guard/compile.js';
@@ -96,7 +96,7 @@ function judgeLine(
   if (typeof session !== 'string' || session === '') {
     throw new TrajgateError(
       'E_EVENT_INVALID',
-      `"session" must be a non-empty string, got ${describe(session)}`,
+      `"session" must be a non-empty string, got ${describeValue(session)}`,
     );
   }
   const event = normalizeEvent(
@@ -122,7 +122,7 @@ function timeOf(ts: unknown, now: number): number {
   if (!Number.isFinite(ms)) {
     throw new TrajgateError(
       'E_EVENT_INVALID',
-      `"ts" must be milliseconds or an ISO 8601 time, got ${describe(ts)}`,
+      `"ts" must be milliseconds or an ISO 8601 time, got ${describeValue(ts)}`,
     );
   }
   return ms;

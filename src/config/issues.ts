@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import { describe } from '../event/validate.js';
+import { describeValue } from '../event/validate.js';
 
 /** `policy.boundaries.deploy.kinds[0]`: the key path users see in their YAML. */
 export function keyPath(path: readonly PropertyKey[]): string {
@@ -19,9 +19,9 @@ export function formatIssue(issue: z.core.$ZodIssue): string {
     case 'invalid_type':
       return input === undefined
         ? `${at}: is required (expected ${issue.expected})`
-        : `${at}: expected ${issue.expected}, got ${describe(input)}`;
+        : `${at}: expected ${issue.expected}, got ${describeValue(input)}`;
     case 'invalid_value':
-      return `${at}: expected ${issue.values.map((v) => String(v)).join(' | ')}, got ${describe(input)}`;
+      return `${at}: expected ${issue.values.map((v) => String(v)).join(' | ')}, got ${describeValue(input)}`;
     default:
       return `${at}: ${issue.message}`;
   }

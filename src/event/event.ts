@@ -1,3 +1,5 @@
+import type { Source } from '../wire.js';
+
 /**
  * The trajectory event: what the agent tried (`kind`, `target`, `approved`, as in the seed
  * article) plus what the gateway adds (`session`, `source`, `ts`; `seq` comes from the journal).
@@ -7,7 +9,7 @@
 export const PATH_KINDS: ReadonlySet<string> = new Set(['read', 'write', 'command']);
 export const BUILTIN_KINDS: readonly string[] = ['read', 'write', 'command', 'network'];
 
-export type Source = 'proxy' | 'bridge' | 'ingest' | 'replay';
+export type { Source };
 
 export interface PathSubject {
   readonly type: 'path';

@@ -1,5 +1,5 @@
 import { TrajgateError } from '../errors.js';
-import { describe } from './validate.js';
+import { describeValue } from './validate.js';
 
 /** One event a tool call makes: its kind, and the argument path that holds its target. */
 export interface ToolEventSpec {
@@ -112,6 +112,6 @@ function argumentSlots(args: Record<string, unknown>, path: string, tool: string
 function badArgument(tool: string, path: string, got: unknown, expected: string): TrajgateError {
   return new TrajgateError(
     'E_EVENT_INVALID',
-    `tool ${tool}: argument "${path}" must be ${expected}, got ${describe(got)}`,
+    `tool ${tool}: argument "${path}" must be ${expected}, got ${describeValue(got)}`,
   );
 }

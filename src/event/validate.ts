@@ -49,7 +49,7 @@ export function validateRecordedEvent(
   const fields = objectOf(value);
   const { approved } = fields;
   if (approved !== undefined && typeof approved !== 'boolean') {
-    return fail(`"approved" must be true or false, got ${describe(approved)}`);
+    return fail(`"approved" must be true or false, got ${describeValue(approved)}`);
   }
   return { input: eventOf(fields, knownKinds), approved: approved === true };
 }
@@ -63,19 +63,22 @@ function objectOf(value: unknown): Record<string, unknown> {
 
 function eventOf(fields: Record<string, unknown>, knownKinds: ReadonlySet<string>): EventInput {
   const { kind, target, method } = fields;
-  if (typeof kind !== 'string') return fail(`"kind" must be a string, got ${describe(kind)}`);
+  if (typeof kind !== 'string') return fail(`"kind" must be a string, got ${describeValue(kind)}`);
   if (!knownKinds.has(kind)) {
     return fail(`unknown kind ${JSON.stringify(kind)} (known: ${[...knownKinds].join(', ')})`);
   }
-  if (typeof target !== 'string') return fail(`"target" must be a string, got ${describe(target)}`);
+  if (typeof target !== 'string') {
+    return fail(`"target" must be a string, got ${describeValue(target)}`);
+  }
   if (target === '') return fail('"target" is empty');
   if (method !== undefined && (typeof method !== 'string' || !METHOD.test(method))) {
-    return fail(`"method" must be an HTTP method name, got ${describe(method)}`);
+    return fail(`"method" must be an HTTP method name, got ${describeValue(method)}`);
   }
   return method === undefined ? { kind, target } : { kind, target, method };
 }
 
-export function describe(value: unknown): string {
+/** A value as an error message shows what was found: its type, and short scalars themselves. */
+export function describeValue(value: unknown): string {
   if (value === undefined) return 'nothing';
   if (value === null) return 'null';
   if (Array.isArray(value)) return 'an array';

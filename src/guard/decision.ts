@@ -1,9 +1,10 @@
 import type { Event } from '../event/event.js';
 import { destination } from '../event/event.js';
+import type { Verdict } from '../wire.js';
 import type { Boundary } from './policy.js';
 
 /** The guard's answers (guard.ts) and how they are worded. */
-export type Verdict = 'ALLOW' | 'REVIEW' | 'PAUSE';
+export type { Verdict };
 
 export interface Decision {
   readonly verdict: Verdict;

@@ -1,6 +1,7 @@
 import type { Event } from '../event/event.js';
 import type { NetworkPattern } from '../event/network-pattern.js';
 import { matchesAuthority, matchesNetwork, parseNetworkPattern } from '../event/network-pattern.js';
+import type { DenyView } from '../wire.js';
 
 export interface DenySpec {
   readonly pattern: string;
@@ -14,16 +15,10 @@ export interface DenySpec {
 
 /**
  * A pattern refused whatever allows or approves it (the allowlist grammar; without a port it
- * covers every port, so that denying a host cannot be stepped around on another port).
+ * covers every port, so that denying a host cannot be stepped around on another port). What
+ * the API shows of it (DenyView), and how it matches.
  */
-export interface Deny {
-  readonly id: string;
-  readonly pattern: string;
-  readonly session: string | null;
-  readonly origin: 'config' | 'operator';
-  /** `network.deny` or `operator`. */
-  readonly source: string;
-  readonly by: string | null;
+export interface Deny extends DenyView {
   /** What a refused event's record says in `denied`. */
   readonly reason: string;
   readonly network: NetworkPattern;

@@ -1,31 +1,19 @@
 import type { Event } from '../event/event.js';
 import type { Change, Decision, Verdict } from './decision.js';
 import { MARKED_APPROVED, reasonFor, verdictAt } from './decision.js';
-import type { Approval, ApprovalSpec } from './approvals.js';
-import { ApprovalSet, compileApproval } from './approvals.js';
-import type { Deny, DenySpec } from './denies.js';
-import { compileDeny, DenySet } from './denies.js';
+import type { Approval, ApprovalSet, ApprovalSpec } from './approvals.js';
+import { compileApproval } from './approvals.js';
+import type { Deny, DenySet, DenySpec } from './denies.js';
+import { compileDeny } from './denies.js';
 import { explainMiss } from './explain.js';
 import type { Boundary, GuardPolicy } from './policy.js';
 import { countKey, crosses } from './policy.js';
+import type { SessionState, TrajectoryStore } from './store.js';
+import { MemoryStore } from './store.js';
 
 export type { Change, Decision, Verdict } from './decision.js';
 export { formatVerdict } from './decision.js';
-
-export interface SessionState {
-  readonly counts: ReadonlyMap<string, number>;
-  /** When the session paused (ms), or null while it runs. */
-  readonly pausedAt: number | null;
-  /** The boundary whose crossing paused it. */
-  readonly pausedBy: string | null;
-}
-
-/** Only `commit`, `resume` and a restart's replay of them write to it. */
-interface Live {
-  readonly counts: Map<string, number>;
-  pausedAt: number | null;
-  pausedBy: string | null;
-}
+export type { SessionState } from './store.js';
 
 const RANK: Record<Verdict, number> = { ALLOW: 0, REVIEW: 1, PAUSE: 2 };
 const EMPTY: SessionState = { counts: new Map(), pausedAt: null, pausedBy: null };
@@ -36,19 +24,23 @@ const EMPTY: SessionState = { counts: new Map(), pausedAt: null, pausedBy: null 
  * (time comes from `event.ts`), so replaying a journal rebuilds the same state. `inspect`
  * decides on a copy; state moves only by `commit`, `approve`, `block`, `revoke` and `resume`,
  * each called once its record is written (a failed write changes nothing), and by a reload's
- * `replacePolicy`. Deny patterns are checked before anything approves.
+ * `replacePolicy`. Deny patterns are checked before anything approves. What it remembers
+ * lives in `store`: the rule is here, the state there.
  */
 export class Guard {
   #policy: GuardPolicy;
-  readonly approvals = new ApprovalSet();
+  readonly #store: TrajectoryStore<unknown>;
+  readonly approvals: ApprovalSet;
   readonly denies: DenySet;
-  readonly #sessions = new Map<string, Live>();
   readonly #approvedDecisions = new WeakMap<Approval, Decision>();
 
-  constructor(policy: GuardPolicy) {
+  constructor(policy: GuardPolicy, store: TrajectoryStore<unknown> = new MemoryStore()) {
+    this.#store = store;
+    this.approvals = store.approvals;
+    this.denies = store.denies;
     this.#policy = policy;
-    for (const a of policy.allow) this.approvals.add(a);
-    this.denies = new DenySet(policy.deny);
+    this.approvals.replaceConfig(policy.allow);
+    this.denies.replaceConfig(policy.deny);
   }
 
   get policy(): GuardPolicy {
@@ -81,7 +73,7 @@ export class Guard {
       if (approval) return this.#approvedBy(approval);
     }
     const byDeny = deny && event.denied === undefined ? { deniedBy: deny.reason } : {};
-    const state = this.#sessions.get(event.session) ?? EMPTY;
+    const state = this.#store.session(event.session) ?? EMPTY;
     const workspace = this.policy.workspaceFor(event.session);
     let worst: { b: Boundary; n: number; verdict: Verdict } | undefined;
     let counted: Record<string, number> | null = null;
@@ -201,38 +193,21 @@ export class Guard {
    */
   commit(session: string, at: number, change: Change): void {
     this.approvals.prune(at);
-    const { counted } = change;
-    if (!counted && change.verdict !== 'PAUSE') return;
-    const state = this.state(session);
-    if (counted) for (const key in counted) state.counts.set(key, counted[key] as number);
-    if (change.verdict === 'PAUSE' && state.pausedAt === null) {
-      state.pausedAt = at;
-      state.pausedBy = change.boundary;
-    }
+    const counted = change.counted ?? null;
+    const pause = change.verdict === 'PAUSE' ? { at, by: change.boundary } : null;
+    if (counted || pause) this.#store.commit(session, { counted, pause });
   }
 
   /** Unpauses; counts are kept unless `reset` (the operator said so explicitly). */
   resume(session: string, reset: boolean): void {
-    const state = this.state(session);
-    state.pausedAt = null;
-    state.pausedBy = null;
-    if (reset) state.counts.clear();
+    this.#store.resume(session, reset);
   }
 
   session(id: string): SessionState | undefined {
-    return this.#sessions.get(id);
+    return this.#store.session(id);
   }
 
   sessions(): IterableIterator<[string, SessionState]> {
-    return this.#sessions.entries();
-  }
-
-  private state(session: string): Live {
-    let state = this.#sessions.get(session);
-    if (!state) {
-      state = { counts: new Map(), pausedAt: null, pausedBy: null };
-      this.#sessions.set(session, state);
-    }
-    return state;
+    return this.#store.sessions();
   }
 }

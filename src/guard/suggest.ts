@@ -1,4 +1,5 @@
 import { parseNetworkPattern } from '../event/network-pattern.js';
+import type { Suggestion } from '../wire.js';
 
 /** What an event asked for, as its journal record keeps it. */
 export interface Asked {
@@ -7,10 +8,7 @@ export interface Asked {
   readonly method?: string | undefined;
 }
 
-export interface Suggestion {
-  readonly pattern: string;
-  readonly kind: string;
-}
+export type { Suggestion };
 
 /**
  * The approval that fits a refused event without widening it: a request's method and the

@@ -6,22 +6,22 @@ import { isTrajgateError, TrajgateError } from '../errors.js';
 import { parseStrictJson } from './strict-json.js';
 
 /** A request body larger than the limit: answered 413 without reading further. */
-export class BodyTooLarge extends Error {
-  constructor(readonly limit: number) {
-    super(`request body is larger than ${limit} bytes`);
-  }
+const tooLarge = (limit: number) =>
+  new TrajgateError('E_TOO_LARGE', `request body is larger than ${limit} bytes`);
+
+/**
+ * Whether `err` is readBody's or readJson's refusal of a body, answered with its status: 413
+ * past the limit, 415 for how it is sent, 400 for what it holds.
+ */
+export function isBodyRefusal(err: unknown): err is TrajgateError {
+  return isTrajgateError(err) && BODY_REFUSALS.has(err.code);
 }
 
-/** A body trajgate cannot read the way the next parser would: 415 (how it is sent) or 400. */
-export class BodyRefused extends TrajgateError {
-  constructor(
-    readonly status: 400 | 415,
-    code: ErrorCode,
-    message: string,
-  ) {
-    super(code, message);
-  }
-}
+const BODY_REFUSALS: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
+  'E_TOO_LARGE',
+  'E_BODY_UNSUPPORTED',
+  'E_EVENT_INVALID',
+]);
 
 type Decoder = (body: Buffer, options: { maxOutputLength: number }) => Promise<Buffer>;
 const DECODERS: Readonly<Record<string, Decoder>> = {
@@ -37,8 +37,7 @@ const UTF8 = new TextDecoder('utf-8', { fatal: true });
  * so). On refusal the request is paused, not destroyed, so its socket can still carry the 413.
  */
 export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
-  if (Number(req.headers['content-length'] ?? 0) > limit)
-    return Promise.reject(new BodyTooLarge(limit));
+  if (Number(req.headers['content-length'] ?? 0) > limit) return Promise.reject(tooLarge(limit));
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -50,7 +49,7 @@ export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
       }
       req.off('data', onData);
       req.pause();
-      reject(new BodyTooLarge(limit));
+      reject(tooLarge(limit));
     };
     req.on('data', onData);
     req.once('end', () => resolve(Buffer.concat(chunks)));
@@ -74,20 +73,15 @@ export async function readJson(
   for (const coding of codings.reverse()) body = await decode(coding, body, limit);
   if (body.length === 0) {
     if (options.empty) return undefined;
-    throw new BodyRefused(400, 'E_EVENT_INVALID', 'the body is empty; expected JSON');
+    throw new TrajgateError('E_EVENT_INVALID', 'the body is empty; expected JSON');
   }
   let text: string;
   try {
     text = UTF8.decode(body);
   } catch {
-    throw new BodyRefused(400, 'E_EVENT_INVALID', 'the body is not valid UTF-8');
+    throw new TrajgateError('E_EVENT_INVALID', 'the body is not valid UTF-8');
   }
-  try {
-    return parseStrictJson(text);
-  } catch (err) {
-    if (!isTrajgateError(err)) throw err;
-    throw new BodyRefused(400, err.code, err.message);
-  }
+  return parseStrictJson(text);
 }
 
 /** The codings to undo, in the order applied; refuses a charset or coding it cannot read. */
@@ -121,11 +115,11 @@ async function decode(coding: string, body: Buffer, limit: number): Promise<Buff
     return await (DECODERS[coding] as Decoder)(body, { maxOutputLength: limit });
   } catch (err) {
     // Checked while inflating: a small bomb stops at the limit, it is never inflated whole.
-    if ((err as { code?: unknown }).code === 'ERR_BUFFER_TOO_LARGE') throw new BodyTooLarge(limit);
-    throw new BodyRefused(400, 'E_EVENT_INVALID', `the body is not valid ${coding} data`);
+    if ((err as { code?: unknown }).code === 'ERR_BUFFER_TOO_LARGE') throw tooLarge(limit);
+    throw new TrajgateError('E_EVENT_INVALID', `the body is not valid ${coding} data`);
   }
 }
 
-function unsupported(what: string): BodyRefused {
-  return new BodyRefused(415, 'E_BODY_UNSUPPORTED', `unsupported body: ${what}`);
+function unsupported(what: string): TrajgateError {
+  return new TrajgateError('E_BODY_UNSUPPORTED', `unsupported body: ${what}`);
 }

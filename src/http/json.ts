@@ -1,18 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { BodyTooLarge, readBody } from './body.js';
-
-/** An API error as clients see it: HTTP status, stable code, one-line message. */
-export class ApiError extends Error {
-  constructor(
-    readonly status: number,
-    readonly code: string,
-    message: string,
-    /** Individual problems, each naming its place (a config file's line and key). */
-    readonly details: readonly string[] = [],
-  ) {
-    super(message);
-  }
-}
+import { TrajgateError } from '../errors.js';
+import { readBody } from './body.js';
 
 export const BODY_LIMIT = 64 * 1024;
 
@@ -31,9 +19,19 @@ export function sendJson(res: ServerResponse, status: number, value: unknown): v
   res.end(body);
 }
 
-export function sendError(res: ServerResponse, err: ApiError): void {
+/**
+ * An error as clients see it: `{"error":{"code","message","details"?}}`, with the error's HTTP
+ * status unless the caller knows better (500 for a code never answered over HTTP).
+ */
+export function sendError(
+  res: ServerResponse,
+  err: TrajgateError,
+  status = err.status ?? 500,
+): void {
   const { code, message, details } = err;
-  sendJson(res, err.status, { error: { code, message, ...(details.length ? { details } : {}) } });
+  sendJson(res, status, {
+    error: { code, message, ...(details.length ? { details } : {}) },
+  });
 }
 
 /**
@@ -41,23 +39,16 @@ export function sendError(res: ServerResponse, err: ApiError): void {
  * reading it when Content-Length says so) and 400 when it is not a JSON object.
  */
 export async function readJsonBody(req: IncomingMessage): Promise<Record<string, unknown>> {
-  let body: Buffer;
-  try {
-    body = await readBody(req, BODY_LIMIT);
-  } catch (err) {
-    if (err instanceof BodyTooLarge) throw new ApiError(413, 'E_TOO_LARGE', err.message);
-    throw err;
-  }
-  const text = body.toString('utf8').trim();
+  const text = (await readBody(req, BODY_LIMIT)).toString('utf8').trim();
   if (text === '') return {};
   let value: unknown;
   try {
     value = JSON.parse(text);
   } catch (err) {
-    throw new ApiError(400, 'E_BAD_JSON', `body is not valid JSON: ${(err as Error).message}`);
+    throw new TrajgateError('E_BAD_JSON', `body is not valid JSON: ${(err as Error).message}`);
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw new ApiError(400, 'E_BAD_JSON', 'body must be a JSON object');
+    throw new TrajgateError('E_BAD_JSON', 'body must be a JSON object');
   }
   return value as Record<string, unknown>;
 }

@@ -1,3 +1,4 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import type { Refusal } from '../action/respond.js';
 import type { ReverseProxy } from '../action/reverse-proxy.js';
@@ -6,11 +7,12 @@ import type { Config } from '../config/load.js';
 import type { EventInput, Source } from '../event/event.js';
 import type { ToolMap } from '../event/tool-map.js';
 import type { Decision } from '../guard/guard.js';
-import type { Pipeline } from '../pipeline.js';
-import type { Presence } from '../review/sessions.js';
+import type { Pipeline } from '../pipeline/pipeline.js';
+import type { Presence } from '../action/hold.js';
 import type { Drain } from './drain.js';
 import type { Identity } from './identity.js';
 import type { SessionOrder } from './session-order.js';
+import type { Who } from './identity.js';
 
 /** What the bridge's handlers share. */
 export interface BridgeContext {
@@ -25,6 +27,15 @@ export interface BridgeContext {
   readonly order: SessionOrder;
   /** Counts running handlers (a stop waits for their outcomes). */
   readonly drain: Drain;
+}
+
+/** A bridge request once its agent is known, as the listener hands it to a handler. */
+export interface BridgeRequest {
+  readonly req: IncomingMessage;
+  readonly res: ServerResponse;
+  readonly who: Who;
+  /** performance.now() when it arrived. */
+  readonly start: number;
 }
 
 /** The verdict on every event a call makes: forwarded only if all were allowed. */

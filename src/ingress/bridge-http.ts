@@ -1,5 +1,3 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
-import { performance } from 'node:perf_hooks';
 import { plainRefusal, sendRefusal } from '../action/respond.js';
 import type { ReverseProxy } from '../action/reverse-proxy.js';
 import type { EventInput } from '../event/event.js';
@@ -7,7 +5,7 @@ import { isTrajgateError } from '../errors.js';
 import type { ToolTarget } from '../event/tool-map.js';
 import { toolTargets } from '../event/tool-map.js';
 import { readJson } from '../http/body.js';
-import type { BridgeContext } from './bridge-calls.js';
+import type { BridgeContext, BridgeRequest } from './bridge-calls.js';
 import { callOutcome, judgeCall } from './bridge-calls.js';
 import { presence } from './context.js';
 import { judgedPaths } from './tool-paths.js';
@@ -23,11 +21,9 @@ export async function handleHttpTool(
   ctx: BridgeContext,
   routes: readonly Route[],
   proxy: ReverseProxy,
-  req: IncomingMessage,
-  res: ServerResponse,
-  who: { session: string; client: string },
+  request: BridgeRequest,
 ): Promise<void> {
-  const start = performance.now();
+  const { req, res, who } = request;
   const raw = req.url ?? '/';
   const method = req.method ?? 'GET';
   const match = matchRoute(raw, method, routes);
@@ -66,17 +62,15 @@ export async function handleHttpTool(
     }
     // Serialised once the path judged is written into it.
     const body = value === undefined ? null : Buffer.from(JSON.stringify(value));
-    await call(ctx, proxy, req, res, who, { input, body, method, path, start });
+    await call(ctx, proxy, request, { input, body, method, path });
   });
 }
 
 async function call(
   ctx: BridgeContext,
   proxy: ReverseProxy,
-  req: IncomingMessage,
-  res: ServerResponse,
-  who: { session: string; client: string },
-  c: { input: EventInput; body: Buffer | null; method: string; path: string; start: number },
+  { req, res, who, start }: BridgeRequest,
+  c: { input: EventInput; body: Buffer | null; method: string; path: string },
 ): Promise<void> {
   const { input, body, method, path } = c;
   const bytesUp = body?.length ?? 0;
@@ -109,7 +103,7 @@ async function call(
       sendRefusal(res, plainRefusal(forwarded.failure.status, forwarded.failure.reason));
     transfer = forwarded.transfer;
   }
-  callOutcome(ctx.pipeline, ruling.rids, who.session, transfer, c.start);
+  callOutcome(ctx.pipeline, ruling.rids, who.session, transfer, start);
 }
 
 /**

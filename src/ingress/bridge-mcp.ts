@@ -1,13 +1,13 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { performance } from 'node:perf_hooks';
 import type { ReverseProxy } from '../action/reverse-proxy.js';
 import { readJson } from '../http/body.js';
-import type { BridgeContext } from './bridge-calls.js';
+import type { BridgeContext, BridgeRequest } from './bridge-calls.js';
 import { callOutcome, judgeCall } from './bridge-calls.js';
 import { presence } from './context.js';
 import type { EventInput } from '../event/event.js';
 import type { JsonRpcId, McpInvalid } from './mcp.js';
 import { INVALID_REQUEST, jsonRpcError, readMcpMessage, REFUSED, resolveCall } from './mcp.js';
+import type { Who } from './identity.js';
 
 /** JSON-RPC code for an upstream that failed (implementation-defined range). */
 const UPSTREAM_FAILED = -32002;
@@ -22,11 +22,9 @@ const UPSTREAM_FAILED = -32002;
 export async function handleMcp(
   ctx: BridgeContext,
   proxy: ReverseProxy,
-  req: IncomingMessage,
-  res: ServerResponse,
-  who: { session: string; client: string },
+  request: BridgeRequest,
 ): Promise<void> {
-  const start = performance.now();
+  const { req, res, who } = request;
   if (req.method !== 'POST') {
     // Streamable HTTP: GET opens a server stream, DELETE ends a session; neither has a body,
     // and a body on them (or any other method) would reach the server unjudged.
@@ -69,7 +67,7 @@ export async function handleMcp(
     const resolved = resolveCall(message, workspace);
     if (resolved.kind === 'invalid') return refuse(ctx, req, res, who, resolved);
     const { id, tool } = message;
-    await call(ctx, proxy, req, res, who, { id, tool, ...resolved }, start);
+    await call(ctx, proxy, request, { id, tool, ...resolved });
   });
 }
 
@@ -77,7 +75,7 @@ function refuse(
   ctx: BridgeContext,
   req: IncomingMessage,
   res: ServerResponse,
-  who: { session: string; client: string },
+  who: Who,
   invalid: McpInvalid,
 ): void {
   // A refused path is bad input (400) though its JSON-RPC error travels in a 200, so that
@@ -93,11 +91,8 @@ function refuse(
 async function call(
   ctx: BridgeContext,
   proxy: ReverseProxy,
-  req: IncomingMessage,
-  res: ServerResponse,
-  who: { session: string; client: string },
+  { req, res, who, start }: BridgeRequest,
   message: { id: JsonRpcId; tool: string; events: EventInput[]; body: Buffer },
-  start: number,
 ): Promise<void> {
   const { body } = message;
   const ruling = await judgeCall(ctx.pipeline, message.events, {
@@ -143,7 +138,7 @@ async function forward(
   res: ServerResponse,
   body: Buffer | null,
   id: JsonRpcId,
-  who: { session: string; client: string },
+  who: Who,
 ) {
   const { transfer, failure } = await proxy.forward(req, res, body);
   if (failure) {

@@ -1,7 +1,8 @@
+import { performance } from 'node:perf_hooks';
 import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { sendJson } from '../http/json.js';
-import { BodyRefused, BodyTooLarge } from '../http/body.js';
+import { isBodyRefusal } from '../http/body.js';
 import type { BridgeContext } from './bridge-calls.js';
 import { handleHttpTool } from './bridge-http.js';
 import { handleMcp } from './bridge-mcp.js';
@@ -21,6 +22,7 @@ export function createBridgeServer(ctx: BridgeContext): Server {
   const routes = compileRoutes(ctx.config.bridge.routes);
   const mcp = ctx.config.bridge.protocol === 'mcp';
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
+    const start = performance.now();
     const client = clientAddress(req.socket.remoteAddress);
     const who = ctx.identity.fromBearer(req.headers.authorization, client);
     const path = (req.url ?? '/').split('?')[0];
@@ -34,9 +36,9 @@ export function createBridgeServer(ctx: BridgeContext): Server {
       return reject(res, mcp, 401, who.reason);
     }
     const session = { session: who.session, client };
-    if (path === '/events' && req.method === 'POST') return handleIngest(ctx, req, res, session);
-    if (path === '/events/result' && req.method === 'POST')
-      return handleResult(ctx, req, res, session);
+    const request = { req, res, who: session, start };
+    if (path === '/events' && req.method === 'POST') return handleIngest(ctx, request);
+    if (path === '/events/result' && req.method === 'POST') return handleResult(ctx, request);
     if (ctx.proxy === null)
       return reject(
         res,
@@ -45,11 +47,11 @@ export function createBridgeServer(ctx: BridgeContext): Server {
         'no tool server behind this bridge (bridge.upstream is not set); only POST /events is served',
       );
     try {
-      if (mcp) return await handleMcp(ctx, ctx.proxy, req, res, session);
-      return await handleHttpTool(ctx, routes, ctx.proxy, req, res, session);
+      if (mcp) return await handleMcp(ctx, ctx.proxy, request);
+      return await handleHttpTool(ctx, routes, ctx.proxy, request);
     } catch (err) {
-      if (!(err instanceof BodyTooLarge) && !(err instanceof BodyRefused)) throw err;
-      const status = err instanceof BodyRefused ? err.status : 413;
+      if (!isBodyRefusal(err)) throw err;
+      const status = err.status ?? 400;
       const target = path ?? '/';
       const ask = { source: 'bridge' as const, ...session, method: req.method ?? '', target };
       ctx.pipeline.refusal(ask, status, err.message);

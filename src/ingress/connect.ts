@@ -1,16 +1,14 @@
-import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
-import type { Duplex } from 'node:stream';
 import { performance } from 'node:perf_hooks';
 import type { NetworkSubject } from '../event/event.js';
 import { parseAuthority } from '../event/network-target.js';
-import type { Ask } from '../pipeline.js';
+import type { NetworkAsk } from '../pipeline/ruling.js';
 import type { ProxyContext } from './context.js';
 import { heldPresence, PROXY_AUTHENTICATE } from './context.js';
 import { clientAddress } from './identity.js';
 import { openInspected } from './inspect.js';
-import type { Ended } from './tunnel-track.js';
-import { judgeAndConnect, rawRefuser, relayTracked, tunnelSlot } from './tunnel-track.js';
+import type { Ended, RawRequest } from './tunnel-track.js';
+import { judgeAndConnect, relayTracked, tunnelSlot } from './tunnel-track.js';
 
 const CONNECT_FORM = 'CONNECT takes an authority, host:port (RFC 9110 § 9.3.6)';
 
@@ -21,17 +19,10 @@ const CONNECT_FORM = 'CONNECT takes an authority, host:port (RFC 9110 § 9.3.6)'
  * way the `200` is only sent once the tunnel may open, never while its session is paused, and
  * the open tunnel then follows its session's state (action/live-tunnels).
  */
-export async function handleConnect(
-  ctx: ProxyContext,
-  req: IncomingMessage,
-  socket: Duplex,
-  head: Buffer,
-): Promise<void> {
-  const start = performance.now();
-  socket.on('error', () => socket.destroy());
+export async function handleConnect(ctx: ProxyContext, raw: RawRequest): Promise<void> {
+  const { req, socket, head, refuse } = raw;
   const client = clientAddress(req.socket.remoteAddress);
   const target = req.url ?? '';
-  const refuse = rawRefuser(ctx, req, socket);
   let subject: NetworkSubject;
   try {
     subject = parseAuthority(target);
@@ -44,7 +35,7 @@ export async function handleConnect(
   if (typeof release === 'string') return refuse(429, release, who.session);
   if (head.length > 0) socket.unshift(head);
   try {
-    const ask: Ask = {
+    const ask: NetworkAsk = {
       session: who.session,
       source: 'proxy',
       client,
@@ -56,16 +47,16 @@ export async function handleConnect(
     const plain = subject.port === 80 || ctx.pipeline.inspects(who.session, target);
     const transfer =
       plain || ctx.intercept?.matches(subject) === true
-        ? await openInspected(ctx, ask, socket as Socket, subject, plain)
-        : await blind(ctx, ask, socket as Socket);
+        ? await openInspected(ctx, ask, socket, subject, plain)
+        : await blind(ctx, ask, socket);
     if (transfer.rid !== null)
-      ctx.pipeline.outcome(transfer.rid, who.session, transfer, performance.now() - start);
+      ctx.pipeline.outcome(transfer.rid, who.session, transfer, performance.now() - raw.start);
   } finally {
     release();
   }
 }
 
-async function blind(ctx: ProxyContext, ask: Ask, socket: Socket): Promise<Ended> {
+async function blind(ctx: ProxyContext, ask: NetworkAsk, socket: Socket): Promise<Ended> {
   const connected = await judgeAndConnect(ctx, ask, socket);
   if (!('upstream' in connected)) return connected;
   const opening = { toClient: 'HTTP/1.1 200 Connection Established\r\n\r\n', toUpstream: [] };

@@ -11,8 +11,8 @@ import type { Drain } from './drain.js';
 import type { InnerHttp, Tunnel } from './inner-http.js';
 import type { Interceptor } from './intercept.js';
 import type { Config } from '../config/load.js';
-import type { Pipeline } from '../pipeline.js';
-import type { Presence } from '../review/sessions.js';
+import type { Pipeline } from '../pipeline/pipeline.js';
+import type { Presence } from '../action/hold.js';
 import type { Identity } from './identity.js';
 
 /** What the proxy's handlers share. */

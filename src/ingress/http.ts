@@ -7,6 +7,7 @@ import { sendRefusal } from '../action/respond.js';
 import type { ProxyContext } from './context.js';
 import { earlyRefusal, presence } from './context.js';
 import { checkRequest } from './request-checks.js';
+import type { Who } from './identity.js';
 
 /** An absolute-form request (`GET http://host/path`), as agents send through HTTP_PROXY. */
 export async function handleHttp(
@@ -37,7 +38,7 @@ export async function serveHttp(
   res: ServerResponse,
   url: URL,
   target: string,
-  who: { session: string; client: string },
+  who: Who,
   start: number,
 ): Promise<void> {
   const method = req.method ?? 'GET';
@@ -78,7 +79,7 @@ export async function serveHttp(
     return;
   }
   const capture = ctx.capture ? new Capture(ctx.capture, method, url, req.rawHeaders) : undefined;
-  const transfer = await ctx.forwarder.forward(req, res, url, ruling.address as string, capture);
+  const transfer = await ctx.forwarder.forward(req, res, url, ruling.dial.address, capture);
   ctx.pipeline.outcome(ruling.rid, who.session, transfer, performance.now() - start);
   capture?.save(ruling.rid, who.session, captureFailed(ctx));
 }

@@ -1,6 +1,12 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Agent } from '../config/load.js';
 
+/** The agent a request belongs to: its session, and the address it came from. */
+export interface Who {
+  readonly session: string;
+  readonly client: string;
+}
+
 export type Identified =
   { readonly ok: true; readonly session: string } | { readonly ok: false; readonly reason: string };
 

@@ -1,9 +1,8 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isTrajgateError, TrajgateError } from '../errors.js';
-import { describe, validateEventInput } from '../event/validate.js';
-import type { ResultRecord, Summary, Unstamped } from '../journal/records.js';
-import { sendJson } from '../http/json.js';
-import type { BridgeContext } from './bridge-calls.js';
+import { describeValue, validateEventInput } from '../event/validate.js';
+import type { EventRecord, ResultRecord, Unstamped } from '../journal/records.js';
+import { sendError, sendJson } from '../http/json.js';
+import type { BridgeContext, BridgeRequest } from './bridge-calls.js';
 import { ingestBody } from './ingest.js';
 
 type Report = Omit<Unstamped<ResultRecord>, 'type' | 'session' | 'ref'>;
@@ -23,9 +22,7 @@ const NAME_CHARS = 256;
  */
 export async function handleResult(
   ctx: BridgeContext,
-  req: IncomingMessage,
-  res: ServerResponse,
-  who: { session: string; client: string },
+  { req, res, who }: BridgeRequest,
 ): Promise<void> {
   const report = await ingestBody(ctx, req, res, who, (body) =>
     parseReport(body, ctx.config.kinds),
@@ -37,15 +34,14 @@ export async function handleResult(
     seq = ctx.pipeline.result({ type: 'result', session: who.session, ref, ...report });
   } catch (err) {
     if (!isTrajgateError(err)) throw err;
-    return sendJson(res, 503, {
-      error: { code: err.code, message: `the result was not recorded: ${err.message}` },
-    });
+    const lost = new TrajgateError(err.code, `the result was not recorded: ${err.message}`);
+    return sendError(res, lost, 503);
   }
   sendJson(res, 200, { recorded: seq, ref });
 }
 
 /** The request id of the newest ingest event the report can be about, or null. */
-function callOf(recent: readonly Summary[], report: Report): number | null {
+function callOf(recent: readonly EventRecord[], report: Report): number | null {
   const event = recent.findLast(
     (e) => e.source === 'ingest' && e.kind === report.kind && e.target === report.target,
   );
@@ -69,9 +65,9 @@ function parseReport(body: Buffer, kinds: ReadonlySet<string>): Report {
   if (unknown !== undefined) return fail(`unknown field ${JSON.stringify(unknown)} in a result`);
   const { kind, target } = validateEventInput({ kind: fields.kind, target: fields.target }, kinds);
   const { ok, error, tool, call } = fields;
-  if (typeof ok !== 'boolean') return fail(`"ok" must be true or false, got ${describe(ok)}`);
+  if (typeof ok !== 'boolean') return fail(`"ok" must be true or false, got ${describeValue(ok)}`);
   if (error !== undefined && (typeof error !== 'string' || ok))
-    return fail(`"error" must be a string, and only with "ok": false; got ${describe(error)}`);
+    return fail(`"error" must be a string, and only with "ok": false; got ${describeValue(error)}`);
   for (const [name, v] of [
     ['tool', tool],
     ['call', call],

@@ -1,13 +1,13 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { performance } from 'node:perf_hooks';
 import { isTrajgateError, TrajgateError } from '../errors.js';
 import type { EventInput } from '../event/event.js';
 import { validateEventInput } from '../event/validate.js';
-import { sendJson } from '../http/json.js';
-import { BodyRefused, BodyTooLarge, readJson } from '../http/body.js';
-import type { BridgeContext } from './bridge-calls.js';
+import { sendError, sendJson } from '../http/json.js';
+import { readJson } from '../http/body.js';
+import type { BridgeContext, BridgeRequest } from './bridge-calls.js';
 import { callOutcome, judgeCall } from './bridge-calls.js';
 import { presence } from './context.js';
+import type { Who } from './identity.js';
 
 const INGEST_LIMIT = 64 * 1024;
 
@@ -18,11 +18,8 @@ const INGEST_LIMIT = 64 * 1024;
  */
 export async function handleIngest(
   ctx: BridgeContext,
-  req: IncomingMessage,
-  res: ServerResponse,
-  who: { session: string; client: string },
+  { req, res, who, start }: BridgeRequest,
 ): Promise<void> {
-  const start = performance.now();
   const input = await ingestBody(ctx, req, res, who, (body) => parseEvent(body, ctx.config.kinds));
   if (input === null) return;
   const ruling = await judgeCall(ctx.pipeline, [input], {
@@ -52,7 +49,7 @@ export async function handleIngest(
     allowed: ruling.allowed,
     ...(ruling.allowed ? {} : { message: refusal?.body ?? '' }),
   };
-  if (outage) sendJson(res, 503, { error: { code: 'E_JOURNAL_WRITE', message: refusal.reason } });
+  if (outage) sendError(res, new TrajgateError('E_JOURNAL_WRITE', refusal.reason));
   else sendJson(res, 200, answer);
   callOutcome(
     ctx.pipeline,
@@ -71,24 +68,21 @@ export async function ingestBody<T>(
   ctx: BridgeContext,
   req: IncomingMessage,
   res: ServerResponse,
-  who: { session: string; client: string },
+  who: Who,
   parse: (body: Buffer) => T,
 ): Promise<T | null> {
   try {
     // The JSON as the bridge reads it (UTF-8, decoded, no duplicate keys), in its serialisation.
     return parse(Buffer.from(JSON.stringify(await readJson(req, INGEST_LIMIT))));
   } catch (err) {
-    if (!isTrajgateError(err) && !(err instanceof BodyTooLarge)) throw err;
-    const status =
-      err instanceof BodyTooLarge ? 413 : err instanceof BodyRefused ? err.status : 400;
+    if (!isTrajgateError(err)) throw err;
+    const status = err.status ?? 400;
     ctx.pipeline.refusal(
       { source: 'ingest', client: who.client, session: who.session },
       status,
       err.message,
     );
-    sendJson(res, status, {
-      error: { code: err instanceof BodyTooLarge ? 'E_TOO_LARGE' : err.code, message: err.message },
-    });
+    sendError(res, err, status);
     return null;
   }
 }

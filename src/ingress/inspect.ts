@@ -1,6 +1,6 @@
 import type { Socket } from 'node:net';
 import { socketControl } from '../action/live-tunnels.js';
-import type { Ask } from '../pipeline.js';
+import type { NetworkAsk } from '../pipeline/ruling.js';
 import type { NetworkSubject } from '../event/event.js';
 import type { ProxyContext } from './context.js';
 import { tunnelRefusal } from './context.js';
@@ -23,7 +23,7 @@ const TOKEN_START = /^[!#$%&'*+.^_`|~0-9A-Za-z-]$/;
  */
 export async function openInspected(
   ctx: ProxyContext,
-  ask: Ask,
+  ask: NetworkAsk,
   socket: Socket,
   subject: NetworkSubject,
   plain: boolean,

@@ -1,5 +1,7 @@
 import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import { performance } from 'node:perf_hooks';
 import type { Duplex } from 'node:stream';
 import { dropIfAnswered, writeRawRefusal } from '../action/respond.js';
 import { errnoCode } from '../errors.js';
@@ -7,6 +9,8 @@ import { handleConnect } from './connect.js';
 import type { ProxyContext } from './context.js';
 import { handleHttp } from './http.js';
 import { clientAddress } from './identity.js';
+import type { RawRequest } from './tunnel-track.js';
+import { rawRefuser } from './tunnel-track.js';
 import { handleUpgrade } from './upgrade.js';
 
 /**
@@ -41,22 +45,23 @@ export function createProxyServer(ctx: ProxyContext): Server {
   // Forwarder), anything else 417 with a journal record (see serveHttp).
   server.on('checkContinue', onRequest);
   server.on('checkExpectation', onRequest);
-  server.on('connect', (req, socket: Duplex, head: Buffer) => {
-    const handled = handleConnect(ctx, req, socket, head);
-    ctx.drain.track('tunnel', handled);
-    handled.catch((err: unknown) => {
-      crashed(err, 'CONNECT');
-      socket.destroy();
-    });
-  });
-  server.on('upgrade', (req, socket: Duplex, head: Buffer) => {
-    const handled = handleUpgrade(ctx, req, socket, head);
-    ctx.drain.track('tunnel', handled);
-    handled.catch((err: unknown) => {
-      crashed(err, 'upgrade');
-      socket.destroy();
-    });
-  });
+  const onRaw =
+    (what: string, handle: (ctx: ProxyContext, raw: RawRequest) => Promise<void>) =>
+    (req: IncomingMessage, duplex: Duplex, head: Buffer) => {
+      // A TCP listener's connection: Node's types only say Duplex.
+      const socket = duplex as Socket;
+      const start = performance.now();
+      socket.on('error', () => socket.destroy());
+      const refuse = rawRefuser(ctx, req, socket);
+      const handled = handle(ctx, { req, socket, head, start, refuse });
+      ctx.drain.track('tunnel', handled);
+      handled.catch((err: unknown) => {
+        crashed(err, what);
+        socket.destroy();
+      });
+    };
+  server.on('connect', onRaw('CONNECT', handleConnect));
+  server.on('upgrade', onRaw('upgrade', handleUpgrade));
   server.on('clientError', (err: Error & { code?: string; reason?: string }, socket: Duplex) => {
     const { status, reason } = clientErrorStatus(err);
     // A connection that went away, or that was already answered (the parser then reports the

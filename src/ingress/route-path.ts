@@ -69,7 +69,7 @@ export function matchRoute(raw: string, method: string, routes: readonly Route[]
     // Folding picks a route; the server still hands the segment on as sent.
     if (other.route === judged.route && (reading.fold || other.target === judged.target)) continue;
     return fail(
-      `is ${describe(judged)} as trajgate reads it but ${describe(other)} to a server that ${reading.text}; refused, since the tool server could read it either way`,
+      `is ${routeText(judged)} as trajgate reads it but ${routeText(other)} to a server that ${reading.text}; refused, since the tool server could read it either way`,
     );
   }
   const query = q === -1 ? '' : raw.slice(q + 1);
@@ -123,7 +123,7 @@ function routeOf(all: string[], method: string, routes: readonly Route[]): Judge
   return { route, segments, target };
 }
 
-function describe({ route, target }: Judged): string {
+function routeText({ route, target }: Judged): string {
   if (route === null) return 'no route (an unmapped call)';
   const seg = target === null ? '' : ` with target ${JSON.stringify(target)}`;
   return `the ${route.kind} route ${route.method} ${route.glob}${seg}`;

@@ -9,8 +9,8 @@ import type { Transfer } from '../action/transfer.js';
 import { upstreamFailure } from '../action/transfer.js';
 import type { Opening } from '../action/tunnel.js';
 import { connectUpstream, relay } from '../action/tunnel.js';
-import type { Event, NetworkSubject } from '../event/event.js';
-import type { Ask } from '../pipeline.js';
+import type { Event } from '../event/event.js';
+import type { NetworkAsk } from '../pipeline/ruling.js';
 import type { ProxyContext } from './context.js';
 import { earlyRefusal } from './context.js';
 import { closedWhileHeld } from './http.js';
@@ -35,12 +35,26 @@ export function track(
   };
 }
 
-/** Refuses a raw-socket request (CONNECT, Upgrade) before it is judged: journaled, then closed. */
-export function rawRefuser(
-  ctx: ProxyContext,
-  req: IncomingMessage,
-  socket: Duplex,
-): (status: number, reason: string, session?: string, headers?: Record<string, string>) => void {
+/** Refuses a raw-socket request before it is judged: journaled, then closed. */
+export type RawRefuser = (
+  status: number,
+  reason: string,
+  session?: string,
+  headers?: Record<string, string>,
+) => void;
+
+/** A request that takes its connection over (CONNECT, Upgrade), as the proxy hands it on. */
+export interface RawRequest {
+  readonly req: IncomingMessage;
+  readonly socket: Socket;
+  /** What the client sent past the request head. */
+  readonly head: Buffer;
+  /** performance.now() when it arrived. */
+  readonly start: number;
+  readonly refuse: RawRefuser;
+}
+
+export function rawRefuser(ctx: ProxyContext, req: IncomingMessage, socket: Duplex): RawRefuser {
   return (status, reason, session, headers) =>
     writeRawRefusal(socket, earlyRefusal(ctx, req, status, reason, session, headers));
 }
@@ -88,15 +102,14 @@ export interface Connected {
  */
 export async function judgeAndConnect(
   ctx: ProxyContext,
-  ask: Ask,
+  ask: NetworkAsk,
   socket: Socket,
 ): Promise<Connected | Ended> {
   const ruling = await ctx.pipeline.judge(ask);
   if (ruling.kind === 'gone') return gone(socket, ruling.rid);
   if (ruling.kind === 'refuse') return { ...refused(socket, ruling.refusal), rid: ruling.rid };
   const { event, rid } = ruling;
-  const { port } = event.subject as NetworkSubject;
-  const address = ruling.address as string;
+  const { address, port } = ruling.dial;
   const name = authority(address, port);
   try {
     const upstream = await connectUpstream(address, port, ctx.limits.connectTimeout);

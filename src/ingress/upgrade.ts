@@ -1,15 +1,14 @@
 import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
-import type { Duplex } from 'node:stream';
 import { performance } from 'node:perf_hooks';
 import { expectationProblem } from '../action/headers.js';
 import { sendUpgrade } from '../action/upgrade.js';
-import type { Ask } from '../pipeline.js';
+import type { NetworkAsk } from '../pipeline/ruling.js';
 import type { ProxyContext } from './context.js';
 import { heldPresence } from './context.js';
 import { checkRequest } from './request-checks.js';
-import type { Ended } from './tunnel-track.js';
-import { judgeAndConnect, rawRefuser, relayTracked, tunnelSlot } from './tunnel-track.js';
+import type { Ended, RawRequest } from './tunnel-track.js';
+import { judgeAndConnect, relayTracked, tunnelSlot } from './tunnel-track.js';
 
 /** `ws:` names the same origin-form request on the same default port as `http:`. */
 const SCHEMES: ReadonlySet<string> = new Set(['http:', 'ws:']);
@@ -20,15 +19,8 @@ const SCHEMES: ReadonlySet<string> = new Set(['http:', 'ws:']);
  * makes the connection a tunnel, which then follows its session like a CONNECT tunnel. Until
  * then nothing the client sent after the request, but a Content-Length body, goes upstream.
  */
-export async function handleUpgrade(
-  ctx: ProxyContext,
-  req: IncomingMessage,
-  socket: Duplex,
-  head: Buffer,
-): Promise<void> {
-  const start = performance.now();
-  socket.on('error', () => socket.destroy());
-  const refuse = rawRefuser(ctx, req, socket);
+export async function handleUpgrade(ctx: ProxyContext, raw: RawRequest): Promise<void> {
+  const { req, socket, head, refuse } = raw;
   const checked = checkRequest(ctx, req, SCHEMES);
   if (!checked.ok) return refuse(checked.status, checked.reason, undefined, checked.headers);
   const { session, client, url } = checked;
@@ -49,7 +41,7 @@ export async function handleUpgrade(
   try {
     const method = req.method ?? 'GET';
     const target = req.url ?? '';
-    const ask: Ask = {
+    const ask: NetworkAsk = {
       session,
       source: 'proxy',
       client,
@@ -58,9 +50,9 @@ export async function handleUpgrade(
       connect: false,
       waiting: heldPresence(socket),
     };
-    const transfer = await upgrade(ctx, ask, req, socket as Socket, url);
+    const transfer = await upgrade(ctx, ask, req, socket, url);
     if (transfer.rid !== null)
-      ctx.pipeline.outcome(transfer.rid, session, transfer, performance.now() - start);
+      ctx.pipeline.outcome(transfer.rid, session, transfer, performance.now() - raw.start);
   } finally {
     release();
   }
@@ -68,7 +60,7 @@ export async function handleUpgrade(
 
 async function upgrade(
   ctx: ProxyContext,
-  ask: Ask,
+  ask: NetworkAsk,
   req: IncomingMessage,
   socket: Socket,
   url: URL,

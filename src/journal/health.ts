@@ -1,21 +1,8 @@
 import type { Logger } from 'pino';
+import type { HealthView } from '../wire.js';
 
 /** A failing journal is logged at most this often, with the count since the last line. */
 const LOG_EVERY_MS = 1_000;
-
-/** `GET /api/health`: whether the journal can be written, so whether requests are served. */
-export interface HealthView {
-  readonly status: 'ok' | 'degraded';
-  readonly journal: {
-    readonly path: string;
-    readonly writable: boolean;
-    /** When the failing writes began (null while writable). */
-    readonly failingSince: string | null;
-    /** Failed writes since the gateway started. */
-    readonly failures: number;
-    readonly lastFailure: { readonly at: string; readonly error: string } | null;
-  };
-}
 
 /**
  * What the journal writer reports: each failed write (the gateway then refuses with 503) and

@@ -1,41 +1,18 @@
 import type { Event } from '../event/event.js';
-import type { Decision, Verdict } from '../guard/guard.js';
+import type { Decision } from '../guard/guard.js';
+import type { EventRecord, PauseRecord, RecordBase } from '../wire.js';
 
 /**
  * Journal records, one JSON object per line. `seq` and `ts` (ISO 8601) lead every record;
- * field names are the contract (README § Journal).
+ * field names are the contract (README § Journal). The event and pause records are in
+ * ../wire.d.ts: the review page reads them too.
  */
-export interface RecordBase {
-  readonly seq: number;
-  readonly ts: string;
-}
+export type { EventRecord, PauseRecord, RecordBase };
 
-export interface EventRecord extends RecordBase {
-  readonly type: 'event';
-  readonly session: string;
-  readonly source: Event['source'];
-  readonly kind: string;
-  readonly target: string;
-  readonly method?: string;
-  readonly approved: boolean;
-  readonly verdict: Verdict;
-  readonly boundary: string | null;
-  readonly count: number;
-  readonly reason: string;
-  readonly approvedBy?: string;
-  readonly counted?: Readonly<Record<string, number>>;
-  /**
-   * Why the gateway refused it on its own (private address, port not allowed), or the deny
-   * pattern that refused it (`network.deny: …`, `blocked by an operator (d7): …`).
-   */
-  readonly denied?: string;
-  /** The request's id when this is not its first event record (judged again after resume). */
-  readonly rid?: number;
-  /** Arrived while the session was paused: held unjudged, judged again on resume. */
-  readonly held?: true;
-}
-
-/** How a request or tunnel ended; `ref` is the seq of its event record. */
+/**
+ * How a request or tunnel ended; `ref` is its request id: the seq of its first event record
+ * (one judged again after a hold carries it as `rid`).
+ */
 export interface OutcomeRecord extends RecordBase {
   readonly type: 'outcome';
   readonly ref: number;
@@ -98,7 +75,7 @@ export interface RefusalRecord extends RecordBase {
 
 /**
  * An open tunnel followed its session: frozen by a pause, thawed by a resume, closed by a deny,
- * the hold timeout or its approval's expiry. `ref` is the seq of the tunnel's event, absent for
+ * the hold timeout or its approval's expiry. `ref` is the tunnel's request id, absent for
  * tunnels judged request by request inside (intercepted or inspected).
  */
 export interface TunnelRecord extends RecordBase {
@@ -108,25 +85,6 @@ export interface TunnelRecord extends RecordBase {
   readonly ref?: number;
   readonly change: 'frozen' | 'thawed' | 'closed';
   readonly reason: string;
-}
-
-/** An event as operators see it (rings of recent events, pause records): its journal record. */
-export type Summary = EventRecord;
-
-/** What an operator is handed when a session pauses (README § The review loop). */
-export interface PauseRecord {
-  readonly session: string;
-  readonly pausedAt: string;
-  readonly boundary: string | null;
-  readonly count: number;
-  readonly reason: string;
-  readonly trigger: Summary;
-  /** The session's last `policy.recentEvents` events, oldest first, the trigger last. */
-  readonly recent: readonly Summary[];
-  /** Requests held when it paused (ms timestamps). */
-  readonly held: readonly { what: string; since: number; deadline: number }[];
-  /** Read back after a restart: the held connections were lost with the old process. */
-  readonly restored: boolean;
 }
 
 export interface PauseJournalRecord extends RecordBase, PauseRecord {

@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
-import { ApiError } from '../http/json.js';
+import { TrajgateError } from '../errors.js';
 
 /** Admin reads run one at a time; this many more may wait for their turn. */
 export const ADMIN_WAITING = 16;
@@ -24,8 +24,7 @@ export class AdminQueue {
   async run<T>(job: () => T | Promise<T>): Promise<T> {
     if (this.#busy) {
       if (this.#line.length >= ADMIN_WAITING) {
-        throw new ApiError(
-          429,
+        throw new TrajgateError(
           'E_BUSY',
           `the admin API is busy (${ADMIN_WAITING} calls waiting); retry after ${RETRY_AFTER} s`,
         );

@@ -4,7 +4,8 @@ import type { Logger } from 'pino';
 import { AdminQueue, RETRY_AFTER } from './admin-queue.js';
 import type { AdminKeys } from './admin-token.js';
 import type { Api } from './api.js';
-import { ApiError, readJsonBody, sendError, sendJson } from '../http/json.js';
+import { isTrajgateError, TrajgateError } from '../errors.js';
+import { readJsonBody, sendError, sendJson } from '../http/json.js';
 import type { JournalHealth } from '../journal/health.js';
 import type { Metrics } from './metrics.js';
 import { reviewPage } from './page.js';
@@ -149,8 +150,7 @@ export function createAdminServer(deps: {
     const by = deps.keys.who(req.headers.authorization);
     if (by === null) {
       res.setHeader('www-authenticate', 'Bearer realm="trajgate admin"');
-      throw new ApiError(
-        401,
+      throw new TrajgateError(
         'E_UNAUTHORIZED',
         'missing or wrong admin token (Authorization: Bearer TOKEN)',
       );
@@ -176,23 +176,24 @@ export function createAdminServer(deps: {
       return;
     }
     if (allowed)
-      throw new ApiError(405, 'E_METHOD', `${req.method} is not allowed on ${url.pathname}`);
-    throw new ApiError(404, 'E_NOT_FOUND', `no route ${url.pathname}`);
+      throw new TrajgateError('E_METHOD', `${req.method} is not allowed on ${url.pathname}`);
+    throw new TrajgateError('E_NOT_FOUND', `no route ${url.pathname}`);
   };
 
   return createServer({ headersTimeout: 10_000, requestTimeout: 30_000 }, (req, res) => {
     handle(req, res).catch((err: unknown) => {
-      if (err instanceof ApiError) {
-        if (err.status === 429) res.setHeader('retry-after', String(RETRY_AFTER));
+      // A code the API answers with goes to the caller; anything else is ours to log.
+      if (isTrajgateError(err) && err.status !== null) {
+        if (err.code === 'E_BUSY') res.setHeader('retry-after', String(RETRY_AFTER));
         return sendError(res, err);
       }
       if (err instanceof URIError)
         return sendError(
           res,
-          new ApiError(400, 'E_BAD_FIELD', 'session id is not valid percent-encoding'),
+          new TrajgateError('E_BAD_FIELD', 'session id is not valid percent-encoding'),
         );
       log.error({ err }, 'admin: request failed');
-      sendError(res, new ApiError(500, 'E_INTERNAL', 'internal error; see the gateway log'));
+      sendError(res, new TrajgateError('E_INTERNAL', 'internal error; see the gateway log'));
     });
   });
 }

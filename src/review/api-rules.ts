@@ -1,34 +1,17 @@
 import { parseDuration } from '../config/formats.js';
 import type { Config } from '../config/load.js';
-import { isTrajgateError } from '../errors.js';
-import { describe } from '../event/validate.js';
+import { isTrajgateError, TrajgateError } from '../errors.js';
+import { describeValue } from '../event/validate.js';
 import type { Approval } from '../guard/approvals.js';
 import type { Deny } from '../guard/denies.js';
 import type { Guard } from '../guard/guard.js';
-import type { Suggestion } from '../guard/suggest.js';
-import type { EventRecord } from '../journal/records.js';
 import type { SessionIndex } from '../journal/session-index.js';
 import { eventBySeq, suggestionFor } from './event-lookup.js';
-import { ApiError } from '../http/json.js';
 import type { Sessions } from './sessions.js';
+import type { ApprovalView, DenyView, EventAnswer } from '../wire.js';
 
-/** An approval as the API, CLI and page show it. */
-export interface ApprovalView {
-  /** `a<seq>` (an operator's: revocable), `c<n>` (a config entry: edit the config). */
-  readonly id: string;
-  readonly pattern: string;
-  readonly kind: string;
-  readonly session: string | null;
-  readonly expiresAt: string | null;
-  readonly origin: 'config' | 'operator';
-  /** `network.allow`, `agents.<id>.allow`, `roles.<name>.allow` or `operator`. */
-  readonly source: string;
-  /** The admin token's name that approved it; null for config entries. */
-  readonly by: string | null;
-}
-
-/** A deny pattern: `d<seq>` (an operator's), `cd<n>` (`network.deny`). */
-export type DenyView = Pick<Deny, 'id' | 'pattern' | 'session' | 'origin' | 'source' | 'by'>;
+/** Approvals and deny patterns as the API, CLI and page show them (../wire.d.ts). */
+export type { ApprovalView, DenyView };
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
@@ -66,20 +49,18 @@ export class ApiRules {
     const pattern = patternField(body);
     const kind = body.kind ?? 'network';
     if (typeof kind !== 'string' || !this.config.kinds.has(kind)) {
-      throw new ApiError(
-        400,
+      throw new TrajgateError(
         'E_BAD_FIELD',
-        `field "kind" must be one of ${[...this.config.kinds].join(', ')}, got ${describe(kind)}`,
+        `field "kind" must be one of ${[...this.config.kinds].join(', ')}, got ${describeValue(kind)}`,
       );
     }
     let expiresAt: number | null = null;
     if (body.ttl !== undefined) {
       const ms = typeof body.ttl === 'string' ? parseDuration(body.ttl) : undefined;
       if (ms === undefined || ms <= 0) {
-        throw new ApiError(
-          400,
+        throw new TrajgateError(
           'E_BAD_FIELD',
-          `field "ttl" must be a duration like 30m or 1h, got ${describe(body.ttl)}`,
+          `field "ttl" must be a duration like 30m or 1h, got ${describeValue(body.ttl)}`,
         );
       }
       expiresAt = Date.now() + ms;
@@ -111,8 +92,7 @@ export class ApiRules {
     if (known === undefined) {
       const list = what === 'approval' ? '/api/approvals' : '/api/denies';
       const name = what === 'approval' ? 'approval' : 'deny pattern';
-      throw new ApiError(
-        404,
+      throw new TrajgateError(
         'E_UNKNOWN_APPROVAL',
         `no ${name} with id ${JSON.stringify(id)} (revoked, expired or never made): GET ${list} lists the ids`,
       );
@@ -124,11 +104,10 @@ export class ApiRules {
   }
 
   /** GET /api/events/:seq: the event and the approval that would fit it. */
-  async event(text: string): Promise<{ event: EventRecord; suggestion: Suggestion }> {
+  async event(text: string): Promise<EventAnswer> {
     const seq = Number(text);
     if (!Number.isSafeInteger(seq) || seq < 1) {
-      throw new ApiError(
-        400,
+      throw new TrajgateError(
         'E_BAD_FIELD',
         `an event seq is a whole number from 1, got ${JSON.stringify(text)}`,
       );
@@ -142,32 +121,23 @@ export class ApiRules {
 function patternField(body: Record<string, unknown>): string {
   const pattern = body.pattern;
   if (typeof pattern !== 'string' || pattern.trim() === '') {
-    throw new ApiError(
-      400,
+    throw new TrajgateError(
       'E_BAD_FIELD',
-      `field "pattern" must be a non-empty string, got ${describe(pattern)}`,
+      `field "pattern" must be a non-empty string, got ${describeValue(pattern)}`,
     );
   }
   return pattern;
 }
 
-/** Runs an operator action, its typed failures as API errors (nothing changed by any). */
-function operate<T>(action: () => T): T {
+/**
+ * Runs an operator action. Its typed failures are answered as they are (nothing changed by any);
+ * one the journal could not record did not happen: 503, with the reason.
+ */
+export function operate<T>(action: () => T): T {
   try {
     return action();
   } catch (err) {
-    if (!isTrajgateError(err)) throw err;
-    switch (err.code) {
-      case 'E_PATTERN_INVALID':
-        throw new ApiError(400, err.code, err.message);
-      case 'E_UNKNOWN_APPROVAL':
-        throw new ApiError(404, err.code, err.message);
-      case 'E_CONFIG_APPROVAL':
-        throw new ApiError(409, err.code, err.message);
-      case 'E_JOURNAL_WRITE':
-        throw new ApiError(503, err.code, `${err.message}; nothing was changed, try again`);
-      default:
-        throw err;
-    }
+    if (!isTrajgateError(err) || err.code !== 'E_JOURNAL_WRITE') throw err;
+    throw new TrajgateError('E_JOURNAL_WRITE', `${err.message}; nothing was changed, try again`);
   }
 }

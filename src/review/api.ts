@@ -1,57 +1,21 @@
 import { dirname, join } from 'node:path';
 import type { CapturedExchange } from '../action/capture.js';
 import type { Config } from '../config/load.js';
-import { isTrajgateError } from '../errors.js';
-import { describe } from '../event/validate.js';
+import { TrajgateError } from '../errors.js';
+import { describeValue } from '../event/validate.js';
 import type { Guard } from '../guard/guard.js';
 import { boundaryOfKey } from '../guard/policy.js';
 import { eventsPage } from '../journal/event-pages.js';
-import type { PauseRecord, Summary } from '../journal/records.js';
 import type { SessionIndex } from '../journal/session-index.js';
-import type { ApprovalView, DenyView } from './api-rules.js';
-import { ApiRules, approvalView, denyView } from './api-rules.js';
+import { ApiRules, approvalView, denyView, operate } from './api-rules.js';
 import { sessionCapture } from './captures.js';
-import { ApiError, RawJson } from '../http/json.js';
+import { RawJson } from '../http/json.js';
 import type { Review } from './review.js';
 import type { Sessions } from './sessions.js';
+import type { ApprovalView, SessionDetail, SessionView } from '../wire.js';
 
-export interface SessionView {
-  readonly id: string;
-  /** `flagged`: a REVIEW since the last operator action on the session (and not paused). */
-  readonly state: 'active' | 'flagged' | 'paused';
-  /** REVIEWs since the last operator action on the session. */
-  readonly flagged: number;
-  /** Crossings per boundary (summed over destinations under `countBy: target`). */
-  readonly counts: Record<string, number>;
-  readonly pausedAt: string | null;
-  readonly pausedBy: string | null;
-  readonly held: number;
-  readonly lastActivity: string | null;
-  readonly events: number;
-}
-
-export interface SessionDetail extends SessionView {
-  readonly pause: PauseRecord | null;
-  readonly heldRequests: readonly HeldView[];
-  readonly recent: readonly Summary[];
-  readonly approvals: readonly ApprovalView[];
-  /** The REVIEW events behind `flagged`, oldest first (the newest 20). */
-  readonly reviews: readonly Summary[];
-  readonly denies: readonly DenyView[];
-  /** The effective config allowlist: network.allow, the agent's and its roles' allow. */
-  readonly allowlist: readonly string[];
-  /** Whether requests are captured (`capture.bodies`): the page asks for captures only then. */
-  readonly captures: boolean;
-}
-
-interface HeldView {
-  readonly id: number;
-  readonly what: string;
-  readonly since: string;
-  readonly deadline: string;
-  readonly waitedMs: number;
-  readonly timeoutInMs: number;
-}
+/** The sessions list's and a session's answers (their shapes are in ../wire.d.ts). */
+export type { SessionDetail, SessionView };
 
 const iso = (ms: number | null | undefined) => (ms ? new Date(ms).toISOString() : null);
 
@@ -152,28 +116,19 @@ export class Api {
   resume(id: string, body: Record<string, unknown>, by: string): { released: number } {
     this.#known(id);
     if (body.reset !== undefined && typeof body.reset !== 'boolean') {
-      throw new ApiError(
-        400,
+      throw new TrajgateError(
         'E_BAD_FIELD',
-        `field "reset" must be true or false, got ${describe(body.reset)}`,
+        `field "reset" must be true or false, got ${describeValue(body.reset)}`,
       );
     }
-    return this.#operate(() => this.sessions.resume(id, { reset: body.reset === true, by }));
+    return {
+      released: operate(() => this.sessions.resume(id, { reset: body.reset === true, by })),
+    };
   }
 
   deny(id: string, by: string): { released: number } {
     this.#known(id);
-    return this.#operate(() => this.sessions.deny(id, { by }));
-  }
-
-  #operate(action: () => number): { released: number } {
-    try {
-      return { released: action() };
-    } catch (err) {
-      if (isTrajgateError(err) && err.code === 'E_NOT_PAUSED')
-        throw new ApiError(409, 'E_NOT_PAUSED', err.message);
-      throw unjournaled(err);
-    }
+    return { released: operate(() => this.sessions.deny(id, { by })) };
   }
 
   #view(id: string): SessionView {
@@ -203,14 +158,8 @@ export class Api {
       this.guard.session(id) !== undefined ||
       this.review.activity(id) !== null ||
       (this.config.agents ?? []).some((a) => a.id === id);
-    if (!known) throw new ApiError(404, 'E_UNKNOWN_SESSION', `no session ${JSON.stringify(id)}`);
+    if (!known) throw new TrajgateError('E_UNKNOWN_SESSION', `no session ${JSON.stringify(id)}`);
   }
-}
-
-/** An operator action the journal could not record did not happen: 503, with the reason. */
-function unjournaled(err: unknown): unknown {
-  if (!isTrajgateError(err) || err.code !== 'E_JOURNAL_WRITE') return err;
-  return new ApiError(503, 'E_JOURNAL_WRITE', `${err.message}; nothing was changed, try again`);
 }
 
 const RANK: Record<SessionView['state'], number> = { active: 0, flagged: 1, paused: 2 };
@@ -226,8 +175,7 @@ function intParam(
   if (text === null) return fallback;
   const n = Number(text);
   if (!Number.isSafeInteger(n) || n < min || n > max) {
-    throw new ApiError(
-      400,
+    throw new TrajgateError(
       'E_BAD_FIELD',
       `query "${name}" must be a whole number from ${min} to ${max}, got ${JSON.stringify(text)}`,
     );

@@ -1,8 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { CapturedExchange, CapturedPart } from '../action/capture.js';
-import { errnoCode } from '../errors.js';
-import { ApiError } from '../http/json.js';
+import { errnoCode, TrajgateError } from '../errors.js';
 
 /**
  * One capture file (`<dir>/<rid>.json`) as written by Capture, or null when there is none.
@@ -35,8 +34,7 @@ function encoded(part: CapturedPart): Pick<CapturedPart, 'encoding'> {
  */
 export function sessionCapture(dir: string, session: string, rid: string): CapturedExchange {
   if (!/^[1-9]\d{0,15}$/.test(rid))
-    throw new ApiError(
-      400,
+    throw new TrajgateError(
       'E_BAD_FIELD',
       `capture id must be a request id (the event's rid or seq), got ${JSON.stringify(rid)}`,
     );
@@ -44,15 +42,13 @@ export function sessionCapture(dir: string, session: string, rid: string): Captu
   try {
     capture = readCapture(dir, Number(rid));
   } catch (err) {
-    throw new ApiError(
-      500,
+    throw new TrajgateError(
       'E_CAPTURE_READ',
       `capture ${rid} cannot be read: ${(err as Error).message}`,
     );
   }
   if (capture === null || capture.session !== session)
-    throw new ApiError(
-      404,
+    throw new TrajgateError(
       'E_NO_CAPTURE',
       `no capture of request ${rid} in session ${JSON.stringify(session)} (captures need capture.bodies: true; only HTTP requests the proxy judged are captured)`,
     );

@@ -1,9 +1,10 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { BodyTooLarge, readBody } from '../http/body.js';
+import { isTrajgateError, TrajgateError } from '../errors.js';
+import { readBody } from '../http/body.js';
 import type { PauseRecord } from '../journal/records.js';
 import type { Suggestion } from '../guard/suggest.js';
 import type { Claims, Decided, DecisionLinks } from './decision-links.js';
-import { ApiError, sendError, sendJson } from '../http/json.js';
+import { sendError, sendJson } from '../http/json.js';
 
 /** One page, no script, nothing loaded from elsewhere; the form posts back to its own URL. */
 const HEADERS: Readonly<Record<string, string>> = {
@@ -48,29 +49,20 @@ export function decideHandler(links: DecisionLinks) {
         });
       }
       if (req.method === 'POST') {
-        await drain(req);
+        // A form's body says nothing: read (bounded, 413 past it) and dropped.
+        await readBody(req, 4096);
         const decided = links.act(token);
         if (wantsHtml) return sendPage(res, 200, donePage(decided));
         return sendJson(res, 200, decided);
       }
       res.setHeader('allow', 'GET, HEAD, POST');
-      throw new ApiError(405, 'E_METHOD', `${req.method} is not allowed on a decision link`);
+      throw new TrajgateError('E_METHOD', `${req.method} is not allowed on a decision link`);
     } catch (err) {
-      if (!(err instanceof ApiError)) throw err;
-      if (wantsHtml) return sendPage(res, err.status, errorPage(err));
+      if (!isTrajgateError(err) || err.status === null) throw err;
+      if (wantsHtml) return sendPage(res, err.status, errorPage(err.status, err.message));
       return sendError(res, err);
     }
   };
-}
-
-/** A form's body says nothing: read (bounded) and dropped. */
-async function drain(req: IncomingMessage): Promise<void> {
-  try {
-    await readBody(req, 4096);
-  } catch (err) {
-    if (err instanceof BodyTooLarge) throw new ApiError(413, 'E_TOO_LARGE', err.message);
-    throw err;
-  }
 }
 
 function view(claims: Claims, pause: PauseRecord, held: number) {
@@ -143,10 +135,9 @@ function donePage(d: Decided): string {
   );
 }
 
-function errorPage(err: ApiError): string {
-  const head =
-    err.status === 410 ? 'Nothing to do' : err.status === 403 ? 'Link not valid' : 'Not done';
-  return shell(`trajgate: ${head}`, `<h1>${html(head)}</h1><p>${html(err.message)}</p>`);
+function errorPage(status: number, message: string): string {
+  const head = status === 410 ? 'Nothing to do' : status === 403 ? 'Link not valid' : 'Not done';
+  return shell(`trajgate: ${head}`, `<h1>${html(head)}</h1><p>${html(message)}</p>`);
 }
 
 function shell(title: string, body: string): string {

@@ -1,12 +1,11 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { Logger } from 'pino';
-import { isTrajgateError } from '../errors.js';
+import { isTrajgateError, TrajgateError } from '../errors.js';
 import { compileApproval } from '../guard/approvals.js';
 import type { Guard } from '../guard/guard.js';
 import type { Suggestion } from '../guard/suggest.js';
 import type { JournalRecord, PauseRecord, Unstamped } from '../journal/records.js';
 import { suggestionFor } from './event-lookup.js';
-import { ApiError } from '../http/json.js';
 import type { Review } from './review.js';
 import type { Sessions } from './sessions.js';
 
@@ -103,7 +102,7 @@ export class DecisionLinks {
 
   /**
    * The claims of a token and the pause they name, while that pause is undecided and the link
-   * unexpired. Throws ApiError: 403 E_LINK_INVALID (not signed by this gateway's key, or
+   * unexpired. Throws 403 E_LINK_INVALID (not signed by this gateway's key, or
    * altered), 410 E_LINK_USED (the pause was decided), 410 E_LINK_EXPIRED.
    */
   check(token: string): { claims: Claims; pause: PauseRecord } {
@@ -115,15 +114,13 @@ export class DecisionLinks {
       pause?.trigger.seq === claims.trigger &&
       this.deps.denials.lastSeq(session) < claims.trigger;
     if (!live || pause === null) {
-      throw new ApiError(
-        410,
+      throw new TrajgateError(
         'E_LINK_USED',
         `this pause of session ${JSON.stringify(session)} was already decided (approved, resumed or denied): this link does nothing more`,
       );
     }
     if (Date.now() >= claims.expiresAt) {
-      throw new ApiError(
-        410,
+      throw new TrajgateError(
         'E_LINK_EXPIRED',
         `this link expired at ${new Date(claims.expiresAt).toISOString()} with the hold (policy.holdTimeout); the session is still paused: decide on the review page`,
       );
@@ -170,15 +167,20 @@ export class DecisionLinks {
       } else {
         const suggestion = this.suggestion(pause);
         if (suggestion === null)
-          throw new ApiError(409, 'E_PATTERN_INVALID', 'the trigger has no approvable pattern');
+          // Nothing the caller sent is wrong: this pause cannot be decided this way (409).
+          throw new TrajgateError(
+            'E_PATTERN_INVALID',
+            'the trigger has no approvable pattern',
+            [],
+            { status: 409 },
+          );
         sessions.approve({ ...suggestion, session, by });
         const released = sessions.resume(session, { by });
         decided = { decided: action, session, released, approval: suggestion };
       }
     } catch (err) {
       if (isTrajgateError(err) && err.code === 'E_JOURNAL_WRITE')
-        throw new ApiError(
-          503,
+        throw new TrajgateError(
           'E_JOURNAL_WRITE',
           `${err.message}; nothing was decided, try again`,
         );
@@ -194,8 +196,7 @@ export class DecisionLinks {
 
   #verify(token: string): Claims {
     const invalid = () =>
-      new ApiError(
-        403,
+      new TrajgateError(
         'E_LINK_INVALID',
         'this decision link is not valid (altered, or signed with another key): nothing was done',
       );

@@ -1,11 +1,11 @@
 import { open } from 'node:fs/promises';
 import { isAbsolute, resolve } from 'node:path';
+import { TrajgateError } from '../errors.js';
 import { PATH_KINDS } from '../event/event.js';
 import type { Suggestion } from '../guard/suggest.js';
 import { suggestApproval } from '../guard/suggest.js';
 import type { EventRecord } from '../journal/records.js';
 import type { SessionIndex } from '../journal/session-index.js';
-import { ApiError } from '../http/json.js';
 
 /**
  * One event record by its seq, read from the journal where the session index locates it (the
@@ -18,8 +18,7 @@ export async function eventBySeq(
 ): Promise<EventRecord> {
   const at = index.locate(seq);
   const unknown = () =>
-    new ApiError(
-      404,
+    new TrajgateError(
       'E_UNKNOWN_EVENT',
       `no event with seq ${seq} (not an event record, or older than the events kept per session)`,
     );

@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import { upstreamTrust } from '../action/trust.js';
 import type { HostPort } from '../config/formats.js';
 import type { Config } from '../config/load.js';
-import type { PauseRecord, Summary } from '../journal/records.js';
+import type { EventRecord, PauseRecord } from '../journal/records.js';
 import { chatLink, chatSafe, chatTarget } from './chat-text.js';
 import type { DecisionLinks, PauseLinks } from './decision-links.js';
 import type { Metrics } from './metrics.js';
@@ -60,16 +60,16 @@ export class Notices {
     return { ...record, text: pauseText(record, url, links), url, links };
   }
 
-  review(event: Summary): object {
+  review(event: EventRecord): object {
     const url = sessionUrl(this.base(), event.session);
     return { event, text: reviewText(event, url), url };
   }
 }
 
-const asked = (e: Summary) =>
+const asked = (e: EventRecord) =>
   chatTarget(`${e.method ? `${e.method} ` : ''}${e.target}`, TARGET_CHARS);
 const session = (id: string) => `"${chatSafe(id, SESSION_CHARS)}"`;
-const at = (e: Summary) =>
+const at = (e: EventRecord) =>
   e.boundary ? ` on ${chatSafe(e.boundary, 40)} (crossing ${e.count})` : '';
 const clock = (iso: string) => `${iso.slice(11, 19)} UTC`;
 
@@ -92,7 +92,7 @@ export function pauseText(record: PauseRecord, url: string, links: PauseLinks): 
   );
 }
 
-export function reviewText(event: Summary, url: string): string {
+export function reviewText(event: EventRecord, url: string): string {
   return (
     `trajgate: session ${session(event.session)} flagged for review${at(event)}: ` +
     `${asked(event)}. ${chatLink(url, 'Review')}`

@@ -1,15 +1,16 @@
 import type { Logger } from 'pino';
 import type { Config } from '../config/load.js';
-import type { EventRecord, JournalRecord, PauseRecord, Summary } from '../journal/records.js';
+import type { TrajectoryStore } from '../guard/store.js';
+import { MemoryStore } from '../guard/store.js';
+import type { EventRecord, JournalRecord, PauseRecord } from '../journal/records.js';
 
 /** What a session did lately, for pause records, the API and the review page. */
 interface Trail {
-  readonly recent: Summary[];
   lastActivity: number;
   events: number;
   pause: PauseRecord | null;
   /** REVIEWs since the last operator action on the session (the newest FLAGS kept). */
-  flags: Summary[];
+  flags: EventRecord[];
   flagged: number;
 }
 
@@ -20,21 +21,28 @@ const FLAGS = 20;
 const ANSWERS: ReadonlySet<string> = new Set(['approve', 'resume', 'deny', 'block']);
 
 export type PauseListener = (record: PauseRecord) => void;
-export type ReviewListener = (summary: Summary) => void;
+export type ReviewListener = (event: EventRecord) => void;
 
 /**
  * The operator's view of the trajectory: each session's latest events (a ring of
- * `policy.recentEvents`), and the pause record built when a session pauses (the pipeline
- * journals it before it is announced). Rebuilt from the journal like the guard.
+ * `policy.recentEvents`, kept in the store the guard's state is in), and the pause record
+ * built when a session pauses (the pipeline journals it before it is announced). Rebuilt from
+ * the journal like the guard.
  */
 export class Review {
   readonly #trails = new Map<string, Trail>();
+  readonly #store: TrajectoryStore<EventRecord>;
   readonly #size: number;
   readonly #log: Logger;
   readonly #onPause: PauseListener[] = [];
   readonly #onReview: ReviewListener[] = [];
 
-  constructor(config: Config, log: Logger) {
+  constructor(
+    config: Config,
+    log: Logger,
+    store: TrajectoryStore<EventRecord> = new MemoryStore(),
+  ) {
+    this.#store = store;
     this.#size = config.policy.recentEvents;
     this.#log = log;
   }
@@ -50,8 +58,7 @@ export class Review {
   /** Every event record, as it is journaled or read back (kept as it is, not copied). */
   observe(record: EventRecord, ms = Date.parse(record.ts)): void {
     const trail = this.#trail(record.session);
-    trail.recent.push(record);
-    if (trail.recent.length > this.#size) trail.recent.shift();
+    this.#store.remember(record.session, record, this.#size);
     trail.lastActivity = ms;
     trail.events++;
     if (record.verdict === 'REVIEW' && record.held !== true) {
@@ -71,7 +78,7 @@ export class Review {
   }
 
   /** REVIEWs since the last operator action: how many, and the newest FLAGS, oldest first. */
-  flags(session: string): { flagged: number; reviews: Summary[] } {
+  flags(session: string): { flagged: number; reviews: EventRecord[] } {
     const trail = this.#trails.get(session);
     return { flagged: trail?.flagged ?? 0, reviews: [...(trail?.flags ?? [])] };
   }
@@ -80,8 +87,8 @@ export class Review {
    * The pause record of a session pausing on `trigger`, which is not yet observed: built
    * before anything is written, changing nothing.
    */
-  pauseFor(trigger: Summary, held: PauseRecord['held']): PauseRecord {
-    const recent = [...(this.#trails.get(trigger.session)?.recent ?? []), trigger];
+  pauseFor(trigger: EventRecord, held: PauseRecord['held']): PauseRecord {
+    const recent = [...this.#store.recent(trigger.session), trigger];
     return {
       session: trigger.session,
       pausedAt: trigger.ts,
@@ -125,8 +132,8 @@ export class Review {
     if (trail) trail.pause = null;
   }
 
-  recent(session: string): Summary[] {
-    return [...(this.#trails.get(session)?.recent ?? [])];
+  recent(session: string): EventRecord[] {
+    return [...this.#store.recent(session)];
   }
 
   pauseRecord(session: string): PauseRecord | null {
@@ -145,7 +152,7 @@ export class Review {
   #trail(session: string): Trail {
     let trail = this.#trails.get(session);
     if (!trail) {
-      trail = { recent: [], lastActivity: 0, events: 0, pause: null, flags: [], flagged: 0 };
+      trail = { lastActivity: 0, events: 0, pause: null, flags: [], flagged: 0 };
       this.#trails.set(session, trail);
     }
     return trail;

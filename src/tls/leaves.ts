@@ -31,10 +31,6 @@ export class LeafCache {
     this.#max = max;
   }
 
-  get size(): number {
-    return this.#contexts.size;
-  }
-
   /** The TLS context presenting a certificate for `host` (a DNS name or an IP address). */
   context(host: string, now = Date.now()): SecureContext {
     const hit = this.#contexts.get(host);

@@ -1,6 +1,9 @@
 import { execFile, spawn, spawnSync } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { stringify } from 'yaml';
+import { tempDir } from './tmp.js';
 
 export const CLI = join(import.meta.dirname, '../../dist/cli/main.js');
 
@@ -46,6 +49,32 @@ export function runCliAsync(
       (_err, stdout, stderr) => resolve({ status: child.exitCode, stdout, stderr }),
     );
   });
+}
+
+/**
+ * `trajgate export --session SESSION --har FILE [args]` of `journal` (through a config naming
+ * it), in a new temp folder: the result and the file written.
+ */
+export async function exportHar(
+  journal: string,
+  session: string,
+  args: string[] = [],
+): Promise<RunResult & { out: string }> {
+  const dir = tempDir();
+  const out = join(dir, 'export.har');
+  const config = join(dir, 'export.yaml');
+  writeFileSync(config, stringify({ version: 1, workspace: dir, journal }));
+  const r = await runCliAsync([
+    'export',
+    '--session',
+    session,
+    '--har',
+    out,
+    ...args,
+    '--config',
+    config,
+  ]);
+  return { ...r, out };
 }
 
 /** Starts the built CLI in the background; `waitFor` resolves when stderr shows the text. */

@@ -20,13 +20,20 @@ export interface TestGateway {
   stop(): Promise<void>;
 }
 
+export interface TestGatewayOptions {
+  /** Resolves names instead of the system resolver. */
+  readonly lookup?: Lookup;
+  /** The folder of its workspace and journal (a new temp folder by default). */
+  readonly dir?: string;
+}
+
 /**
  * A gateway in this process on loopback port 0, with its own temp workspace and journal.
  * `config` is merged over a base that listens on free ports.
  */
 export async function startTestGateway(
   config: Record<string, unknown> = {},
-  options: { lookup?: Lookup; dir?: string } = {},
+  options: TestGatewayOptions = {},
 ): Promise<TestGateway> {
   const dir = options.dir ?? tempDir();
   const journalPath = join(dir, 'journal.jsonl');
@@ -62,7 +69,8 @@ export function readRecords(path: string): JournalRecord[] {
  * gateway is stopped and the tunnels the test kept are closed.
  */
 export function gatewayPerTest(base: Record<string, unknown>): {
-  start(extra?: Record<string, unknown>): Promise<TestGateway>;
+  /** `options`: as startTestGateway's (`dir` used before: a restart on its journal). */
+  start(extra?: Record<string, unknown>, options?: TestGatewayOptions): Promise<TestGateway>;
   keep(tunnel: Tunnel): Tunnel;
   /** The test stopped the gateway itself. */
   stopped(): void;
@@ -75,8 +83,8 @@ export function gatewayPerTest(base: Record<string, unknown>): {
     current = undefined;
   });
   return {
-    async start(extra = {}) {
-      current = await startTestGateway({ ...base, ...extra });
+    async start(extra = {}, options = {}) {
+      current = await startTestGateway({ ...base, ...extra }, options);
       return current;
     },
     keep(tunnel) {
@@ -92,16 +100,32 @@ export function gatewayPerTest(base: Record<string, unknown>): {
 export const AGENT_TOKEN = 'agent-1-token-0123456789abcdef';
 
 /**
- * A gateway for a whole test file whose bridge fronts `upstream` for `agent-1` (token
- * AGENT_TOKEN) on `workspace`, pauses refused at once (`policy.pause: block`).
+ * `bridge.routes` of a plain-HTTP file server (`protocol: http`): a write whose target is a
+ * JSON body field, a read whose target is a query parameter, a delete whose target is a path
+ * segment.
  */
-export async function bridgeGateway(workspace: string, upstream: string): Promise<TestGateway> {
+export const FILE_ROUTES = [
+  { method: 'POST', path: '/fs/write', kind: 'write', target: '$.path' },
+  { method: 'GET', path: '/fs/read', kind: 'read', target: 'query:path' },
+  { method: 'DELETE', path: '/files/*', kind: 'write', target: 'segment:2' },
+];
+
+/**
+ * A gateway for a whole test file whose bridge fronts `upstream` for `agent-1` (token
+ * AGENT_TOKEN) on `workspace`, pauses refused at once (`policy.pause: block`). `bridge` adds
+ * to the bridge's config (`protocol: 'http'` and its `routes`).
+ */
+export async function bridgeGateway(
+  workspace: string,
+  upstream: string,
+  bridge: Record<string, unknown> = {},
+): Promise<TestGateway> {
   const g = await startTestGateway(
     {
       workspace,
       agents: [{ id: 'agent-1', token: AGENT_TOKEN }],
       policy: { pause: 'block' },
-      bridge: { upstream },
+      bridge: { upstream, ...bridge },
     },
     { dir: tempDir() },
   );

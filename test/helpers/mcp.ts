@@ -8,6 +8,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ListRootsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll } from 'vitest';
+import { readBody } from './upstream.js';
 
 const BIN = join(import.meta.dirname, '../../node_modules/.bin');
 
@@ -191,23 +192,13 @@ export interface McpEcho {
  */
 export async function startMcpEcho(): Promise<McpEcho> {
   const seen: McpEcho['seen'] = [];
-  const server = createServer((req, res) => {
-    let text = '';
-    req.setEncoding('utf8');
-    req.on('data', (c: string) => (text += c));
-    req.on('end', () => {
-      let body: unknown = text;
-      try {
-        body = JSON.parse(text);
-      } catch {
-        // keep the raw text
-      }
-      seen.push({ method: req.method ?? '', headers: req.headers, body, raw: text });
-      const msg = body as { id?: unknown; method?: unknown };
-      if (msg?.id === undefined) return res.writeHead(202).end();
-      const out = JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: { echo: msg.method } });
-      res.writeHead(200, { 'content-type': 'application/json' }).end(out);
-    });
+  const server = createServer(async (req, res) => {
+    const { raw, body } = await readBody(req);
+    seen.push({ method: req.method ?? '', headers: req.headers, body, raw });
+    const msg = body as { id?: unknown; method?: unknown };
+    if (msg?.id === undefined) return res.writeHead(202).end();
+    const out = JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: { echo: msg.method } });
+    res.writeHead(200, { 'content-type': 'application/json' }).end(out);
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const port = (server.address() as AddressInfo).port;

@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import { X509Certificate } from 'node:crypto';
@@ -15,12 +15,11 @@ import type {
   TLSSocket,
 } from 'node:tls';
 import { afterAll } from 'vitest';
-import { stringify } from 'yaml';
 import type { Lookup } from '../../src/action/egress.js';
 import type { JournalRecord, RefusalRecord } from '../../src/journal/records.js';
 import { initCa } from '../../src/tls/ca.js';
 import type { TestGateway } from './gateway.js';
-import { startTestGateway } from './gateway.js';
+import { gatewayPerTest, startTestGateway } from './gateway.js';
 import { tempDir } from './tmp.js';
 
 /** The test fixtures folder (test CA, server, expired and wrong-name certificates). */
@@ -56,26 +55,44 @@ export interface InterceptOptions {
   readonly upstreamCa?: boolean;
 }
 
+/** The config of a gateway intercepting `intercept`, trusting the test upstream CA. */
+function interceptConfig(options: InterceptOptions): Record<string, unknown> {
+  return {
+    tls: {
+      intercept: [...options.intercept],
+      ca: options.ca.dir,
+      upstreamCa: options.upstreamCa === false ? [] : [fixture('ca.pem')],
+    },
+    network: {
+      allow: [...options.allow],
+      allowPrivate: ['127.0.0.0/8'],
+      ports: [443, ...options.ports],
+    },
+    ...(options.capture ? { capture: options.capture } : {}),
+    ...(options.limits ? { limits: options.limits } : {}),
+    ...(options.policy ? { policy: options.policy } : {}),
+  };
+}
+
+const lookupOf = (options: InterceptOptions) => (options.lookup ? { lookup: options.lookup } : {});
+
 /** An in-process gateway intercepting `intercept`, trusting the test upstream CA. */
 export function startInterceptGateway(options: InterceptOptions): Promise<TestGateway> {
-  return startTestGateway(
-    {
-      tls: {
-        intercept: [...options.intercept],
-        ca: options.ca.dir,
-        upstreamCa: options.upstreamCa === false ? [] : [fixture('ca.pem')],
-      },
-      network: {
-        allow: [...options.allow],
-        allowPrivate: ['127.0.0.0/8'],
-        ports: [443, ...options.ports],
-      },
-      ...(options.capture ? { capture: options.capture } : {}),
-      ...(options.limits ? { limits: options.limits } : {}),
-      ...(options.policy ? { policy: options.policy } : {}),
-    },
-    options.lookup ? { lookup: options.lookup } : {},
-  );
+  return startTestGateway(interceptConfig(options), lookupOf(options));
+}
+
+/**
+ * One intercepting gateway per test: `start` runs it on `base` with the test's own options
+ * over it; it is stopped after the test.
+ */
+export function interceptPerTest(
+  base: InterceptOptions,
+): (extra?: Partial<InterceptOptions>) => Promise<TestGateway> {
+  const gateways = gatewayPerTest({});
+  return (extra = {}) => {
+    const options = { ...base, ...extra };
+    return gateways.start(interceptConfig(options), lookupOf(options));
+  };
 }
 
 /**
@@ -221,13 +238,6 @@ export function runNode(
 /** The journal's refusal records. */
 export function refusals(records: readonly JournalRecord[]): RefusalRecord[] {
   return records.filter((r): r is RefusalRecord => r.type === 'refusal');
-}
-
-/** Writes a config file pointing at `journal` (for CLI commands that read the journal). */
-export function writeJournalConfig(dir: string, journal: string): string {
-  const file = join(dir, 'export.yaml');
-  writeFileSync(file, stringify({ version: 1, workspace: dir, journal }));
-  return file;
 }
 
 /**

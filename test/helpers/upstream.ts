@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
-import type { IncomingHttpHeaders, Server } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage, Server } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -20,6 +20,27 @@ export interface Upstream {
   readonly seen: SeenRequest[];
   /** TCP connections it accepted (a refused address must leave this at zero). */
   connections: number;
+}
+
+/**
+ * A request's whole body as text (`raw`) and parsed as JSON (`body`, the text itself when it is
+ * not JSON). Never settles for a request that does not end.
+ */
+export function readBody(req: IncomingMessage): Promise<{ raw: string; body: unknown }> {
+  return new Promise((resolve) => {
+    let raw = '';
+    req.setEncoding('utf8');
+    req.on('data', (c: string) => (raw += c));
+    req.on('end', () => {
+      let body: unknown = raw;
+      try {
+        body = JSON.parse(raw);
+      } catch {
+        // kept as text
+      }
+      resolve({ raw, body });
+    });
+  });
 }
 
 const TLS_DIR = join(import.meta.dirname, '../fixtures/tls');

@@ -2,6 +2,7 @@ import { createServer } from 'node:http';
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll } from 'vitest';
+import { readBody } from './upstream.js';
 
 export interface Delivery {
   readonly headers: IncomingHttpHeaders;
@@ -40,24 +41,14 @@ export async function startWebhook(status: number | null = 204): Promise<Webhook
       hanging.clear();
     },
   };
-  const server = createServer((req, res) => {
-    let text = '';
-    req.setEncoding('utf8');
-    req.on('data', (c: string) => (text += c));
-    req.on('end', () => {
-      let body: unknown = text;
-      try {
-        body = JSON.parse(text);
-      } catch {
-        // kept as text
-      }
-      receiver.deliveries.push({ headers: req.headers, body, at: Date.now() });
-      if (receiver.status === null) {
-        hanging.add(res);
-        return;
-      }
-      res.writeHead(receiver.status).end();
-    });
+  const server = createServer(async (req, res) => {
+    const { body } = await readBody(req);
+    receiver.deliveries.push({ headers: req.headers, body, at: Date.now() });
+    if (receiver.status === null) {
+      hanging.add(res);
+      return;
+    }
+    res.writeHead(receiver.status).end();
   });
   server.on('connection', (socket) => {
     receiver.connections++;

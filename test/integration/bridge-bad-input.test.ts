@@ -118,7 +118,7 @@ describe('bad input to the MCP bridge', () => {
     ]);
     expect((added[0] as JournalRecord & { reason: string }).reason).toMatch(c.says);
     // malformed input does not pause the session, and the bridge keeps serving
-    expect(g.gw.sessions.get('agent-1').paused).toBe(false);
+    expect(g.gw.sessions.isPaused('agent-1')).toBe(false);
     await stillServes(before);
   });
 

@@ -1,8 +1,7 @@
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { EventRecord, JournalRecord } from '../../src/journal/records.js';
-import type { TestGateway } from '../helpers/gateway.js';
-import { startTestGateway } from '../helpers/gateway.js';
+import { AGENT_TOKEN, bridgeGateway, FILE_ROUTES } from '../helpers/gateway.js';
 import { exchange } from '../helpers/raw.js';
 import { tempDir } from '../helpers/tmp.js';
 import { startUpstream } from '../helpers/upstream.js';
@@ -16,31 +15,16 @@ import { outcomeOf, waitForRecords } from '../helpers/wait.js';
  */
 const tools = await startUpstream();
 const ws = tempDir();
-const TOKEN = 'agent-1-token-0123456789abcdef';
-let g: TestGateway;
-beforeAll(async () => {
-  g = await startTestGateway(
-    {
-      workspace: ws,
-      agents: [{ id: 'agent-1', token: TOKEN }],
-      policy: { pause: 'block' },
-      bridge: {
-        upstream: tools.url,
-        protocol: 'http',
-        unmapped: 'allow',
-        routes: [
-          { method: 'POST', path: '/fs/write', kind: 'write', target: '$.path' },
-          { method: 'POST', path: '/Admin/Reset/', kind: 'command', target: '$.cwd' },
-          { method: 'GET', path: '/fs/read', kind: 'read', target: 'query:path' },
-          { method: 'DELETE', path: '/files/*', kind: 'write', target: 'segment:2' },
-          { method: 'GET', path: '/docs/**', kind: 'read', target: 'segment:2' },
-        ],
-      },
-    },
-    { dir: tempDir() },
-  );
+const TOKEN = AGENT_TOKEN;
+const g = await bridgeGateway(ws, tools.url, {
+  protocol: 'http',
+  unmapped: 'allow',
+  routes: [
+    ...FILE_ROUTES,
+    { method: 'POST', path: '/Admin/Reset/', kind: 'command', target: '$.cwd' },
+    { method: 'GET', path: '/docs/**', kind: 'read', target: 'segment:2' },
+  ],
 });
-afterAll(() => g.stop());
 
 const body = JSON.stringify({ path: join(ws, 'a.txt'), cwd: ws });
 /** Exactly these bytes on the wire: clients would clean up some of the spellings below. */

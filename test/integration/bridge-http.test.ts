@@ -3,10 +3,9 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { request } from 'undici';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import type { EventRecord } from '../../src/journal/records.js';
-import type { TestGateway } from '../helpers/gateway.js';
-import { startTestGateway } from '../helpers/gateway.js';
+import { AGENT_TOKEN, bridgeGateway, FILE_ROUTES } from '../helpers/gateway.js';
 import { exchange } from '../helpers/raw.js';
 import { tempDir } from '../helpers/tmp.js';
 import { outcomeOf, waitForRecords } from '../helpers/wait.js';
@@ -31,34 +30,21 @@ const tools = createServer((req, res) => {
 await new Promise<void>((r) => tools.listen(0, '127.0.0.1', r));
 const toolPort = (tools.address() as AddressInfo).port;
 
-const ws = tempDir();
-const TOKEN = 'agent-1-token-0123456789abcdef';
-let g: TestGateway;
-beforeAll(async () => {
-  g = await startTestGateway(
-    {
-      workspace: ws,
-      agents: [{ id: 'agent-1', token: TOKEN }],
-      policy: { pause: 'block' },
-      bridge: {
-        upstream: `http://127.0.0.1:${toolPort}`,
-        protocol: 'http',
-        routes: [
-          { method: 'POST', path: '/fs/write', kind: 'write', target: '$.path' },
-          { method: 'POST', path: '/exec', kind: 'command', target: '$.cwd' },
-          { method: 'GET', path: '/fs/read', kind: 'read', target: 'query:path' },
-          { method: 'PUT', path: '/fs/touch', kind: 'write', target: 'query:path' },
-          { method: 'DELETE', path: '/files/*', kind: 'write', target: 'segment:2' },
-        ],
-      },
-    },
-    { dir: tempDir() },
-  );
-});
+// Registered first, so it runs after the gateway has stopped (after-hooks run last first).
 afterAll(async () => {
-  await g.stop();
   tools.closeAllConnections();
   await new Promise<void>((r) => tools.close(() => r()));
+});
+
+const ws = tempDir();
+const TOKEN = AGENT_TOKEN;
+const g = await bridgeGateway(ws, `http://127.0.0.1:${toolPort}`, {
+  protocol: 'http',
+  routes: [
+    ...FILE_ROUTES,
+    { method: 'POST', path: '/exec', kind: 'command', target: '$.cwd' },
+    { method: 'PUT', path: '/fs/touch', kind: 'write', target: 'query:path' },
+  ],
 });
 
 async function send(method: string, path: string, body?: unknown) {
@@ -145,7 +131,7 @@ describe('HTTP adapter: routes map requests to events', () => {
     expect(seen.length).toBe(before);
     expect(lastEvent()).toMatchObject({ verdict: 'PAUSE', boundary: 'workspace' });
     // resume() throws unless the session is paused
-    expect(g.gw.sessions.get('agent-1').resume({ reset: true })).toBe(0);
+    expect(g.gw.sessions.resume('agent-1', { reset: true })).toBe(0);
   });
 
   const missing = [
@@ -168,7 +154,7 @@ describe('HTTP adapter: routes map requests to events', () => {
       session: 'agent-1',
       status: 400,
     });
-    expect(g.gw.sessions.get('agent-1').paused).toBe(false);
+    expect(g.gw.sessions.isPaused('agent-1')).toBe(false);
   });
 
   it('an unmapped path is a tool event: 403 REVIEW, then PAUSE on the second', async () => {
@@ -186,7 +172,7 @@ describe('HTTP adapter: routes map requests to events', () => {
     expect(second.status).toBe(403);
     expect(second.headers['x-trajgate-verdict']).toBe('PAUSE; boundary=tool');
     expect(seen.length).toBe(before);
-    g.gw.sessions.get('agent-1').resume({ reset: true });
+    g.gw.sessions.resume('agent-1', { reset: true });
   });
 
   it('missing bearer → 401 JSON, not forwarded; a good call works afterwards', async () => {

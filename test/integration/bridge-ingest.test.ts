@@ -61,7 +61,7 @@ describe('POST /events', () => {
     expect(out.json).toMatchObject({ verdict: 'PAUSE', boundary: 'workspace' });
     expect(out.json.message).toMatch(/trajgate paused this session/);
     const next = ingest('hold', { kind: 'read', target: join(ws, 'a') });
-    await waitFor(() => g.gw.sessions.get('hold').held.length === 1);
+    await waitFor(() => g.gw.sessions.held('hold').length === 1);
     const held = await next;
     expect(Date.now() - t0).toBeGreaterThanOrEqual(1_900);
     expect(held.json).toMatchObject({ verdict: 'PAUSE', boundary: 'workspace' });
@@ -121,7 +121,7 @@ describe('trajgate check', () => {
     expect(r.status).toBe(2);
     expect(r.stderr).toMatch(/trajgate paused this session/);
     expect(r.stderr).toContain(`Reason: write outside the workspace ${ws}`);
-    expect(g.gw.sessions.get('cli-out').paused).toBe(true);
+    expect(g.gw.sessions.isPaused('cli-out')).toBe(true);
   });
 
   const hook = (tool: string, input: Record<string, unknown>, cwd = ws) =>

@@ -125,7 +125,7 @@ describe('Mcp-Method / Mcp-Name / MCP-Protocol-Version', () => {
     expect(res.status).toBe(200);
     expect(res.json).toMatchObject({ id: 7, error: { code: -32001, data: { verdict: 'PAUSE' } } });
     expect(echo.seen.length).toBe(before);
-    g.gw.sessions.get('agent-1').resume({ reset: true });
+    g.gw.sessions.resume('agent-1', { reset: true });
   });
 });
 

@@ -25,7 +25,7 @@ const g = await bridgeGateway(ws, sg.url);
 const clients: Client[] = [];
 afterAll(() => Promise.all(clients.map((c) => c.close().catch(() => undefined))));
 afterEach(() => {
-  if (g.gw.sessions.get('agent-1').paused) g.gw.sessions.resume('agent-1', { reset: true });
+  if (g.gw.sessions.isPaused('agent-1')) g.gw.sessions.resume('agent-1', { reset: true });
 });
 
 async function client(url = `http://127.0.0.1:${g.gw.bridge.port}/mcp`): Promise<Client> {
@@ -101,7 +101,7 @@ describe('through trajgate', () => {
         expect.objectContaining({ type: 'refusal', session: 'agent-1', status: 400 }),
       ]);
       expect((added[0] as JournalRecord & { reason: string }).reason).toMatch(c.says);
-      expect(g.gw.sessions.get('agent-1').paused).toBe(false);
+      expect(g.gw.sessions.isPaused('agent-1')).toBe(false);
     },
   );
 

@@ -99,7 +99,7 @@ describe('one changing call at a time per session', () => {
       ]);
       expect(existsSync(join(outside, `t${i}`, 'pwn.txt')), `race ${i}`).toBe(false);
       expect(settled[0].status, `race ${i}: the move`).toBe('fulfilled');
-      if (g.gw.sessions.get('agent-1').paused) g.gw.sessions.resume('agent-1');
+      if (g.gw.sessions.isPaused('agent-1')) g.gw.sessions.resume('agent-1');
     }
   });
 });

@@ -100,7 +100,7 @@ describe('MCP bridge end to end (server-filesystem behind supergateway)', () => 
       expect(err.message, c.id).toMatch(/paused this session/);
       expect(err.message, c.id).toContain(`Reason: write outside the workspace ${ws}`);
       expect(existsSync(c.lands), c.id).toBe(false);
-      expect(g.gw.sessions.get(c.id).paused, c.id).toBe(true);
+      expect(g.gw.sessions.isPaused(c.id), c.id).toBe(true);
       expect(events(g, c.id), c.id).toEqual([
         expect.objectContaining({
           source: 'bridge',
@@ -111,7 +111,7 @@ describe('MCP bridge end to end (server-filesystem behind supergateway)', () => 
         }),
       ]);
     }
-    expect(g.gw.sessions.get('agent-1').paused).toBe(false);
+    expect(g.gw.sessions.isPaused('agent-1')).toBe(false);
   });
 
   it('one trajectory: after a bridge pause the same agent’s proxy request is held, then refused', async () => {
@@ -132,7 +132,7 @@ describe('MCP bridge end to end (server-filesystem behind supergateway)', () => 
     expect(existsSync(join(outside, 'held.txt'))).toBe(false);
 
     const later = curl([...auth, `${allowed.url}/after`]);
-    await waitFor(() => g.gw.sessions.get('agent-1').held.length === 1);
+    await waitFor(() => g.gw.sessions.held('agent-1').length === 1);
     const res = await later;
     expect(res.status).toBe(403);
     expect(res.headers['x-trajgate-verdict']).toBe('PAUSE; boundary=workspace');
@@ -224,7 +224,7 @@ describe('MCP bridge end to end (server-filesystem behind supergateway)', () => 
     expect(events(g, 'agent-1')).toEqual([
       expect.objectContaining({ kind: 'tool', target: 'format_disk', verdict: 'REVIEW' }),
     ]);
-    expect(g.gw.sessions.get('agent-1').paused).toBe(false);
+    expect(g.gw.sessions.isPaused('agent-1')).toBe(false);
   });
 
   it('with bridge.unmapped: allow an unknown tool is forwarded and the server answers', async () => {

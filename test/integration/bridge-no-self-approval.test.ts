@@ -94,7 +94,7 @@ describe('POST /events with fields only an operator or trajgate sets', () => {
           status: 400,
         }),
       ]);
-      expect(mcp.gw.sessions.get('ingest').paused).toBe(false);
+      expect(mcp.gw.sessions.isPaused('ingest')).toBe(false);
     },
   );
 });

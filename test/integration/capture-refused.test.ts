@@ -5,11 +5,10 @@ import { describe, expect, it } from 'vitest';
 import type { CapturedExchange } from '../../src/action/capture.js';
 import type { EventRecord } from '../../src/journal/records.js';
 import { viaProxy } from '../helpers/admin.js';
-import { runCliAsync } from '../helpers/cli.js';
+import { exportHar } from '../helpers/cli.js';
 import { curl } from '../helpers/curl.js';
 import type { TestGateway } from '../helpers/gateway.js';
 import { auth, reviewStage } from '../helpers/review-story.js';
-import { writeJournalConfig } from '../helpers/tls.js';
 import { tempDir } from '../helpers/tmp.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -31,6 +30,8 @@ const eventOf = (g: TestGateway, path: string) =>
   g.records().find((r) => r.type === 'event' && r.target.endsWith(path)) as EventRecord;
 const post = (g: TestGateway, path: string, args: string[], agent = 0) =>
   curl([...auth(agent), '-x', g.proxyUrl, ...args, `${other.url}${path}`]);
+
+const harEntries = (out: string) => JSON.parse(readFileSync(out, 'utf8')).log.entries;
 
 const JSON_BODY = '{"query":"SELECT * FROM users","token":"café"}';
 
@@ -82,20 +83,9 @@ describe('captures of refused requests', () => {
     expect(unauth.status).toBe(401);
 
     // and the HAR export has it as the refused request's postData
-    const dir = tempDir();
-    const out = join(dir, 'refused.har');
-    const config = writeJournalConfig(dir, g.journalPath);
-    const r = await runCliAsync([
-      'export',
-      '--session',
-      'agent-1',
-      '--har',
-      out,
-      '--config',
-      config,
-    ]);
+    const r = await exportHar(g.journalPath, 'agent-1');
     expect([r.status, r.stderr]).toEqual([0, '']);
-    const [entry] = JSON.parse(readFileSync(out, 'utf8')).log.entries;
+    const [entry] = harEntries(r.out);
     expect(entry).toMatchObject({
       request: {
         method: 'POST',
@@ -131,20 +121,10 @@ describe('captures of refused requests', () => {
       truncated: false,
     });
 
-    const out = join(dir, 'out.har');
-    const config = writeJournalConfig(dir, g.journalPath);
-    const r = await runCliAsync([
-      'export',
-      '--session',
-      'agent-1',
-      '--har',
-      out,
-      '--config',
-      config,
-    ]);
+    const r = await exportHar(g.journalPath, 'agent-1');
     expect(r.stderr).toBe('');
     expect(r.status).toBe(0);
-    const [entry] = JSON.parse(readFileSync(out, 'utf8')).log.entries;
+    const [entry] = harEntries(r.out);
     expect(entry).toMatchObject({
       request: {
         method: 'POST',
@@ -242,22 +222,11 @@ describe('trajgate export', () => {
   it('an unknown session exits non-zero with a clear message and writes nothing', async () => {
     const [g] = await capturing();
     expect((await viaProxy(g.proxyUrl, `${other.url}/x`, auth(0))).status).toBe(403);
-    const dir = tempDir();
-    const out = join(dir, 'none.har');
-    const config = writeJournalConfig(dir, g.journalPath);
-    const r = await runCliAsync([
-      'export',
-      '--session',
-      'nobody',
-      '--har',
-      out,
-      '--config',
-      config,
-    ]);
+    const r = await exportHar(g.journalPath, 'nobody');
     expect(r.status).toBe(1);
     expect(r.stderr).toMatch(
       /no session "nobody" in the journal .*journal\.jsonl; nothing was written/,
     );
-    expect(existsSync(out)).toBe(false);
+    expect(existsSync(r.out)).toBe(false);
   });
 });

@@ -60,10 +60,10 @@ describe('POST /events/result', () => {
 
   it('is answered at once while the session is paused and its call held', async () => {
     const pausing = post('paused', '/events', { kind: 'write', target: '/etc/cron.d/x' });
-    await waitFor(() => g.gw.sessions.get('paused').held.length === 1);
+    await waitFor(() => g.gw.sessions.held('paused').length === 1);
     const r = await post('paused', '/events/result', { kind: 'read', target: file, ok: true });
     expect(r.status).toBe(200);
-    expect(g.gw.sessions.get('paused').held).toHaveLength(1);
+    expect(g.gw.sessions.held('paused')).toHaveLength(1);
     expect((await pausing).json.verdict).toBe('PAUSE');
   });
 

@@ -39,9 +39,8 @@ async function pauseSession(g: TestGateway, session = '127.0.0.1', auth: string[
   const review = await curl([...auth, '-x', g.proxyUrl, `${other.url}/first`]);
   expect(review.status).toBe(403);
   const held = curl([...auth, '-x', g.proxyUrl, `${other.url}/second`]);
-  const s = g.gw.sessions.get(session);
-  await waitFor(() => s.held.length === 1);
-  return { review, held, session: s };
+  await waitFor(() => g.gw.sessions.held(session).length === 1);
+  return { review, held, session };
 }
 
 describe('the seed story end to end', () => {
@@ -56,11 +55,11 @@ describe('the seed story end to end', () => {
     expect(review.body).toContain(`trajgate refused this request: GET ${other.url}/first`);
     expect(review.body).toContain('flagged for a person to review');
     expect(review.body).toContain('crossing the network boundary again pauses this session');
-    expect(session.paused).toBe(true);
+    expect(g.gw.sessions.isPaused(session)).toBe(true);
     expect(other.seen).toHaveLength(0);
 
-    session.approve(`127.0.0.1:${other.port}`);
-    expect(session.resume()).toBe(1);
+    g.gw.sessions.approve({ pattern: `127.0.0.1:${other.port}`, session });
+    expect(g.gw.sessions.resume(session)).toBe(1);
     const released = await held;
     expect(released.status).toBe(200);
     expect(JSON.parse(released.body).url).toBe('/second');
@@ -94,10 +93,10 @@ describe('the seed story end to end', () => {
     const { held, session } = await pauseSession(g);
     const seen = allowed.seen.length;
     const allowlisted = curl(['-x', g.proxyUrl, `${allowed.url}/while-paused`]);
-    await waitFor(() => session.held.length === 2);
+    await waitFor(() => g.gw.sessions.held(session).length === 2);
     expect(allowed.seen).toHaveLength(seen);
-    session.approve(`127.0.0.1:${other.port}`);
-    expect(session.resume()).toBe(2);
+    g.gw.sessions.approve({ pattern: `127.0.0.1:${other.port}`, session });
+    expect(g.gw.sessions.resume(session)).toBe(2);
     expect((await allowlisted).status).toBe(200);
     expect((await held).status).toBe(200);
     const heldRecord = g.records().find((r) => r.type === 'event' && r.held === true);
@@ -107,11 +106,11 @@ describe('the seed story end to end', () => {
   it('deny answers every held request 403 and keeps the session paused', async () => {
     const g = await start();
     const { held, session } = await pauseSession(g);
-    expect(session.deny()).toBe(1);
+    expect(g.gw.sessions.deny(session)).toBe(1);
     const answer = await held;
     expect(answer.status).toBe(403);
     expect(answer.body).toContain('An operator reviewed the recent events and denied it');
-    expect(session.paused).toBe(true);
+    expect(g.gw.sessions.isPaused(session)).toBe(true);
     expect(g.records().some((r) => r.type === 'deny' && r.released === 1)).toBe(true);
   });
 
@@ -123,7 +122,7 @@ describe('the seed story end to end', () => {
     expect(second.headers['x-trajgate-verdict']).toBe('PAUSE; boundary=network');
     const later = await curl(['-x', g.proxyUrl, `${allowed.url}/later`]);
     expect(later.status).toBe(403);
-    expect(g.gw.sessions.get('127.0.0.1').held).toHaveLength(0);
+    expect(g.gw.sessions.held('127.0.0.1')).toHaveLength(0);
   });
 
   it('policy.review: pass forwards the first unapproved request and records it', async () => {

@@ -105,12 +105,11 @@ describe('requests held while the session is paused', () => {
     const stranger = `http://127.0.0.1:${await refusingPort()}`;
     expect((await curl(['-x', g.proxyUrl, `${stranger}/first`])).status).toBe(403);
     const held = curl(['-x', g.proxyUrl, `${stranger}/second`]);
-    const session = g.gw.sessions.get(SESSION);
-    await waitFor(() => session.held.length === 1);
-    expect(session.resume()).toBe(1);
+    await waitFor(() => g.gw.sessions.held(SESSION).length === 1);
+    expect(g.gw.sessions.resume(SESSION)).toBe(1);
     await waitFor(() => events(g).length === 3);
-    expect(session.paused).toBe(true);
-    session.deny();
+    expect(g.gw.sessions.isPaused(SESSION)).toBe(true);
+    g.gw.sessions.deny(SESSION);
     expect((await held).status).toBe(403);
     const [, second, again] = events(g);
     expect(events(g).map((e) => [e.verdict, e.count])).toEqual([
@@ -296,7 +295,7 @@ describe("the gateway's own ports", () => {
   it('the bridge port is refused too, even approved and covered by allowPrivate', async () => {
     const g = await start({ network: { allow: [], allowPrivate: ['127.0.0.0/8'] } });
     const bridge = `127.0.0.1:${g.gw.bridge.port}`;
-    g.gw.sessions.get(SESSION).approve(bridge);
+    g.gw.sessions.approve({ pattern: bridge, session: SESSION });
     const res = await curl(['-x', g.proxyUrl, `http://${bridge}/mcp`]);
     expect(res.status).toBe(403);
     expect(events(g)).toEqual([

@@ -1,21 +1,10 @@
-import { afterEach, describe, expect, it } from 'vitest';
-import { adminClient, agentAuth, viaProxy } from '../helpers/admin.js';
-import type { TestGateway } from '../helpers/gateway.js';
-import { startTestGateway } from '../helpers/gateway.js';
-import { startUpstream } from '../helpers/upstream.js';
+import { describe, expect, it } from 'vitest';
+import { viaProxy } from '../helpers/admin.js';
+import { oneAgentStage } from '../helpers/review-story.js';
 import { waitFor } from '../helpers/wait.js';
 
 /** Approvals with a TTL: approved (and not counted) until they expire, counted again after. */
-const other = await startUpstream();
-const ADMIN = 'operator-admin-token-0123456789';
-const AGENT = { id: 'agent-1', token: 'agent-1-token-0123456789abcdef' };
-const auth = agentAuth(AGENT.id, AGENT.token);
-
-let gateway: TestGateway | undefined;
-afterEach(async () => {
-  await gateway?.stop();
-  gateway = undefined;
-});
+const { other, auth, start } = await oneAgentStage();
 
 describe('approvals with a ttl', () => {
   it.each([
@@ -24,13 +13,7 @@ describe('approvals with a ttl', () => {
   ])(
     'a $scope approval with ttl 1s expires; the same target then counts: REVIEW, then PAUSE',
     async ({ path }) => {
-      const g = (gateway = await startTestGateway({
-        agents: [AGENT],
-        policy: { holdTimeout: '20s' },
-        network: { allowPrivate: ['127.0.0.1/32'] },
-        admin: { token: ADMIN },
-      }));
-      const api = adminClient(g.gw.admin.port, ADMIN);
+      const [g, api] = await start({ policy: { holdTimeout: '20s' } });
       const pattern = `127.0.0.1:${other.port}`;
       const added = Date.now();
       const approve = await api.post(path, { pattern, ttl: '1s' });
@@ -77,8 +60,7 @@ describe('approvals with a ttl', () => {
   );
 
   it('GET /api/approvals lists a session approval whose session has crossed nothing yet', async () => {
-    const g = (gateway = await startTestGateway({ agents: [AGENT], admin: { token: ADMIN } }));
-    const api = adminClient(g.gw.admin.port, ADMIN);
+    const [, api] = await start();
     const approve = await api.post('/api/sessions/agent-1/approve', { pattern: 'pkg.example' });
     expect(approve.status).toBe(201);
     expect((await api.get('/api/sessions/agent-1')).json.approvals).toContainEqual(

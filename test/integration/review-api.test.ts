@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { adminClient, generatedToken, viaProxy } from '../helpers/admin.js';
 import { ADMIN, ALICE, auth, reviewStage } from '../helpers/review-story.js';
-import type { Summary } from '../../src/journal/records.js';
+import type { EventRecord } from '../../src/journal/records.js';
 import { waitFor } from '../helpers/wait.js';
 
 /**
@@ -37,7 +37,7 @@ describe('the seed story through the admin API', () => {
     expect(record).toMatchObject({ session: 'agent-1', boundary: 'network', count: 2 });
     expect(record.restored).toBe(false);
     expect(record.trigger).toMatchObject({ verdict: 'PAUSE', target: `${other.url}/second-0` });
-    const recent = record.recent as Summary[];
+    const recent = record.recent as EventRecord[];
     expect(recent.map((e) => [e.verdict, e.target])).toEqual([
       ['ALLOW', `${allowed.url}/ok`],
       ['REVIEW', `${other.url}/first-0`],
@@ -54,11 +54,11 @@ describe('the seed story through the admin API', () => {
 
     // events, newest first, with a cursor
     const page1 = await api.get('/api/sessions/agent-1/events?limit=2');
-    expect(page1.json.events.map((e: Summary) => e.verdict)).toEqual(['PAUSE', 'REVIEW']);
+    expect(page1.json.events.map((e: EventRecord) => e.verdict)).toEqual(['PAUSE', 'REVIEW']);
     expect(page1.json.events[0].seq).toBeGreaterThan(page1.json.events[1].seq);
     expect(page1.json.next).toBe(page1.json.events[1].seq);
     const page2 = await api.get(`/api/sessions/agent-1/events?limit=2&before=${page1.json.next}`);
-    expect(page2.json.events.map((e: Summary) => e.target)).toEqual([`${allowed.url}/ok`]);
+    expect(page2.json.events.map((e: EventRecord) => e.target)).toEqual([`${allowed.url}/ok`]);
     expect(page2.json.next).toBeNull();
 
     // a request arriving while paused is held too
@@ -114,7 +114,7 @@ describe('the seed story through the admin API', () => {
     expect(answer.body).toContain('An operator reviewed the recent events and denied it');
     const detail = await api.get('/api/sessions/agent-2');
     expect(detail.json).toMatchObject({ state: 'paused', held: 0, heldRequests: [] });
-    expect(detail.json.pause).not.toBeNull();
+    expect(detail.json.pause).toMatchObject({ session: 'agent-2', boundary: 'network' });
     const approve = await alice.post('/api/approvals', { pattern: 'pkg.example', ttl: '1h' });
     expect(approve.status).toBe(201);
     expect(approve.json.approval.session).toBeNull();

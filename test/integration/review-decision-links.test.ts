@@ -1,13 +1,12 @@
 import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { request } from 'undici';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { AdminClient } from '../helpers/admin.js';
-import { adminClient, agentAuth, lineCount, viaProxy } from '../helpers/admin.js';
+import { lineCount, viaProxy } from '../helpers/admin.js';
 import type { TestGateway } from '../helpers/gateway.js';
-import { startTestGateway } from '../helpers/gateway.js';
+import { oneAgentStage } from '../helpers/review-story.js';
 import { tempDir } from '../helpers/tmp.js';
-import { startUpstream } from '../helpers/upstream.js';
 import { startWebhook } from '../helpers/webhook.js';
 import type { JournalRecord } from '../../src/journal/records.js';
 import { waitFor } from '../helpers/wait.js';
@@ -17,16 +16,7 @@ import { waitFor } from '../helpers/wait.js';
  * without the admin token; GET only shows it; a used, expired or altered link does nothing
  * and journals nothing.
  */
-const other = await startUpstream();
-const ADMIN = 'operator-admin-token-0123456789';
-const AGENT = { id: 'agent-1', token: 'agent-1-token-0123456789abcdef' };
-const auth = agentAuth(AGENT.id, AGENT.token);
-
-let gateway: TestGateway | undefined;
-afterEach(async () => {
-  await gateway?.stop();
-  gateway = undefined;
-});
+const { other, auth, start, stopped } = await oneAgentStage();
 
 interface Links {
   approveOnce: string;
@@ -37,10 +27,7 @@ interface Links {
 }
 
 const configFor = (webhook: string, holdTimeout: string) => ({
-  agents: [AGENT],
   policy: { holdTimeout },
-  network: { allowPrivate: ['127.0.0.1/32'] },
-  admin: { token: ADMIN },
   notify: { webhook },
 });
 
@@ -48,8 +35,7 @@ const configFor = (webhook: string, holdTimeout: string) => ({
 async function paused(holdTimeout = '30s', dir = tempDir()) {
   const hook = await startWebhook();
   const config = configFor(hook.url, holdTimeout);
-  const g = (gateway = await startTestGateway(config, { dir }));
-  const api = adminClient(g.gw.admin.port, ADMIN);
+  const [g, api] = await start(config, dir);
   expect((await viaProxy(g.proxyUrl, `${other.url}/v1/a`, auth)).status).toBe(403);
   const held = viaProxy(g.proxyUrl, `${other.url}/v1/x`, auth);
   await waitFor(async () => (await api.get('/api/sessions/agent-1')).json.held === 1);
@@ -160,10 +146,9 @@ describe('decision links', () => {
     expect((await held).status).toBe(200);
     const view = (await api.get('/api/sessions/agent-1')).json;
     expect(view).toMatchObject({ state: 'active', counts: { network: 2 } });
-    gateway = undefined;
+    stopped();
     await g.stop();
-    const g2 = (gateway = await startTestGateway(config, { dir }));
-    const api2 = adminClient(g2.gw.admin.port, ADMIN);
+    const [g2, api2] = await start(config, dir);
     const after = (await api2.get('/api/sessions/agent-1')).json;
     expect(after).toMatchObject({ state: 'active', counts: view.counts });
     // The link key was kept beside the journal: the link verifies, and says its pause is over.
@@ -178,10 +163,9 @@ describe('decision links', () => {
     const { g, held, links, config, dir } = await paused();
     expect((await follow(links.deny, 'POST')).status).toBe(200);
     expect((await held).status).toBe(403);
-    gateway = undefined;
+    stopped();
     await g.stop();
-    const g2 = (gateway = await startTestGateway(config, { dir }));
-    const api2 = adminClient(g2.gw.admin.port, ADMIN);
+    const [g2, api2] = await start(config, dir);
     expect(await state(api2)).toBe('paused');
     const res = await follow(onPort(links.approveOnce, g2), 'POST');
     expect(res.status).toBe(410);

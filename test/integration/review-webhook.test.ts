@@ -1,12 +1,11 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { AdminClient } from '../helpers/admin.js';
-import { adminClient, agentAuth, viaProxy } from '../helpers/admin.js';
+import { viaProxy } from '../helpers/admin.js';
 import type { TestGateway } from '../helpers/gateway.js';
-import { startTestGateway } from '../helpers/gateway.js';
 import { refusingPort, startSilentServer } from '../helpers/raw.js';
-import { startUpstream } from '../helpers/upstream.js';
+import { oneAgentStage } from '../helpers/review-story.js';
 import { startWebhook } from '../helpers/webhook.js';
-import type { Summary } from '../../src/journal/records.js';
+import type { EventRecord } from '../../src/journal/records.js';
 import { waitFor } from '../helpers/wait.js';
 
 /**
@@ -14,27 +13,11 @@ import { waitFor } from '../helpers/wait.js';
  * that is down, failing or silent never delays the agent's answer and is counted in metrics.
  * The silent-webhook test shortens notify.timeout so its retries run out in about a second.
  */
-const other = await startUpstream();
-const ADMIN = 'operator-admin-token-0123456789';
-const AGENT = { id: 'agent-1', token: 'agent-1-token-0123456789abcdef' };
-const auth = agentAuth(AGENT.id, AGENT.token);
-
-let gateway: TestGateway | undefined;
-afterEach(async () => {
-  await gateway?.stop();
-  gateway = undefined;
-});
+const { other, auth, start: startStage, stopped } = await oneAgentStage();
 
 async function start(notify: Record<string, unknown>, limits: Record<string, unknown> = {}) {
-  const g = (gateway = await startTestGateway({
-    agents: [AGENT],
-    policy: { holdTimeout: '30s' },
-    network: { allowPrivate: ['127.0.0.1/32'] },
-    admin: { token: ADMIN },
-    notify,
-    limits,
-  }));
-  return { g, api: adminClient(g.gw.admin.port, ADMIN) };
+  const [g, api] = await startStage({ policy: { holdTimeout: '30s' }, notify, limits });
+  return { g, api };
 }
 
 /** REVIEW (timed), then PAUSE with the second request held (time until the API shows it). */
@@ -73,7 +56,7 @@ describe('webhook notification', () => {
       restored: false,
     });
     expect(body.trigger).toMatchObject({ verdict: 'PAUSE', target: `${other.url}/second` });
-    expect((body.recent as Summary[]).map((e) => [e.verdict, e.target])).toEqual([
+    expect((body.recent as EventRecord[]).map((e) => [e.verdict, e.target])).toEqual([
       ['REVIEW', `${other.url}/first`],
       ['PAUSE', `${other.url}/second`],
     ]);
@@ -178,7 +161,7 @@ describe('webhook notification', () => {
     const { held } = await review_then_pause(g, api);
     await waitFor(async () => silent.connections >= 1, 2_000);
     const t = Date.now();
-    gateway = undefined;
+    stopped();
     await g.stop();
     // Stopping abandons deliveries under way (counted as failed) instead of waiting them out.
     expect(Date.now() - t).toBeLessThan(3_000);

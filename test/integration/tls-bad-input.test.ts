@@ -1,19 +1,18 @@
 import { randomBytes, X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { EventRecord, OutcomeRecord } from '../../src/journal/records.js';
 import { curl } from '../helpers/curl.js';
 import type { TestGateway } from '../helpers/gateway.js';
 import { connectTunnel, roundTrip } from '../helpers/raw.js';
-import type { InterceptOptions } from '../helpers/tls.js';
 import {
   captureClientHello,
   fixture,
   handshakeThrough,
+  interceptPerTest,
   makeLocalCa,
   refusals,
   requestOn,
-  startInterceptGateway,
   startTlsServer,
 } from '../helpers/tls.js';
 import { startUpstream } from '../helpers/upstream.js';
@@ -35,36 +34,26 @@ const HOSTS = Array.from({ length: 20 }, (_, i) => `127.0.0.${i + 2}`);
 /** Resolves every name to 127.0.0.1 (no resolver is asked). */
 const lookup = async () => ['127.0.0.1'];
 
-let gateway: TestGateway | undefined;
-afterEach(async () => {
-  await gateway?.stop();
-  gateway = undefined;
+const start = interceptPerTest({
+  ca,
+  intercept: [
+    UP,
+    `localhost:${up.port}`,
+    `[::1]:${up.port}`,
+    `127.0.0.1:${expired.port}`,
+    `127.0.0.1:${wrongName.port}`,
+    ...HOSTS.map((h) => `${h}:443`),
+  ],
+  allow: [
+    `GET ${ORIGIN}/`,
+    `GET https://localhost:${up.port}/`,
+    `GET https://127.0.0.1:${expired.port}/`,
+    `GET https://127.0.0.1:${wrongName.port}/`,
+  ],
+  ports: [up.port, expired.port, wrongName.port],
+  policy: { pause: 'block' },
+  lookup,
 });
-
-async function start(extra: Partial<InterceptOptions> = {}): Promise<TestGateway> {
-  gateway = await startInterceptGateway({
-    ca,
-    intercept: [
-      UP,
-      `localhost:${up.port}`,
-      `[::1]:${up.port}`,
-      `127.0.0.1:${expired.port}`,
-      `127.0.0.1:${wrongName.port}`,
-      ...HOSTS.map((h) => `${h}:443`),
-    ],
-    allow: [
-      `GET ${ORIGIN}/`,
-      `GET https://localhost:${up.port}/`,
-      `GET https://127.0.0.1:${expired.port}/`,
-      `GET https://127.0.0.1:${wrongName.port}/`,
-    ],
-    ports: [up.port, expired.port, wrongName.port],
-    policy: { pause: 'block' },
-    lookup,
-    ...extra,
-  });
-  return gateway;
-}
 
 const events = (g: TestGateway) => g.records().filter((r): r is EventRecord => r.type === 'event');
 const outcomes = (g: TestGateway) =>

@@ -1,21 +1,18 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { CapturedExchange, CapturedPart } from '../../src/action/capture.js';
 import type { EventRecord, OutcomeRecord } from '../../src/journal/records.js';
-import { runCliAsync } from '../helpers/cli.js';
+import { exportHar } from '../helpers/cli.js';
 import { curl } from '../helpers/curl.js';
 import type { TestGateway } from '../helpers/gateway.js';
-import type { InterceptOptions } from '../helpers/tls.js';
 import {
   handshakeThrough,
+  interceptPerTest,
   makeLocalCa,
   refusals,
   runNode,
-  startInterceptGateway,
-  writeJournalConfig,
 } from '../helpers/tls.js';
-import { tempDir } from '../helpers/tmp.js';
 import { startUpstream, TEST_CA_PATH } from '../helpers/upstream.js';
 import { outcomeOf, waitFor, waitForRecords } from '../helpers/wait.js';
 
@@ -33,29 +30,19 @@ const UP = `127.0.0.1:${up.port}`;
 const ORIGIN = `https://${UP}`;
 const SESSION = '127.0.0.1';
 
-let gateway: TestGateway | undefined;
-afterEach(async () => {
-  await gateway?.stop();
-  gateway = undefined;
-});
-
 /** A gateway intercepting `up`; GET anywhere on it, POST only under /upload; `blind` allowed. */
-async function start(extra: Partial<InterceptOptions> = {}): Promise<TestGateway> {
-  gateway = await startInterceptGateway({
-    ca,
-    intercept: [UP],
-    allow: [
-      `GET ${ORIGIN}/`,
-      `POST ${ORIGIN}/upload`,
-      `127.0.0.1:${blind.port}`,
-      `http://127.0.0.1:${plain.port}/`,
-    ],
-    ports: [up.port, blind.port, plain.port],
-    policy: { pause: 'block' },
-    ...extra,
-  });
-  return gateway;
-}
+const start = interceptPerTest({
+  ca,
+  intercept: [UP],
+  allow: [
+    `GET ${ORIGIN}/`,
+    `POST ${ORIGIN}/upload`,
+    `127.0.0.1:${blind.port}`,
+    `http://127.0.0.1:${plain.port}/`,
+  ],
+  ports: [up.port, blind.port, plain.port],
+  policy: { pause: 'block' },
+});
 
 const trusted = (g: TestGateway) => ['--cacert', ca.certPath, '-x', g.proxyUrl];
 const events = (g: TestGateway) => g.records().filter((r): r is EventRecord => r.type === 'event');
@@ -546,14 +533,11 @@ describe('trajgate export --har', () => {
     const files = () => readdirSync(capturesOf(g)).filter((f) => f.endsWith('.json'));
     await waitFor(() => existsSync(capturesOf(g)) && files().length === 3);
 
-    const dir = tempDir();
-    const out = join(dir, 'out.har');
-    const config = writeJournalConfig(dir, g.journalPath);
-    const r = await runCliAsync(['export', '--session', SESSION, '--har', out, '--config', config]);
+    const r = await exportHar(g.journalPath, SESSION);
     expect(r.stderr).toBe('');
     expect(r.status).toBe(0);
-    expect(r.stdout).toBe(`wrote 3 entries for ${SESSION} to ${out}\n`);
-    const har = JSON.parse(readFileSync(out, 'utf8')) as {
+    expect(r.stdout).toBe(`wrote 3 entries for ${SESSION} to ${r.out}\n`);
+    const har = JSON.parse(readFileSync(r.out, 'utf8')) as {
       log: { creator: { name: string }; entries: Record<string, any>[] };
     };
     expect(harErrors(har)).toEqual([]);
@@ -602,20 +586,9 @@ describe('trajgate export --har', () => {
 
     // --since drops what came before.
     const since = events(g)[1]?.ts as string;
-    const later = join(dir, 'later.har');
-    const r2 = await runCliAsync([
-      'export',
-      '--session',
-      SESSION,
-      '--har',
-      later,
-      '--since',
-      since,
-      '--config',
-      config,
-    ]);
+    const r2 = await exportHar(g.journalPath, SESSION, ['--since', since]);
     expect(r2.status).toBe(0);
-    const laterHar = JSON.parse(readFileSync(later, 'utf8'));
+    const laterHar = JSON.parse(readFileSync(r2.out, 'utf8'));
     expect(harErrors(laterHar)).toEqual([]);
     expect(
       laterHar.log.entries.map((e: { request: { method: string } }) => e.request.method),
@@ -627,19 +600,9 @@ describe('trajgate export --har', () => {
     await curl(['--cacert', TEST_CA_PATH, '-x', g.proxyUrl, `${blind.url}/b`]);
     // The tunnel's outcome, written when it closes: then its journal is complete.
     await waitForRecords(g, outcomeOf(events(g)[0]?.seq));
-    const dir = tempDir();
-    const out = join(dir, 'empty.har');
-    const r = await runCliAsync([
-      'export',
-      '--session',
-      SESSION,
-      '--har',
-      out,
-      '--config',
-      writeJournalConfig(dir, g.journalPath),
-    ]);
+    const r = await exportHar(g.journalPath, SESSION);
     expect(r.status).toBe(0);
-    const har = JSON.parse(readFileSync(out, 'utf8'));
+    const har = JSON.parse(readFileSync(r.out, 'utf8'));
     expect(harErrors(har)).toEqual([]);
     expect(har.log.entries).toEqual([]);
   });

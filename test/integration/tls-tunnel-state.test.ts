@@ -109,5 +109,11 @@ describe('intercepted TLS follows the session', () => {
     const closed = new Promise<void>((r) => socket.once('close', () => r()));
     g.gw.sessions.deny(SESSION);
     await closed;
+    const tunnels = g.records().filter((x): x is TunnelRecord => x.type === 'tunnel');
+    expect(tunnels.at(-1)).toMatchObject({
+      change: 'closed',
+      target: UP,
+      reason: 'denied by an operator',
+    });
   });
 });

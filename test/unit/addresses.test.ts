@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { AddressPolicy, canonicalIp } from '../../src/action/addresses.js';
+import { AddressPolicy } from '../../src/action/addresses.js';
 import { TrajgateError } from '../../src/errors.js';
 
 // Teredo server 65.54.227.120 (4136:e378); client address stored as bitwise NOT (RFC 4380).
@@ -7,7 +7,13 @@ const TEREDO_LOOPBACK_CLIENT = '2001:0:4136:e378:8000:63bf:80ff:fffe'; // client
 const TEREDO_PUBLIC_CLIENT = '2001:0:4136:e378:8000:63bf:f7f7:f7f7'; // client 8.8.8.8
 const TEREDO_PRIVATE_SERVER = '2001:0:a00:1:8000:63bf:f7f7:f7f7'; // server 10.0.0.1
 
-describe('canonicalIp', () => {
+/** The canonical text the policy reads an IP literal as, or null if it is not one. */
+function canonicalIp(text: string): string | null {
+  const verdict = new AddressPolicy([]).check(text);
+  return verdict.category === 'invalid' ? null : verdict.address;
+}
+
+describe('IP literals read in canonical form', () => {
   it.each([
     ['127.0.0.1', '127.0.0.1'],
     ['127.1', '127.0.0.1'],

@@ -1,9 +1,17 @@
 import { readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { ERRORS } from '../../src/errors.js';
 
-/** Every error code the source can answer with is in the README's error table. */
+/**
+ * The error contract: one error class, every code src/ uses is one of ERRORS' (no free-string
+ * codes, no unused ones), and the README's "Error codes" table lists each code with the HTTP
+ * status and exit code ERRORS gives it.
+ */
 const ROOT = join(import.meta.dirname, '../..');
+const SRC = join(ROOT, 'src');
+/** The review page is a client of the API: its errors mirror the answers it gets. */
+const PAGE = join(SRC, 'review', 'page');
 
 function sources(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((d) =>
@@ -15,26 +23,67 @@ function sources(dir: string): string[] {
   );
 }
 
-const codesIn = (text: string) => new Set([...text.matchAll(/'(E_[A-Z_]+)'/g)].map((m) => m[1]));
+/** Codes written as string literals, in any quotes. */
+const codesIn = (text: string) =>
+  new Set([...text.matchAll(/(['"`])(E_[A-Z_]+)\1/g)].map((m) => m[2] as string));
+
+/** `| \`E_X\` | 404 | — | meaning |` rows: code → [status, exit] as written. */
+function readmeRows(section: string): Map<string, [string, string]> {
+  const rows = section.matchAll(/^\| `(E_[A-Z_]+)` \| ([^|]*) \| ([^|]*) \|/gm);
+  return new Map([...rows].map((m) => [m[1] as string, [m[2]!.trim(), m[3]!.trim()]]));
+}
+
+const cell = (value: number | null) => (value === null ? '—' : String(value));
 
 describe('error codes', () => {
+  const files = sources(SRC);
+  const used = new Map<string, string[]>();
+  for (const file of files) {
+    for (const code of codesIn(readFileSync(file, 'utf8'))) {
+      used.set(code, [...(used.get(code) ?? []), relative(ROOT, file)]);
+    }
+  }
   const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-  const table = /## Error codes\n([\s\S]*?)\n## /.exec(readme)?.[1] ?? '';
-  const documented = new Set([...table.matchAll(/^\| `(E_[A-Z_]+)` \|/gm)].map((m) => m[1]));
-  const used = new Set(
-    sources(join(ROOT, 'src')).flatMap((f) => [...codesIn(readFileSync(f, 'utf8'))]),
-  );
+  const section = /\n## Error codes\n([\s\S]*?)\n## /.exec(readme)?.[1] ?? '';
+  const defined = Object.keys(ERRORS);
 
-  it('finds codes in a text (the scan itself)', () => {
-    expect([...codesIn("throw new ApiError(404, 'E_X_Y', 'no')")]).toEqual(['E_X_Y']);
+  it('finds quoted codes in a text and rows in a table (the scans themselves)', () => {
+    const text = 'throw new TrajgateError(\'E_X_Y\', "E_Q"); `E_Z`; // E_BARE, ENOENT';
+    expect([...codesIn(text)]).toEqual(['E_X_Y', 'E_Q', 'E_Z']);
+    const table =
+      '| code | HTTP | exit | meaning |\n| `E_A` | 404 | — | a |\n| `E_B` | — | 2 | b |';
+    expect([...readmeRows(table)]).toEqual([
+      ['E_A', ['404', '—']],
+      ['E_B', ['—', '2']],
+    ]);
   });
 
-  it('the README table lists every code in src/', () => {
-    expect(used.size).toBeGreaterThan(20);
-    expect([...used].filter((c) => !documented.has(c)).sort()).toEqual([]);
+  it('every code src/ uses is an ErrorCode', () => {
+    expect(used.size).toBeGreaterThan(30);
+    const unknown = [...used].filter(([code]) => !Object.hasOwn(ERRORS, code));
+    expect(Object.fromEntries(unknown)).toEqual({});
   });
 
-  it('the README table lists no code src/ does not use', () => {
-    expect([...documented].filter((c) => !used.has(c)).sort()).toEqual([]);
+  it('every ErrorCode is used somewhere in src/', () => {
+    expect(defined.filter((code) => !used.has(code))).toEqual([]);
+  });
+
+  it('the README lists every code, and only those, with its HTTP status and exit code', () => {
+    const expected = Object.entries(ERRORS).map(([code, a]) => [
+      code,
+      [cell(a.status), cell(a.exit)],
+    ]);
+    expect(Object.fromEntries(readmeRows(section))).toEqual(Object.fromEntries(expected));
+  });
+
+  it('TrajgateError is the only error class outside the review page', () => {
+    const classes = files
+      .filter((file) => !file.startsWith(PAGE))
+      .flatMap((file) =>
+        [...readFileSync(file, 'utf8').matchAll(/class (\w+) extends (\w*Error)\b/g)].map(
+          (m) => `${relative(ROOT, file)}: ${m[1]} extends ${m[2]}`,
+        ),
+      );
+    expect(classes).toEqual(['src/errors.ts: TrajgateError extends Error']);
   });
 });

@@ -41,10 +41,17 @@ function relativeSpecifiers(source: string): string[] {
     .filter((name) => name.startsWith('./') || name.startsWith('../'));
 }
 
-/** `src/config/load.ts` → `config`; `src/gateway.ts` → `gateway`. */
+/** `./load.js` → `load.ts`, or `load.d.ts` for a declaration file (src/wire.d.ts). */
+function sourceOf(path: string): string {
+  const ts = path.replace(/\.js$/, '.ts');
+  const declaration = path.replace(/\.js$/, '.d.ts');
+  return !existsSync(ts) && existsSync(declaration) ? declaration : ts;
+}
+
+/** `src/config/load.ts` → `config`; `src/gateway.ts` → `gateway`; `src/wire.d.ts` → `wire`. */
 function nodeOf(file: string): string {
   const parts = relative(SRC, file).split(sep);
-  return parts.length > 1 ? parts[0]! : parts[0]!.replace(/\.ts$/, '');
+  return parts.length > 1 ? parts[0]! : parts[0]!.replace(/(\.d)?\.ts$/, '');
 }
 
 function folderGraph(): { graph: FolderGraph; files: number; imports: number } {
@@ -53,7 +60,7 @@ function folderGraph(): { graph: FolderGraph; files: number; imports: number } {
   let imports = 0;
   for (const file of files) {
     for (const specifier of relativeSpecifiers(readFileSync(file, 'utf8'))) {
-      const target = resolve(dirname(file), specifier).replace(/\.js$/, '.ts');
+      const target = sourceOf(resolve(dirname(file), specifier));
       if (relative(SRC, target).startsWith('..')) continue; // outside src/ (none today)
       if (!existsSync(target)) {
         throw new Error(`${relative(SRC, file)}: cannot resolve ${specifier}`);

@@ -10,7 +10,9 @@ import { applyRecord } from '../../src/journal/rebuild.js';
 import { eventRecord } from '../../src/journal/records.js';
 import { JournalWriter } from '../../src/journal/writer.js';
 import { Review } from '../../src/review/review.js';
-import type { Presence, SessionWatcher } from '../../src/review/sessions.js';
+import type { Presence } from '../../src/action/hold.js';
+import { HeldRequests } from '../../src/action/hold.js';
+import type { SessionWatcher } from '../../src/review/sessions.js';
 import { Sessions } from '../../src/review/sessions.js';
 import { tempDir } from '../helpers/tmp.js';
 
@@ -127,17 +129,18 @@ describe('operator actions on a journal that cannot be written', () => {
     };
     const journal = new JournalWriter(journalPath, { lastSeq: 0, fsyncMs: 100 });
     const review = new Review(config, pino({ level: 'silent' }));
-    const sessions = new Sessions(g, journal, 60_000, review, watcher);
+    const held = new HeldRequests(60_000);
+    const sessions = new Sessions(g, journal, held, review, watcher);
     let released: string | null = null;
-    void sessions
+    void held
       .hold({ session: 's', what: 'GET http://example.test/', rid: 1 }, waiting)
       .then((r) => (released = r));
-    return { g, sessions, told, released: () => released };
+    return { g, sessions, held, told, released: () => released };
   }
 
   it('approve, resume and deny throw E_JOURNAL_WRITE and change nothing, telling no tunnel', async () => {
     // /dev/full answers every write with ENOSPC: a disk that is full.
-    const { g, sessions, told, released } = desk('/dev/full');
+    const { g, sessions, held, told, released } = desk('/dev/full');
     const state = stateOf(g);
     const failed = expect.objectContaining({ code: 'E_JOURNAL_WRITE' });
     expect(() => sessions.approve({ pattern: 'example.test', session: 's' })).toThrow(failed);
@@ -150,7 +153,7 @@ describe('operator actions on a journal that cannot be written', () => {
     expect(sessions.held('s')).toHaveLength(1);
     expect(released()).toBeNull();
     expect(told).toEqual([]);
-    sessions.shutdown();
+    held.releaseAll();
   });
 
   it('the same actions, journaled, take effect and tell the tunnels', async () => {

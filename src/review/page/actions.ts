@@ -7,7 +7,7 @@ import { ApiFailure, call, Down, sessionPath, Unauthorized } from './api.js';
 import { confirmAction } from './confirm.js';
 import { fill, h } from './dom.js';
 import { suggestion } from './suggest.js';
-import type { ApprovalView, TrajEvent } from './types.js';
+import type { ApprovalView, EventView } from '../../wire.js';
 
 const KINDS = ['network', 'write', 'command', 'read'];
 
@@ -185,7 +185,7 @@ export class Actions {
    * The operator selected an event: propose the approval that fits it (the gateway's
    * suggestion: for a request, its method and path prefix, not the whole host).
    */
-  async prefill(event: TrajEvent | null): Promise<void> {
+  async prefill(event: EventView | null): Promise<void> {
     if (!event || event.seq === this.#prefilled) return;
     const seq = event.seq;
     this.#prefilled = seq;
@@ -208,7 +208,7 @@ export class Actions {
   }
 
   /** Approve from a flagged event: its suggestion in the form, then the confirmation. */
-  async approveFrom(event: TrajEvent): Promise<void> {
+  async approveFrom(event: EventView): Promise<void> {
     this.#prefilled = null;
     await this.prefill(event);
     this.#pattern.focus();

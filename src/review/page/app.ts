@@ -6,7 +6,7 @@ import { byId, clock, setText } from './dom.js';
 import { hideHealth, loadHealth } from './health.js';
 import { SessionPage } from './session.js';
 import { SessionsList } from './sessions.js';
-import type { SessionView } from './types.js';
+import type { SessionView } from '../../wire.js';
 
 const POLL_MS = 1_000;
 const RETRY_MS = 2_000;

@@ -6,7 +6,7 @@ import type { Actions } from './actions.js';
 import { confirmAction } from './confirm.js';
 import { call } from './api.js';
 import { clock, fill, h } from './dom.js';
-import type { ApprovalView } from './types.js';
+import type { ApprovalView } from '../../wire.js';
 
 export class ApprovalsCard {
   readonly element: HTMLElement;

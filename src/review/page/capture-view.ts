@@ -4,7 +4,7 @@
 
 import { ApiFailure, call, sessionPath } from './api.js';
 import { fill, h } from './dom.js';
-import type { CapturedExchange, CapturedPart, TrajEvent } from './types.js';
+import type { CapturedExchange, CapturedPart, EventView } from '../../wire.js';
 
 /** A capture not there yet (written once the request ends) is asked again, this many polls. */
 const RETRIES = 5;
@@ -26,7 +26,7 @@ export class CaptureView {
   }
 
   /** The selected event: its capture, when it is a request the proxy judged. */
-  show(session: string, e: TrajEvent | null): void {
+  show(session: string, e: EventView | null): void {
     const rid = this.enabled && e && e.source === 'proxy' && e.method ? (e.rid ?? e.seq) : null;
     if (session === this.#session && rid === this.#rid) return;
     this.#session = session;

@@ -7,7 +7,7 @@ import { confirmAction } from './confirm.js';
 import { call, sessionPath } from './api.js';
 import { fill, h } from './dom.js';
 import { suggestion } from './suggest.js';
-import type { DenyView, TrajEvent } from './types.js';
+import type { DenyView, EventView } from '../../wire.js';
 
 export class DeniesCard {
   readonly element: HTMLElement;
@@ -102,7 +102,7 @@ export class DeniesCard {
   }
 
   /** A network event was selected: propose blocking what it asked for. */
-  async prefill(event: TrajEvent | null): Promise<void> {
+  async prefill(event: EventView | null): Promise<void> {
     if (!event || event.kind !== 'network' || event.seq === this.#prefilled) return;
     const seq = event.seq;
     this.#prefilled = seq;

@@ -4,12 +4,12 @@
 
 import { call } from './api.js';
 import { byId, clock, setText } from './dom.js';
-import type { Health } from './types.js';
+import type { HealthView } from '../../wire.js';
 
 const banner = byId('journal-banner');
 
 export async function loadHealth(): Promise<void> {
-  const { journal } = await call<Health>('GET', '/api/health');
+  const { journal } = await call<HealthView>('GET', '/api/health');
   banner.hidden = journal.writable;
   if (journal.writable) return;
   setText(

@@ -3,11 +3,11 @@
 // pattern the gateway suggests for it.
 
 import { clock, fill, h, plural, stamp } from './dom.js';
-import type { TrajEvent } from './types.js';
+import type { EventView } from '../../wire.js';
 
 export interface ReviewsOptions {
-  show(event: TrajEvent): void;
-  approve(event: TrajEvent): void;
+  show(event: EventView): void;
+  approve(event: EventView): void;
 }
 
 export class ReviewsCard {
@@ -37,7 +37,7 @@ export class ReviewsCard {
   }
 
   /** `reviews` oldest first; `flagged` how many there are in all (the list keeps the newest). */
-  update(reviews: readonly TrajEvent[], flagged: number, paused: boolean): void {
+  update(reviews: readonly EventView[], flagged: number, paused: boolean): void {
     const key = JSON.stringify([reviews.map((e) => e.seq), flagged, paused]);
     if (key === this.#key) return;
     this.#key = key;
@@ -52,7 +52,7 @@ export class ReviewsCard {
     fill(this.#list, ...[...reviews].reverse().map((e) => this.#item(e)));
   }
 
-  #item(e: TrajEvent): HTMLElement {
+  #item(e: EventView): HTMLElement {
     return h(
       'li',
       { class: 'review', attrs: { 'data-seq': String(e.seq) } },

@@ -11,7 +11,7 @@ import { ago, clock, clockMs, duration, fill, h, plural, setText, stamp } from '
 import { ReviewsCard } from './reviews.js';
 import { forgetSuggestions } from './suggest.js';
 import { Timeline } from './timeline.js';
-import type { EventsPage, HeldView, SessionDetail, SessionState, TrajEvent } from './types.js';
+import type { EventsPage, EventView, HeldView, SessionDetail, SessionState } from '../../wire.js';
 
 /** The newest 10,000 events are drawn, fetched in pages of the events route's limit. */
 const MAX_EVENTS = 10_000;
@@ -20,8 +20,8 @@ const PAGE = 1_000;
 const MAX_CALLS = 30;
 
 /** Up to `max` of the session's newest events with a seq above `after`, oldest first. */
-async function newest(id: string, max: number, after: number): Promise<TrajEvent[]> {
-  const got: TrajEvent[] = [];
+async function newest(id: string, max: number, after: number): Promise<EventView[]> {
+  const got: EventView[] = [];
   let before: number | null = null;
   for (let calls = 0; got.length < max && calls < MAX_CALLS; calls++) {
     const limit = Math.min(PAGE, max - got.length);
@@ -62,7 +62,7 @@ export class SessionPage {
   #id = '';
   #detail: SessionDetail | null = null;
   #fetchedAt = 0;
-  #events: TrajEvent[] = [];
+  #events: EventView[] = [];
   #counted = -1;
   #recentKey = '';
   #heldKey: string | null = null;
@@ -436,7 +436,7 @@ export class SessionPage {
     );
   }
 
-  #eventRow(e: TrajEvent, isTrigger: boolean): HTMLTableRowElement {
+  #eventRow(e: EventView, isTrigger: boolean): HTMLTableRowElement {
     const tr = h(
       'tr',
       { class: isTrigger ? 'is-trigger' : '', attrs: { tabindex: '0', 'data-seq': String(e.seq) } },
@@ -506,13 +506,13 @@ export class SessionPage {
   }
 
   /** Selects an event on the timeline, or shows it alone when it is older than those drawn. */
-  #select(e: TrajEvent): void {
+  #select(e: EventView): void {
     if (this.#events.some((x) => x.seq === e.seq)) this.timeline.selectSeq(e.seq);
     else this.#onSelect(e);
     this.#details.scrollIntoView({ block: 'nearest' });
   }
 
-  #onSelect(e: TrajEvent | null): void {
+  #onSelect(e: EventView | null): void {
     void this.actions.prefill(e);
     void this.#denies.prefill(e);
     this.#capture.show(this.#id, e);

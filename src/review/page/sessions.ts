@@ -3,7 +3,7 @@
 // their changed text is touched on each poll, so live updates neither flicker nor shift.
 
 import { ago, clock, fill, h, plural, setText, stamp } from './dom.js';
-import type { SessionView } from './types.js';
+import type { SessionView } from '../../wire.js';
 
 interface Row {
   readonly tr: HTMLTableRowElement;

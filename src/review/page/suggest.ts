@@ -3,7 +3,7 @@
 // `trajgate approve --from SEQ` uses, so page and CLI cannot disagree. The operator edits it.
 
 import { call } from './api.js';
-import type { EventAnswer } from './types.js';
+import type { EventAnswer } from '../../wire.js';
 
 export type Suggestion = EventAnswer['suggestion'];
 

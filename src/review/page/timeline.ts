@@ -3,7 +3,7 @@
 // are batched per colour, and hit testing is a binary search in each lane's sorted positions.
 
 import { clock, clockMs, h, plural } from './dom.js';
-import type { TrajEvent, Verdict } from './types.js';
+import type { EventView, Verdict } from '../../wire.js';
 
 export const LANES = ['network', 'write', 'command', 'read', 'other'] as const;
 const laneOf = (kind: string): number => {
@@ -39,7 +39,7 @@ interface Colors {
 
 export interface TimelineOptions {
   /** The operator selected an event (click, keyboard), or cleared the selection (null). */
-  onSelect(event: TrajEvent | null): void;
+  onSelect(event: EventView | null): void;
 }
 
 export class Timeline {
@@ -49,7 +49,7 @@ export class Timeline {
   readonly #tip: HTMLElement;
   readonly #options: TimelineOptions;
   #colors: Colors;
-  #events: TrajEvent[] = [];
+  #events: EventView[] = [];
   #t = new Float64Array(0);
   #lane = new Uint8Array(0);
   #x = new Float32Array(0);
@@ -100,12 +100,12 @@ export class Timeline {
     return this.#events.length;
   }
 
-  get selected(): TrajEvent | null {
+  get selected(): EventView | null {
     return this.#events[this.#selected] ?? null;
   }
 
   /** New data (oldest first). Keeps the selection (by seq) and, if zoomed, the view. */
-  setEvents(events: TrajEvent[], pause: { seq: number; ts: string } | null): void {
+  setEvents(events: EventView[], pause: { seq: number; ts: string } | null): void {
     const start = performance.now();
     const keep = this.selected?.seq;
     const zoomed = this.#zoomed();
@@ -116,7 +116,7 @@ export class Timeline {
     this.#laneCounts = LANES.map(() => 0);
     this.#verdicts = { ALLOW: 0, REVIEW: 0, PAUSE: 0 };
     for (let i = 0; i < n; i++) {
-      const e = events[i] as TrajEvent;
+      const e = events[i] as EventView;
       this.#verdicts[e.verdict]++;
       this.#t[i] = Date.parse(e.ts);
       const lane = laneOf(e.kind);
@@ -371,7 +371,7 @@ export class Timeline {
       ctx.strokeStyle = colour;
       ctx.lineWidth = 1.5;
       for (let i = 0; i < n; i++) {
-        const e = this.#events[i] as TrajEvent;
+        const e = this.#events[i] as EventView;
         if (e.verdict !== verdict) continue;
         const x = this.#x[i] as number;
         if (x < left || x > right) continue;
@@ -437,7 +437,7 @@ export class Timeline {
     let hi = this.#events.length - 1;
     while (lo <= hi) {
       const mid = (lo + hi) >> 1;
-      const s = (this.#events[mid] as TrajEvent).seq;
+      const s = (this.#events[mid] as EventView).seq;
       if (s === seq) return mid;
       if (s < seq) lo = mid + 1;
       else hi = mid - 1;
@@ -467,7 +467,7 @@ export class Timeline {
       const i = order[k] as number;
       const d = Math.abs((xs[i] as number) - x);
       if (d > tolerance) return false;
-      const key = SEVERITY[(this.#events[i] as TrajEvent).verdict] * 100 - d;
+      const key = SEVERITY[(this.#events[i] as EventView).verdict] * 100 - d;
       if (key > bestKey) {
         bestKey = key;
         best = i;
@@ -558,7 +558,7 @@ export class Timeline {
       tip.hidden = true;
       return;
     }
-    if (changed) tip.replaceChildren(...describe(e));
+    if (changed) tip.replaceChildren(...tipLines(e));
     tip.hidden = false;
     const w = tip.offsetWidth;
     const left = Math.min(Math.max(8, at[0] + 14), this.#width - w - 8);
@@ -569,7 +569,7 @@ export class Timeline {
 }
 
 /** An event's lines for the tooltip: verdict, what, when, why. Text nodes only. */
-function describe(e: TrajEvent): HTMLElement[] {
+function tipLines(e: EventView): HTMLElement[] {
   const verdict = h('span', {
     class: `verdict verdict-${e.verdict.toLowerCase()}`,
     text: e.verdict,

@@ -1,0 +1,95 @@
+/** Whether the client of a request still waits. */
+export interface Presence {
+  readonly gone: boolean;
+  /** Calls `fn` once when the client goes away; returns a function that cancels that. */
+  onGone(fn: () => void): () => void;
+}
+
+/** How a held request was let go (`once`: resumed, and forwarded as approved this once). */
+export type Release = 'resume' | 'once' | 'deny' | 'timeout' | 'gone' | 'shutdown';
+
+/** A request held open because its session is paused. */
+export interface Held {
+  readonly id: number;
+  readonly session: string;
+  /** `GET http://host/path` or `CONNECT host:443`: what the agent asked for. */
+  readonly what: string;
+  /** The request's id: the seq of its first event record. */
+  readonly rid: number;
+  readonly since: number;
+  readonly deadline: number;
+}
+
+interface Entry extends Held {
+  settle(release: Release): void;
+}
+
+/**
+ * The requests held open while their sessions are paused: the third thing a ruling can lead to,
+ * beside forwarding and refusing. A held request waits here until an operator's decision, the
+ * hold time or its client's leaving lets it go; what follows (judged again, refused) is the
+ * caller's.
+ */
+export class HeldRequests {
+  readonly #bySession = new Map<string, Set<Entry>>();
+  #timeoutMs: number;
+  #nextId = 1;
+
+  constructor(timeoutMs: number) {
+    this.#timeoutMs = timeoutMs;
+  }
+
+  /** A config reload's `policy.holdTimeout`, for requests held from now on. */
+  setTimeout(ms: number): void {
+    this.#timeoutMs = ms;
+  }
+
+  /** Waits until `release` lets the request go, the hold times out, or the client leaves. */
+  hold(info: { session: string; what: string; rid: number }, client: Presence): Promise<Release> {
+    return new Promise((resolve) => {
+      const since = Date.now();
+      const set = this.#bySession.get(info.session) ?? new Set<Entry>();
+      this.#bySession.set(info.session, set);
+      const entry: Entry = {
+        ...info,
+        id: this.#nextId++,
+        since,
+        deadline: since + this.#timeoutMs,
+        settle: (release) => {
+          if (!set.delete(entry)) return;
+          clearTimeout(timer);
+          cancel();
+          if (set.size === 0 && this.#bySession.get(info.session) === set)
+            this.#bySession.delete(info.session);
+          resolve(release);
+        },
+      };
+      const timer = setTimeout(() => entry.settle('timeout'), this.#timeoutMs);
+      set.add(entry);
+      const cancel = client.onGone(() => entry.settle('gone'));
+    });
+  }
+
+  /** Requests held across all sessions. */
+  count(): number {
+    let n = 0;
+    for (const set of this.#bySession.values()) n += set.size;
+    return n;
+  }
+
+  of(session: string): Held[] {
+    return [...(this.#bySession.get(session) ?? [])];
+  }
+
+  /** Lets every request the session holds go; returns how many. */
+  release(session: string, release: Release): number {
+    const entries = [...(this.#bySession.get(session) ?? [])];
+    for (const entry of entries) entry.settle(release);
+    return entries.length;
+  }
+
+  /** Lets every held request go (the gateway is stopping). */
+  releaseAll(): void {
+    for (const session of [...this.#bySession.keys()]) this.release(session, 'shutdown');
+  }
+}

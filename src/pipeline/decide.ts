@@ -1,0 +1,225 @@
+import type { Egress } from '../action/egress.js';
+import type { HoldEnd, Refusal } from '../action/respond.js';
+import { plainRefusal, verdictRefusal } from '../action/respond.js';
+import type { Config } from '../config/load.js';
+import { isTrajgateError } from '../errors.js';
+import type { Event, Source } from '../event/event.js';
+import { normalizeEvent } from '../event/normalize.js';
+import type { Decision, Guard } from '../guard/guard.js';
+import type { EventRecord, PauseRecord } from '../journal/records.js';
+import { eventRecord } from '../journal/records.js';
+import type { JournalWriter } from '../journal/writer.js';
+import type { Metrics } from '../review/metrics.js';
+import type { Review } from '../review/review.js';
+import type { Sessions } from '../review/sessions.js';
+import type { Refusals } from './refusals.js';
+import type { Ask, Dial, Hold, Refuse, Ruling, Unforwarded } from './ruling.js';
+
+/** The record of a request that came while its session was paused: it decides nothing. */
+const HELD: Decision = {
+  verdict: 'PAUSE',
+  boundary: null,
+  count: 0,
+  reason: 'session paused: held until an operator decides',
+  approved: false,
+  approvedBy: null,
+  counted: null,
+};
+
+export interface DecideParts {
+  readonly config: Config;
+  readonly guard: Guard;
+  readonly journal: JournalWriter;
+  readonly sessions: Sessions;
+  readonly egress: Egress;
+  readonly review: Review;
+  readonly metrics: Metrics;
+  readonly refusals: Refusals;
+}
+
+/**
+ * The decision as one step: normalise → guard → egress check → journal → install. Every
+ * decision is journaled before it takes effect; a journal that cannot be written refuses the
+ * request (fail closed) and changes nothing.
+ */
+export class Decider {
+  constructor(private readonly p: DecideParts) {}
+
+  /**
+   * What `ask` comes to, its event record written: forward, refuse, hold (the session is
+   * paused) or gone. `rid`: the request's id when it is judged again after a hold; `once`: an
+   * operator approved it this once, so it is judged approved.
+   */
+  async decide(ask: Ask, rid: number | null, once: boolean): Promise<Ruling | Hold> {
+    let event = this.event(ask, rid, once);
+    if (!('subject' in event)) return event;
+    if (this.#paused(ask.session)) return this.held(ask, event, rid);
+    const { subject } = event;
+    if (ask.connect && subject.type === 'network' && !this.#portAllowed(event, subject.port)) {
+      event = { ...event, denied: `port ${subject.port} not allowed` };
+    }
+    let decision = this.p.guard.inspect(event);
+    if (subject.type !== 'network' || event.denied !== undefined || !this.#mayForward(decision)) {
+      return this.#settle(ask, event, decision, rid, null);
+    }
+    // Only a request that would be sent has its host looked up: a lookup already leaks the name.
+    const pending = this.p.egress.check(subject.host, subject.port);
+    const check = pending instanceof Promise ? await pending : pending;
+    if (ask.waiting.gone) return { kind: 'gone', rid };
+    if (this.#paused(ask.session)) return this.held(ask, event, rid);
+    if (!check.ok && check.denied) {
+      event = { ...event, denied: check.reason };
+      return this.#settle(ask, event, this.p.guard.inspect(event), rid, null);
+    }
+    // Other requests may have moved the counts during the lookup; an approval counts nothing.
+    if (pending instanceof Promise && !decision.approved) decision = this.p.guard.inspect(event);
+    const route = check.ok
+      ? { address: check.address, port: subject.port }
+      : plainRefusal(502, check.reason);
+    return this.#settle(ask, event, decision, rid, route);
+  }
+
+  /** The event an ask describes, or its refusal when the ask is malformed (journaled). */
+  event(ask: Ask, rid: number | null, once = false): Event | Unforwarded {
+    try {
+      return this.normalize(ask, once);
+    } catch (err) {
+      if (!isTrajgateError(err)) throw err;
+      const { source, client, session } = ask;
+      const who = { source, client, session, target: ask.input.target };
+      return { kind: 'refuse', rid, refusal: this.p.refusals.refuse(who, 400, err.message) };
+    }
+  }
+
+  normalize(ask: Pick<Ask, 'session' | 'input'> & { source?: Source }, approved = false): Event {
+    return normalizeEvent(ask.input, {
+      session: ask.session,
+      source: ask.source ?? 'proxy',
+      ts: Date.now(),
+      workspace: this.p.guard.policy.workspaceFor(ask.session),
+      approved,
+    });
+  }
+
+  /** A request of a paused session: journaled as held (it decides nothing), then held. */
+  held(ask: Ask, event: Event, rid: number | null): Hold | Unforwarded {
+    const id = this.#record(event, HELD, rid, true, null);
+    if (id === null) return failClosed(rid);
+    return this.#holdOrBlock(ask, id, HELD);
+  }
+
+  /** The 403 of a REVIEW or PAUSE, for a request refused at once or let go unsent. */
+  refuse(rid: number, decision: Decision, ask: Ask, end: HoldEnd): Refuse {
+    const verdict = decision.verdict === 'ALLOW' ? 'REVIEW' : decision.verdict;
+    const boundary = decision.boundary ?? this.p.guard.session(ask.session)?.pausedBy ?? null;
+    return {
+      kind: 'refuse',
+      rid,
+      refusal: verdictRefusal(verdict, boundary, ask.what, decision.reason, end),
+      decision: { ...decision, verdict, boundary },
+    };
+  }
+
+  /** Journals a decision and turns it into what happens: `route` is where it would go. */
+  #settle(
+    ask: Ask,
+    event: Event,
+    decision: Decision,
+    rid: number | null,
+    route: Dial | Refusal | null,
+  ): Ruling | Hold {
+    const { verdict } = decision;
+    const pausing = verdict === 'PAUSE' ? this.#holding(ask) : null;
+    const id = this.#record(event, decision, rid, false, pausing);
+    if (id === null) return failClosed(rid);
+    if (verdict === 'PAUSE') {
+      // Journaled and installed: now open tunnels freeze.
+      this.p.sessions.paused(ask.session);
+      return this.#holdOrBlock(ask, id, decision);
+    }
+    if (
+      verdict === 'REVIEW' &&
+      (this.p.config.policy.review === 'block' ||
+        event.denied !== undefined ||
+        decision.deniedBy !== undefined)
+    ) {
+      return this.refuse(id, decision, ask, 'blocked');
+    }
+    if (route !== null && 'status' in route) return { kind: 'refuse', rid: id, refusal: route };
+    return { kind: 'forward', rid: id, event, decision, dial: route };
+  }
+
+  #holdOrBlock(ask: Ask, rid: number, decision: Decision): Hold | Refuse {
+    if (this.p.config.policy.pause === 'block') return this.refuse(rid, decision, ask, 'blocked');
+    return { kind: 'hold', rid, decision };
+  }
+
+  #paused(session: string): boolean {
+    return this.p.guard.session(session)?.pausedAt != null;
+  }
+
+  /** Would this event be sent if it were judged now? Only then is its name resolved. */
+  #mayForward({ verdict, deniedBy }: Decision): boolean {
+    if (deniedBy !== undefined) return false; // a deny pattern's host is not even looked up
+    return verdict === 'ALLOW' || (verdict === 'REVIEW' && this.p.config.policy.review === 'pass');
+  }
+
+  #portAllowed(event: Event, port: number): boolean {
+    return (
+      this.p.config.network.ports.includes(port) ||
+      this.p.guard.approvalFor(event)?.namesPort === true
+    );
+  }
+
+  /** The requests a pause record says it holds: this one, unless a pause refuses at once. */
+  #holding(ask: Ask): PauseRecord['held'] {
+    if (this.p.config.policy.pause !== 'hold') return [];
+    const since = Date.now();
+    return [{ what: ask.what, since, deadline: since + this.p.config.policy.holdTimeout }];
+  }
+
+  /**
+   * Writes the event record, for a PAUSE with its pause record (`pausing`: the requests it
+   * holds) in one write(2) so that neither is on disk without the other, and only then installs
+   * what was decided: the guard's counts and pause, the operators' view. Returns the request id,
+   * or null when the journal failed, and then nothing changed.
+   */
+  #record(
+    event: Event,
+    decision: Decision,
+    rid: number | null,
+    held: boolean,
+    pausing: PauseRecord['held'] | null,
+  ): number | null {
+    const { journal } = this.p;
+    const record = eventRecord(event, decision, { rid: rid ?? undefined, held: held || undefined });
+    // Stamped as the writer will stamp it, so that the pause record can name it.
+    const stamped: EventRecord = { seq: journal.lastSeq + 1, ts: journal.iso(event.ts), ...record };
+    const pause = pausing && this.p.review.pauseFor(stamped, pausing);
+    try {
+      // Written before the caller acts on it; a PAUSE (held requests too) is synced at once.
+      // Outcomes of earlier requests ride along in the same write(2).
+      if (!pause) journal.append(record, { ts: event.ts, sync: held });
+      else journal.appendAll([record, { type: 'pause', ...pause }], event.ts);
+    } catch (err) {
+      if (isTrajgateError(err)) return null;
+      throw err;
+    }
+    this.p.guard.commit(event.session, event.ts, decision);
+    this.p.review.observe(stamped, event.ts);
+    if (pause) this.p.review.announce(pause);
+    this.p.metrics.event(event.source, event.kind, decision.verdict);
+    return rid ?? stamped.seq;
+  }
+}
+
+function failClosed(rid: number | null): Refuse {
+  return {
+    kind: 'refuse',
+    rid,
+    refusal: plainRefusal(
+      503,
+      'trajgate cannot write its journal, so it refuses every request (fail closed)',
+    ),
+  };
+}

@@ -1,0 +1,191 @@
+/**
+ * The JSON the admin API sends, the journal records it passes on included: one source for the
+ * server that builds it and the review page (src/review/page/, a separate browser build) that
+ * reads it. A declaration file that imports nothing: the page's build takes it without
+ * compiling server code, and nothing is emitted for it. The server's build skips checking
+ * declaration files (skipLibCheck); the page's build checks this one.
+ */
+
+export type Source = 'proxy' | 'bridge' | 'ingest' | 'replay';
+
+/** The guard's answers (guard/guard.ts). */
+export type Verdict = 'ALLOW' | 'REVIEW' | 'PAUSE';
+
+/**
+ * Journal records, one JSON object per line (journal/records.ts). `seq` and `ts` (ISO 8601)
+ * lead every record; field names are the contract (README § Journal).
+ */
+export interface RecordBase {
+  readonly seq: number;
+  readonly ts: string;
+}
+
+export interface EventRecord extends RecordBase {
+  readonly type: 'event';
+  readonly session: string;
+  readonly source: Source;
+  readonly kind: string;
+  readonly target: string;
+  readonly method?: string;
+  readonly approved: boolean;
+  readonly verdict: Verdict;
+  readonly boundary: string | null;
+  readonly count: number;
+  readonly reason: string;
+  readonly approvedBy?: string;
+  readonly counted?: Readonly<Record<string, number>>;
+  /**
+   * Why the gateway refused it on its own (private address, port not allowed), or the deny
+   * pattern that refused it (`network.deny: …`, `blocked by an operator (d7): …`).
+   */
+  readonly denied?: string;
+  /** The request's id when this is not its first event record (judged again after resume). */
+  readonly rid?: number;
+  /** Arrived while the session was paused: held unjudged, judged again on resume. */
+  readonly held?: true;
+}
+
+/** An event as the events route pages it: with the status its request ended, when journaled. */
+export interface EventView extends EventRecord {
+  readonly status?: number | null;
+}
+
+/** `GET /api/sessions/:id/events`: newest first; `next` is the `before` of the next page. */
+export interface EventsPage {
+  readonly events: readonly EventView[];
+  readonly next: number | null;
+}
+
+/** What an operator is handed when a session pauses (README § The review loop). */
+export interface PauseRecord {
+  readonly session: string;
+  readonly pausedAt: string;
+  readonly boundary: string | null;
+  readonly count: number;
+  readonly reason: string;
+  readonly trigger: EventRecord;
+  /** The session's last `policy.recentEvents` events, oldest first, the trigger last. */
+  readonly recent: readonly EventRecord[];
+  /** Requests held when it paused (ms timestamps). */
+  readonly held: readonly { what: string; since: number; deadline: number }[];
+  /** Read back after a restart: the held connections were lost with the old process. */
+  readonly restored: boolean;
+}
+
+/** `GET /api/health`: whether the journal can be written, so whether requests are served. */
+export interface HealthView {
+  readonly status: 'ok' | 'degraded';
+  readonly journal: {
+    readonly path: string;
+    readonly writable: boolean;
+    /** When the failing writes began (null while writable). */
+    readonly failingSince: string | null;
+    /** Failed writes since the gateway started. */
+    readonly failures: number;
+    readonly lastFailure: { readonly at: string; readonly error: string } | null;
+  };
+}
+
+/** What one exchange's capture file holds (`<rid>.json`), read back by the admin API and HAR. */
+export interface CapturedExchange {
+  readonly rid: number;
+  readonly session: string;
+  /** False when the request was refused (or held, then refused): its body never left. */
+  readonly forwarded: boolean;
+  readonly request: CapturedPart & { readonly method: string; readonly url: string };
+  /** The upstream's response, or the refusal trajgate answered; null when there was none. */
+  readonly response: (CapturedPart & { readonly status: number }) | null;
+}
+
+export interface CapturedPart {
+  readonly headers: readonly [string, string][];
+  /** The kept body: text, or base64 (`encoding`). */
+  readonly body: string;
+  readonly encoding: 'text' | 'base64';
+  /** The content codings undone for `body` (Content-Encoding, in the order applied). */
+  readonly decoded?: readonly string[];
+  /** The body's size on the wire, kept or not. */
+  readonly size: number;
+  /** Not all of it is in `body` (cut at `capture.maxBytes`, sent or decoded, or never sent whole). */
+  readonly truncated: boolean;
+}
+
+/** The approval that fits an event without widening it (guard/suggest.ts). */
+export interface Suggestion {
+  readonly pattern: string;
+  readonly kind: string;
+}
+
+/** `GET /api/events/:seq`: the event and the approval that would fit it. */
+export interface EventAnswer {
+  readonly event: EventRecord;
+  readonly suggestion: Suggestion;
+}
+
+/** An approval as the API, CLI and page show it. */
+export interface ApprovalView {
+  /** `a<seq>` (an operator's: revocable), `c<n>` (a config entry: edit the config). */
+  readonly id: string;
+  readonly pattern: string;
+  readonly kind: string;
+  readonly session: string | null;
+  readonly expiresAt: string | null;
+  readonly origin: 'config' | 'operator';
+  /** `network.allow`, `agents.<id>.allow`, `roles.<name>.allow` or `operator`. */
+  readonly source: string;
+  /** The admin token's name that approved it; null for config entries. */
+  readonly by: string | null;
+}
+
+/** A deny pattern as the API, CLI and page show it (guard/denies.ts adds how it matches). */
+export interface DenyView {
+  /** `d<seq>` of its block record (an operator's), `cd<n>` for a `network.deny` entry. */
+  readonly id: string;
+  readonly pattern: string;
+  /** One session, or null for every session. */
+  readonly session: string | null;
+  readonly origin: 'config' | 'operator';
+  /** `network.deny` or `operator`. */
+  readonly source: string;
+  readonly by: string | null;
+}
+
+/** `flagged`: a REVIEW since the last operator action on the session (and not paused). */
+export type SessionState = 'active' | 'flagged' | 'paused';
+
+export interface SessionView {
+  readonly id: string;
+  readonly state: SessionState;
+  /** REVIEWs since the last operator action on the session. */
+  readonly flagged: number;
+  /** Crossings per boundary (summed over destinations under `countBy: target`). */
+  readonly counts: Record<string, number>;
+  readonly pausedAt: string | null;
+  readonly pausedBy: string | null;
+  readonly held: number;
+  readonly lastActivity: string | null;
+  readonly events: number;
+}
+
+export interface HeldView {
+  readonly id: number;
+  readonly what: string;
+  readonly since: string;
+  readonly deadline: string;
+  readonly waitedMs: number;
+  readonly timeoutInMs: number;
+}
+
+export interface SessionDetail extends SessionView {
+  readonly pause: PauseRecord | null;
+  readonly heldRequests: readonly HeldView[];
+  readonly recent: readonly EventRecord[];
+  readonly approvals: readonly ApprovalView[];
+  /** The REVIEW events behind `flagged`, oldest first (the newest 20). */
+  readonly reviews: readonly EventRecord[];
+  readonly denies: readonly DenyView[];
+  /** The effective config allowlist: network.allow, the agent's and its roles' allow. */
+  readonly allowlist: readonly string[];
+  /** Whether requests are captured (`capture.bodies`): the page asks for captures only then. */
+  readonly captures: boolean;
+}
