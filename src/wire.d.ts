@@ -34,6 +34,8 @@ export interface EventRecord extends RecordBase {
   readonly reason: string;
   readonly approvedBy?: string;
   readonly counted?: Readonly<Record<string, number>>;
+  /** The sequence rule that named this decision; `after`: the seq that set its mark (not for volume). */
+  readonly rule?: { readonly name: string; readonly after?: number };
   /**
    * Why the gateway refused it on its own (private address, port not allowed), or the deny
    * pattern that refused it (`network.deny: …`, `blocked by an operator (d7): …`).
@@ -43,6 +45,14 @@ export interface EventRecord extends RecordBase {
   readonly rid?: number;
   /** Arrived while the session was paused: held unjudged, judged again on resume. */
   readonly held?: true;
+  /** The event reported itself a failure (`"failed": true` from a runner or a recorded line). */
+  readonly failed?: true;
+  /** Trajectory rules whose mark this event set (it matched their `after`). */
+  readonly marks?: readonly string[];
+  /** Rules it marks if its outcome is a failure (their `after` asks `failed: true`). */
+  readonly onFailure?: readonly string[];
+  /** The session's count of judged events, this one included (with `policy.sequences` only). */
+  readonly eventNo?: number;
 }
 
 /** An event as the events route pages it: with the status its request ended, when journaled. */
@@ -70,6 +80,11 @@ export interface PauseRecord {
   readonly held: readonly { what: string; since: number; deadline: number }[];
   /** Read back after a restart: the held connections were lost with the old process. */
   readonly restored: boolean;
+  /**
+   * The earlier event of the sequence rule that paused it (`trigger.rule.after`), when the
+   * gateway still had it: the person deciding sees both events of the pair.
+   */
+  readonly after?: EventRecord;
 }
 
 /** `GET /api/health`: whether the journal can be written, so whether requests are served. */
@@ -162,6 +177,8 @@ export interface SessionView {
   readonly counts: Record<string, number>;
   readonly pausedAt: string | null;
   readonly pausedBy: string | null;
+  /** The sequence rule that paused it (its trigger's `rule`), or null. */
+  readonly pausedRule: { readonly name: string; readonly after?: number } | null;
   readonly held: number;
   readonly lastActivity: string | null;
   readonly events: number;

@@ -1,5 +1,5 @@
 // bench/guard: guard decisions per second in-process (against the seed article's guard ported
-// to JS, measured in the same run) and `trajgate replay` over a generated 1,000,000-line file
+// to JS, and with the example config's trajectory rules on against none, measured in the same run) and `trajgate replay` over a generated 1,000,000-line file
 // (against a read-and-parse floor), with peak RSS to show replay runs in constant memory.
 // Usage: npm run build && node bench/guard/run.mjs [--lines 1000000] [--decisions 3000000]
 import { spawnSync } from 'node:child_process';
@@ -63,6 +63,23 @@ const guard = new Guard(compilePolicy(config));
 // A decision and its commit (the gateway commits once the journal line is written).
 const decide = (e) => guard.commit(e.session, e.ts, guard.inspect(e));
 const guardRate = timeLoop(decide);
+// The example config's three trajectory rules on, against none: each in a process of its own,
+// twice in turn, the better of each pair kept.
+const rulesRun = (which) => {
+  const r = spawnSync(
+    process.execPath,
+    [join(root, 'bench/guard/rules.mjs'), which, workspace, String(DECISIONS)],
+    { encoding: 'utf8' },
+  );
+  if (r.status !== 0) throw new Error(`rules.mjs ${which} failed: ${r.stderr}`);
+  return Number(r.stdout.trim());
+};
+let noRulesRate = 0;
+let rulesRate = 0;
+for (let i = 0; i < 2; i++) {
+  noRulesRate = Math.max(noRulesRate, rulesRun('none'));
+  rulesRate = Math.max(rulesRate, rulesRun('example'));
+}
 const raw = [...syntheticEvents(200_000, workspace)];
 const t0 = process.hrtime.bigint();
 for (const [i, e] of raw.entries()) {
@@ -107,6 +124,8 @@ rmSync(tmp, { recursive: true, force: true });
 const results = {
   decisionsPerSecond: Math.round(guardRate),
   seedGuardPerSecond: Math.round(seedRate),
+  decisionsNoRulesPerSecond: Math.round(noRulesRate),
+  decisionsExampleRulesPerSecond: Math.round(rulesRate),
   normaliseAndDecidePerSecond: Math.round(fullRate),
   replay1MSeconds: Number(replayBig.seconds.toFixed(2)),
   replayFloorSeconds: Number(floor.seconds.toFixed(2)),
@@ -118,6 +137,9 @@ console.log(
 );
 console.log(
   `seed article guard ported to JS (baseline):      ${fmt(seedRate)}   ratio trajgate/seed: ${(guardRate / seedRate).toFixed(2)}`,
+);
+console.log(
+  `with the example's 3 trajectory rules:           ${fmt(rulesRate)}   none: ${fmt(noRulesRate)}, ratio ${(rulesRate / noRulesRate).toFixed(2)}; target ≥ 1,000,000: ${rulesRate >= 1e6 ? 'met' : 'NOT met'}`,
 );
 console.log(`normalise + decide per second (paths resolved):  ${fmt(fullRate)}`);
 console.log(

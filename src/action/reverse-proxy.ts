@@ -26,8 +26,22 @@ const BODY_HEADERS = [
   'trailer',
 ];
 
+/**
+ * Reads an answer's bytes as they pass to the client (keeping what it needs, bounded), and says
+ * once the answer has ended (or was cut) whether it reports a failure.
+ */
+export interface AnswerWatch {
+  chunk(bytes: Buffer): void;
+  end(): boolean | Promise<boolean>;
+}
+
+/** Picks how to read an answer, from its status and headers. */
+export type Watcher = (answer: IncomingMessage) => AnswerWatch;
+
 interface Flight {
   readonly body: Buffer | null;
+  readonly watcher: Watcher | undefined;
+  watch?: AnswerWatch;
   bytesDown: number;
 }
 
@@ -83,7 +97,14 @@ export class ReverseProxy {
       'proxyRes',
       (proxyRes: IncomingMessage, req: IncomingMessage, res: ServerResponse) => {
         const flight = this.#flights.get(req);
-        if (flight) proxyRes.on('data', (chunk: Buffer) => (flight.bytesDown += chunk.length));
+        if (flight) {
+          const watch = flight.watcher?.(proxyRes);
+          flight.watch = watch;
+          proxyRes.on('data', (chunk: Buffer) => {
+            flight.bytesDown += chunk.length;
+            watch?.chunk(chunk);
+          });
+        }
         // Connection is hop-by-hop: http-proxy would pass the upstream's on (or add keep-alive),
         // and an explicit field overrides Node's own choice (a drain, a client that closes).
         proxyRes.headers.connection = res.shouldKeepAlive ? 'keep-alive' : 'close';
@@ -97,20 +118,31 @@ export class ReverseProxy {
     return this.#upstream.href;
   }
 
-  /** Sends the request on; resolves when the response is done, or with the failure to report. */
+  /**
+   * Sends the request on; resolves when the response is done, or with the failure to report.
+   * The transfer is `failed` when the upstream failed: no answer, one cut short, or one that
+   * `watcher` reads as a failure (the answer passes unchanged and undelayed either way).
+   */
   forward(
     req: IncomingMessage,
     res: ServerResponse,
     body: Buffer | null,
+    watcher?: Watcher,
   ): Promise<{ transfer: Transfer; failure?: Failure }> {
-    const flight: Flight = { body, bytesDown: 0 };
+    const flight: Flight = { body, watcher, bytesDown: 0 };
     this.#flights.set(req, flight);
     const bytesUp = body?.length ?? 0;
     const started = Date.now();
     return new Promise((resolve) => {
-      res.once('close', () =>
-        resolve({ transfer: { status: res.statusCode, bytesUp, bytesDown: flight.bytesDown } }),
-      );
+      res.once('close', () => {
+        const transfer = { status: res.statusCode, bytesUp, bytesDown: flight.bytesDown };
+        const failed = flight.watch?.end() ?? false;
+        const done = (f: boolean) =>
+          resolve({ transfer: f ? { ...transfer, failed: true } : transfer });
+        // A decoded answer's verdict waits for its decoder; a plain one is known now.
+        if (typeof failed === 'boolean') done(failed);
+        else void failed.then(done);
+      });
       this.#proxy.web(req, res, body ? { buffer: Readable.from([body]) } : {}, (err: Error) => {
         const timedOut = Date.now() - started >= this.#timeoutMs;
         const failure = timedOut
@@ -124,12 +156,19 @@ export class ReverseProxy {
               bytesUp,
               bytesDown: flight.bytesDown,
               error: failure.reason,
+              failed: true,
             },
           });
           return;
         }
         resolve({
-          transfer: { status: failure.status, bytesUp, bytesDown: 0, error: failure.reason },
+          transfer: {
+            status: failure.status,
+            bytesUp,
+            bytesDown: 0,
+            error: failure.reason,
+            failed: true,
+          },
           failure,
         });
       });

@@ -9,6 +9,17 @@ export interface Transfer {
   readonly bytesUp: number;
   readonly bytesDown: number;
   readonly error?: string;
+  /** The upstream failed: it answered a failure or none (a refusal by trajgate is not one). */
+  readonly failed?: true;
+}
+
+/**
+ * A forwarded request's transfer, `failed` when the upstream answered ≥ 400 (502 and 504 when
+ * it could not be reached). Only for what was sent on: a refusal by trajgate is no failure.
+ */
+export function upstreamOutcome<T extends Transfer>(transfer: T): T {
+  const failed = transfer.status !== null && transfer.status >= 400;
+  return failed ? { ...transfer, failed: true } : transfer;
 }
 
 /**

@@ -134,10 +134,14 @@ const COMMANDS: Record<string, CommandHelp> = {
     example: "trajgate block 'POST https://api.example.com/' --session agent-1",
   },
   resume: {
-    usage: ['trajgate resume SESSION [--reset] [--json]'],
+    usage: ['trajgate resume SESSION [--reset] [--keep-marks] [--json]'],
     about:
-      'Resumes a paused session: its held requests are judged again. --reset also zeroes its counts (on an active session too).',
-    options: [['--reset', "zero the session's counts"], ...OPERATOR_OPTIONS],
+      'Resumes a paused session: its held requests are judged again. Its trajectory marks (earlier events policy.sequences rules remember) are cleared unless --keep-marks. --reset also zeroes its counts (on an active session too).',
+    options: [
+      ['--reset', "zero the session's counts"],
+      ['--keep-marks', "keep the session's trajectory marks (a later event may pause again)"],
+      ...OPERATOR_OPTIONS,
+    ],
     example: 'trajgate resume agent-1 --reset',
   },
   deny: {

@@ -2,6 +2,10 @@ import type { EventRecord } from '../journal/records.js';
 import type { SessionView } from '../review/api.js';
 import { table } from './table.js';
 
+/** A sequence rule's earlier event, after the rule's name: ` after #41`. */
+const after = (rule: { after?: number } | null | undefined) =>
+  rule?.after === undefined ? '' : ` after #${rule.after}`;
+
 /** The operator commands' tables (cells made safe for a terminal by `table`). */
 export function sessionsTable(sessions: SessionView[]): string {
   if (sessions.length === 0) return 'no sessions yet';
@@ -10,7 +14,7 @@ export function sessionsTable(sessions: SessionView[]): string {
     sessions.map((s) => [
       s.id,
       s.state === 'paused'
-        ? `PAUSED (${s.pausedBy ?? '?'})`
+        ? `PAUSED (${s.pausedBy ?? '?'}${after(s.pausedRule)})`
         : s.state === 'flagged'
           ? `FLAGGED (${s.flagged} review${s.flagged === 1 ? '' : 's'})`
           : 'active',
@@ -31,7 +35,9 @@ export function eventsTable(events: EventRecord[]): string {
     events.map((e) => [
       String(e.seq),
       e.ts,
-      e.verdict === 'ALLOW' ? 'ALLOW' : `${e.verdict}${e.boundary ? `: ${e.boundary}` : ''}`,
+      e.verdict === 'ALLOW'
+        ? 'ALLOW'
+        : `${e.verdict}${e.boundary ? `: ${e.boundary}` : ''}${after(e.rule)}`,
       e.kind,
       `${e.method ? `${e.method} ` : ''}${e.target}`,
       e.reason,

@@ -36,6 +36,7 @@ export async function operator(
       ttl: { type: 'string' },
       kind: { type: 'string' },
       reset: { type: 'boolean' },
+      'keep-marks': { type: 'boolean' },
       global: { type: 'boolean' },
       from: { type: 'string' },
       session: { type: 'string' },
@@ -135,10 +136,13 @@ export async function operator(
       break;
     }
     case 'resume':
-      result = await client.call('POST', `${path}/resume`, { reset: values.reset === true });
+      result = await client.call('POST', `${path}/resume`, {
+        reset: values.reset === true,
+        ...(values['keep-marks'] === true ? { keepMarks: true } : {}),
+      });
       if (!values.json)
         print(
-          `resumed ${session}${values.reset ? ' with its counts reset' : ''}; ${(result as { released: number }).released} held request(s) judged again`,
+          `resumed ${session}${values.reset ? ' with its counts reset' : ''}${values['keep-marks'] ? ', its trajectory marks kept' : ''}; ${(result as { released: number }).released} held request(s) judged again`,
         );
       break;
     case 'deny':

@@ -18,8 +18,9 @@ import { terminalJson } from './table.js';
 
 /**
  * Feeds recorded events through the guard offline, one verdict per line in the seed's form.
- * Lines may be bare events or journal records: `event` records are judged again, operator
- * records (approve, resume) are applied, other record types are passed over. Stops at the
+ * Lines may be bare events (with `ts`, `session`, `failed`) or journal records: `event`
+ * records are judged again, operator records (approve, resume) and how requests ended
+ * (outcome, result: failures for trajectory rules) are applied, other types are passed over. Stops at the
  * first bad line, after printing the verdicts before it.
  */
 export async function replay(argv: string[], out: Output): Promise<number> {
@@ -49,7 +50,7 @@ export async function replay(argv: string[], out: Output): Promise<number> {
       if (text.trim() === '') continue;
       let decided: ReturnType<typeof judgeLine>;
       try {
-        decided = judgeLine(text, config, guard, now, paths);
+        decided = judgeLine(text, first + i, config, guard, now, paths);
       } catch (err) {
         if (!isTrajgateError(err)) throw err;
         throw new TrajgateError(err.code, `${name}:${first + i}: ${err.message}`);
@@ -74,6 +75,7 @@ export async function replay(argv: string[], out: Output): Promise<number> {
 /** Judges one line; errors say what is wrong, the caller adds where. */
 function judgeLine(
   text: string,
+  line: number,
   config: Config,
   guard: Guard,
   now: number,
@@ -85,14 +87,14 @@ function judgeLine(
   } catch (err) {
     throw new TrajgateError('E_EVENT_INVALID', `not valid JSON (${(err as Error).message})`);
   }
-  const { type, session = 'replay', ts, held } = (value ?? {}) as Record<string, unknown>;
+  const { type, session = 'replay', ts, held, seq, rid } = (value ?? {}) as Record<string, unknown>;
   // A held record was never judged: its request is judged again after the resume.
   if (held === true) return null;
   if (type !== undefined && type !== 'event') {
     applyRecord(guard, value as JournalRecord);
     return null;
   }
-  const { input, approved } = validateRecordedEvent(value, config.kinds);
+  const { input, approved, approvedBy } = validateRecordedEvent(value, config.kinds);
   if (typeof session !== 'string' || session === '') {
     throw new TrajgateError(
       'E_EVENT_INVALID',
@@ -107,12 +109,20 @@ function judgeLine(
       ts: timeOf(ts, now),
       workspace: guard.policy.workspaceFor(session),
       approved,
+      approvedBy,
     },
     paths,
   );
   const decision = guard.inspect(event);
-  // Offline nothing is written: each decision takes effect at once.
-  guard.commit(session, event.ts, decision);
+  // Offline nothing is written: each decision takes effect at once. A journal's event is named
+  // by its seq (and request id), as the live gateway named it; a bare line by its line number.
+  const ref = {
+    seq: typeof seq === 'number' ? seq : line,
+    rid: typeof rid === 'number' ? rid : undefined,
+    kind: event.kind,
+    target: event.target,
+  };
+  guard.commit(session, event.ts, decision, ref);
   return [{ session, kind: input.kind, target: input.target }, decision];
 }
 

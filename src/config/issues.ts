@@ -1,19 +1,26 @@
 import type { z } from 'zod';
 import { describeValue } from '../event/validate.js';
 
-/** `policy.boundaries.deploy.kinds[0]`: the key path users see in their YAML. */
-export function keyPath(path: readonly PropertyKey[]): string {
+/**
+ * `policy.boundaries.deploy.kinds[0]`: the key path users see in their YAML. Given the document
+ * (`root`), a list item with a string `name` is labelled by it: `policy.sequences[1] (drift).within`.
+ */
+export function keyPath(path: readonly PropertyKey[], root?: unknown): string {
   let out = '';
+  let node = root;
   for (const part of path) {
-    if (typeof part === 'number') out += `[${part}]`;
-    else out += out === '' ? String(part) : `.${String(part)}`;
+    node = typeof node === 'object' && node !== null ? (node as never)[part] : undefined;
+    if (typeof part === 'number') {
+      const name = (node as { name?: unknown } | undefined)?.name;
+      out += typeof name === 'string' ? `[${part}] (${name})` : `[${part}]`;
+    } else out += out === '' ? String(part) : `.${String(part)}`;
   }
   return out === '' ? '(top level)' : out;
 }
 
-/** One line per problem: the key, what was expected, what was found. */
-export function formatIssue(issue: z.core.$ZodIssue): string {
-  const at = keyPath(issue.path);
+/** One line per problem: the key (labelled from `root`), what was expected, what was found. */
+export function formatIssue(issue: z.core.$ZodIssue, root?: unknown): string {
+  const at = keyPath(issue.path, root);
   const input = (issue as { input?: unknown }).input;
   switch (issue.code) {
     case 'invalid_type':

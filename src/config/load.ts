@@ -141,9 +141,11 @@ function validate(
       yaml ? where(source, yaml.doc, yaml.lines, path) : '';
     if (issue.code === 'unrecognized_keys') {
       for (const key of issue.keys)
-        details.push(`${at([...issue.path, key])}${keyPath([...issue.path, key])}: unknown key`);
+        details.push(
+          `${at([...issue.path, key])}${keyPath([...issue.path, key], value)}: unknown key`,
+        );
     } else {
-      details.push(`${at(issue.path)}${formatIssue(issue)}`);
+      details.push(`${at(issue.path)}${formatIssue(issue, value)}`);
     }
   }
   if (details.length > 0 || !result.success) {

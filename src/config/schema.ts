@@ -3,6 +3,7 @@ import { BUILTIN_KINDS, PATH_KINDS } from '../event/event.js';
 import { isTrajgateError } from '../errors.js';
 import { parseNetworkPattern } from '../event/network-pattern.js';
 import { parseCidr, parseDuration, parseHostPort } from './formats.js';
+import { checkCrossings, sequencesSchema } from './sequences-schema.js';
 
 /**
  * The YAML schema; key names are the contract (README § Configuration, and
@@ -167,6 +168,7 @@ const fields = z.strictObject({
       holdTimeout: duration.default(55_000),
       recentEvents: z.number().int().min(1).max(1000).default(20),
       boundaries,
+      sequences: sequencesSchema,
     })
     .prefault({}),
   network: z
@@ -285,8 +287,14 @@ const fields = z.strictObject({
     .prefault({}),
 });
 
-/** An agent's role must exist: a typo would silently leave the agent without its allowlist. */
+/**
+ * An agent's role must exist: a typo would silently leave the agent without its allowlist. A
+ * rule's `crossing` must name a boundary (`tool` is one unless bridge.unmapped is allow).
+ */
 export const configSchema = fields.superRefine((raw, ctx) => {
+  const bounds = Object.keys(raw.policy.boundaries);
+  if (raw.bridge.unmapped !== 'allow' && !bounds.includes('tool')) bounds.push('tool');
+  checkCrossings(raw.policy.sequences, bounds, ctx);
   const names = Object.keys(raw.roles);
   const known = names.length > 0 ? `roles: ${names.join(', ')}` : 'no roles are defined';
   raw.agents?.forEach((a, i) =>

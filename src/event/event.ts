@@ -51,12 +51,19 @@ export interface EventInput {
   readonly url?: URL;
   /** A path target the ingress has already resolved: judged as it will be forwarded. */
   readonly readings?: Omit<PathSubject, 'type'>;
+  /** The sender reports the action failed (a runner's hook, a recorded line). */
+  readonly failed?: true;
 }
 
 export interface Event {
   readonly kind: string;
   readonly target: string;
   readonly approved: boolean;
+  /**
+   * A recorded event approved by this pattern when it was judged (replay of a journal): judged
+   * as approved by it, which trajectory rules see, rather than as an operator's approve-once.
+   */
+  readonly approvedBy?: string | undefined;
   readonly session: string;
   readonly source: Source;
   /** Milliseconds since the epoch; the guard reads time only from here. */
@@ -68,6 +75,8 @@ export interface Event {
    * allowed): no approval can cover it, and it counts as an unapproved crossing.
    */
   readonly denied?: string;
+  /** The event is itself a failure report: it sets trajectory marks that ask `failed`. */
+  readonly failed?: true;
 }
 
 /** The destination used by `countBy: target`: host:port for network, else the target. */

@@ -12,6 +12,8 @@ export interface EventContext {
   readonly workspace: string;
   /** A recorded event marked approved (replay only; live events are approved by operators). */
   readonly approved?: boolean;
+  /** The pattern that approved a recorded event (replay of a journal's event record). */
+  readonly approvedBy?: string | undefined;
 }
 
 /** Turns what an agent tried into the event the guard judges. Throws E_EVENT_INVALID. */
@@ -25,11 +27,13 @@ export function normalizeEvent(
     kind: input.kind,
     target: input.target,
     approved: ctx.approved === true,
+    approvedBy: ctx.approved === true ? ctx.approvedBy : undefined,
     session: ctx.session,
     source: ctx.source,
     ts: ctx.ts,
     method: input.method?.toUpperCase(),
     subject: subjectOf(input, ctx.workspace, paths),
+    failed: input.failed,
   };
 }
 

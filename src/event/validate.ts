@@ -21,7 +21,7 @@ const fail = (what: string): never => {
 
 /**
  * Checks an event an agent sends (an ingest body): an object with a known `kind` and a
- * non-empty string `target`, `method` optional. A field only an operator or the gateway sets
+ * non-empty string `target`, `method` and `failed` optional. A field only an operator or the gateway sets
  * is refused, not ignored: the sender learns that approval is an operator's act. Each problem
  * names its field; the caller adds where the event came from.
  */
@@ -40,18 +40,22 @@ export function validateEventInput(value: unknown, knownKinds: ReadonlySet<strin
 
 /**
  * A recorded event (a replay line, a journal record, which carries the fields above): `kind`,
- * `target` and `method` checked as for an agent's, `approved` taken as the record says.
+ * `target` and `method` checked as for an agent's, `approved` (and the pattern that approved
+ * it, `approvedBy`) taken as the record says.
  */
 export function validateRecordedEvent(
   value: unknown,
   knownKinds: ReadonlySet<string>,
-): { input: EventInput; approved: boolean } {
+): { input: EventInput; approved: boolean; approvedBy?: string } {
   const fields = objectOf(value);
-  const { approved } = fields;
+  const { approved, approvedBy } = fields;
   if (approved !== undefined && typeof approved !== 'boolean') {
     return fail(`"approved" must be true or false, got ${describeValue(approved)}`);
   }
-  return { input: eventOf(fields, knownKinds), approved: approved === true };
+  const input = eventOf(fields, knownKinds);
+  // Approved by a pattern (a journal's event record), not let through by an operator's act.
+  if (approved === true && typeof approvedBy === 'string') return { input, approved, approvedBy };
+  return { input, approved: approved === true };
 }
 
 function objectOf(value: unknown): Record<string, unknown> {
@@ -62,7 +66,7 @@ function objectOf(value: unknown): Record<string, unknown> {
 }
 
 function eventOf(fields: Record<string, unknown>, knownKinds: ReadonlySet<string>): EventInput {
-  const { kind, target, method } = fields;
+  const { kind, target, method, failed } = fields;
   if (typeof kind !== 'string') return fail(`"kind" must be a string, got ${describeValue(kind)}`);
   if (!knownKinds.has(kind)) {
     return fail(`unknown kind ${JSON.stringify(kind)} (known: ${[...knownKinds].join(', ')})`);
@@ -74,7 +78,12 @@ function eventOf(fields: Record<string, unknown>, knownKinds: ReadonlySet<string
   if (method !== undefined && (typeof method !== 'string' || !METHOD.test(method))) {
     return fail(`"method" must be an HTTP method name, got ${describeValue(method)}`);
   }
-  return method === undefined ? { kind, target } : { kind, target, method };
+  if (failed !== undefined && typeof failed !== 'boolean') {
+    return fail(`"failed" must be true or false, got ${describeValue(failed)}`);
+  }
+  // A failure report sets the trajectory marks that ask `failed` (guard/sequences.ts).
+  const input: EventInput = method === undefined ? { kind, target } : { kind, target, method };
+  return failed === true ? { ...input, failed } : input;
 }
 
 /** A value as an error message shows what was found: its type, and short scalars themselves. */

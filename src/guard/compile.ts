@@ -2,13 +2,15 @@ import type { Config } from '../config/load.js';
 import type { Approval } from './approvals.js';
 import { compileApproval } from './approvals.js';
 import { compileDeny } from './denies.js';
-import { globMatcher } from './glob.js';
-import { parseNetworkPattern } from '../event/network-pattern.js';
 import type { Boundary, GuardPolicy } from './policy.js';
+import { compileTargets } from './policy.js';
+import type { RawMatcher, RawSequence } from '../config/sequences-schema.js';
+import type { Matcher, Sequence } from './sequences.js';
 
 /**
  * Builds everything the guard takes from a validated configuration (patterns already checked):
- * boundaries, workspaces, the allowlists (global, per agent, per role) and `network.deny`.
+ * boundaries, trajectory rules, workspaces, the allowlists (global, per agent, per role) and
+ * `network.deny`.
  * A reload swaps the result in whole (Guard.replacePolicy).
  */
 export function compilePolicy(config: Config): GuardPolicy {
@@ -17,10 +19,7 @@ export function compilePolicy(config: Config): GuardPolicy {
     kinds: new Set(b.kinds),
     outside: b.outside ?? null,
     targets: b.targets
-      ? {
-          glob: globMatcher(b.targets),
-          network: b.kinds.includes('network') ? b.targets.map(parseNetworkPattern) : [],
-        }
+      ? compileTargets(b.targets, b.kinds.includes('network') ? 'all' : 'none')
       : null,
     reviewAt: b.reviewAt ?? null,
     pauseAt: b.pauseAt,
@@ -54,11 +53,55 @@ export function compilePolicy(config: Config): GuardPolicy {
   return {
     countBy: config.policy.countBy,
     boundaries,
+    sequences: compileSequences(config.policy.sequences),
     allow,
     deny,
     allowlistFor: (session) => [
       ...new Set([...config.network.allow, ...(lists.get(session) ?? [])]),
     ],
     workspaceFor: (session) => workspaces.get(session) ?? config.workspace,
+  };
+}
+
+/** `policy.sequences`, validated: matchers' targets compile as a boundary's do. */
+function compileSequences(raw: readonly RawSequence[]): Sequence[] {
+  return raw.map((r): Sequence => {
+    if (r.volume !== undefined) {
+      return {
+        type: 'volume',
+        name: r.name,
+        verdict: r.verdict,
+        up: r.volume.up.n,
+        upText: r.volume.up.text,
+        windowMs: r.volume.within.ms,
+        windowText: r.volume.within.text,
+        // Bytes sent upstream are egress: by default the rule judges further egress only, so
+        // a session past the threshold can still read and edit its own files.
+        then: compileMatcher(r.then ?? { kind: ['network'] }),
+      };
+    }
+    const after = compileMatcher(r.after ?? {});
+    return {
+      type: 'sequence',
+      name: r.name,
+      verdict: r.verdict,
+      after,
+      then: compileMatcher(r.then ?? {}),
+      within: r.within ?? null,
+      onFailure: after.failed === true,
+    };
+  });
+}
+
+function compileMatcher(m: RawMatcher): Matcher {
+  const kinds = m.kind === undefined ? null : new Set(m.kind);
+  const network = kinds === null ? 'parseable' : kinds.has('network') ? 'all' : 'none';
+  return {
+    kinds,
+    targets: m.target === undefined ? null : compileTargets(m.target, network),
+    failed: m.failed ?? null,
+    refused: m.refused ?? null,
+    crossing: m.crossing ?? null,
+    approved: m.approved ?? null,
   };
 }

@@ -20,6 +20,12 @@ export interface Decision {
   readonly counted: Readonly<Record<string, number>> | null;
   /** The deny pattern that refused it (`network.deny: …`), when one did. */
   readonly deniedBy?: string;
+  /** The trajectory rule that named it (`boundary` too); `after`: the seq of its mark. */
+  readonly rule?: { readonly name: string; readonly after?: number };
+  /** Trajectory fields, set only when `policy.sequences` has rules (see sequences.ts). */
+  readonly marks?: readonly string[];
+  readonly onFailure?: readonly string[];
+  readonly eventNo?: number;
 }
 
 /** What a decision changes, as its event record keeps it. */
@@ -27,7 +33,35 @@ export interface Change {
   readonly verdict: Verdict;
   readonly boundary: string | null;
   readonly counted?: Readonly<Record<string, number>> | null | undefined;
+  /** Rules whose mark this event sets, and those it marks if its outcome is a failure. */
+  readonly marks?: readonly string[] | undefined;
+  readonly onFailure?: readonly string[] | undefined;
+  /** The session's count of judged events, this one included (absolute). */
+  readonly eventNo?: number | undefined;
 }
+
+/**
+ * The event a committed decision belongs to: its record's seq, its request id (when not its
+ * first record), its kind and target (a mark's `what` is `kind target`).
+ */
+export interface EventRef {
+  readonly seq: number;
+  readonly rid?: number | undefined;
+  readonly kind: string;
+  readonly target: string;
+}
+
+/** How an event's request ended, as `Guard.outcome` takes it. */
+export interface Outcome {
+  /** The upstream (or the tool, or the runner's report) failed. */
+  readonly failed: boolean;
+  readonly bytesUp: number;
+  /** When the outcome was recorded (ms). */
+  readonly ts: number;
+}
+
+/** Severity: the most severe verdict wins. */
+export const RANK: Readonly<Record<Verdict, number>> = { ALLOW: 0, REVIEW: 1, PAUSE: 2 };
 
 /** `ALLOW`, `REVIEW: network`, `PAUSE: workspace`: the seed article's notation. */
 export function formatVerdict(decision: Decision): string {
@@ -48,6 +82,19 @@ export const MARKED_APPROVED: Decision = Object.freeze({
   approvedBy: null,
   counted: null,
 });
+
+/** An event an approval (`pattern`) covers. */
+export function approvedAs(pattern: string): Decision {
+  return {
+    verdict: 'ALLOW',
+    boundary: null,
+    count: 0,
+    reason: `approved by ${JSON.stringify(pattern)}`,
+    approved: true,
+    approvedBy: pattern,
+    counted: null,
+  };
+}
 
 /** Why an event crossed a boundary, for its record and the refusal the agent reads. */
 export function reasonFor(

@@ -6,6 +6,10 @@
  * Literal text ends where it ends: `/x` matches `/x`, never `/xyz` or `/x/y`.
  */
 export function globToRegExp(glob: string): RegExp {
+  return new RegExp(`^${globSource(glob)}$`, 's');
+}
+
+function globSource(glob: string): string {
   let re = '';
   for (let i = 0; i < glob.length; i++) {
     const c = glob[i] as string;
@@ -33,7 +37,7 @@ export function globToRegExp(glob: string): RegExp {
       re += c.replace(/[\\^$.|+()[\]{}]/g, '\\$&');
     }
   }
-  return new RegExp(`^${re}$`, 's');
+  return re;
 }
 
 export interface TargetMatcher {
@@ -41,7 +45,16 @@ export interface TargetMatcher {
   test(value: string): boolean;
 }
 
+const ANY_DIRS = '(?:.*/)?';
+
+/**
+ * One expression for all of them, with a leading `**\/` they all share taken out of the
+ * alternatives: each one would otherwise backtrack over every `/` of the target again.
+ */
 export function globMatcher(globs: readonly string[]): TargetMatcher {
-  const res = globs.map(globToRegExp);
-  return { source: globs.join(', '), test: (value) => res.some((re) => re.test(value)) };
+  const sources = globs.map(globSource);
+  const lead = sources.every((s) => s.startsWith(ANY_DIRS)) ? ANY_DIRS : '';
+  const body = sources.map((s) => s.slice(lead.length)).join('|');
+  const re = new RegExp(`^${lead}(?:${body})$`, 's');
+  return { source: globs.join(', '), test: (value) => re.test(value) };
 }

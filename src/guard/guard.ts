@@ -1,6 +1,6 @@
 import type { Event } from '../event/event.js';
-import type { Change, Decision, Verdict } from './decision.js';
-import { MARKED_APPROVED, reasonFor, verdictAt } from './decision.js';
+import type { Change, Decision, EventRef, Outcome, Verdict } from './decision.js';
+import { approvedAs, MARKED_APPROVED, RANK, reasonFor, verdictAt } from './decision.js';
 import type { Approval, ApprovalSet, ApprovalSpec } from './approvals.js';
 import { compileApproval } from './approvals.js';
 import type { Deny, DenySet, DenySpec } from './denies.js';
@@ -8,15 +8,15 @@ import { compileDeny } from './denies.js';
 import { explainMiss } from './explain.js';
 import type { Boundary, GuardPolicy } from './policy.js';
 import { countKey, crosses } from './policy.js';
+import { applySequences, failureMarks, numbered, volumeWindow } from './sequences.js';
 import type { SessionState, TrajectoryStore } from './store.js';
-import { MemoryStore } from './store.js';
+import { EMPTY, MemoryStore } from './store.js';
 
-export type { Change, Decision, Verdict } from './decision.js';
+export type { Change, Decision, EventRef, Outcome, Verdict } from './decision.js';
 export { formatVerdict } from './decision.js';
 export type { SessionState } from './store.js';
 
-const RANK: Record<Verdict, number> = { ALLOW: 0, REVIEW: 1, PAUSE: 2 };
-const EMPTY: SessionState = { counts: new Map(), pausedAt: null, pausedBy: null };
+const NO_REF: EventRef = { seq: 0, kind: '', target: '' };
 
 /**
  * The trajectory guard of the seed article, generalised to configured boundaries. Pure: its
@@ -33,12 +33,15 @@ export class Guard {
   readonly approvals: ApprovalSet;
   readonly denies: DenySet;
   readonly #approvedDecisions = new WeakMap<Approval, Decision>();
+  /** How long bytes sent are remembered (the largest volume rule's window). */
+  #sentWindow: number;
 
   constructor(policy: GuardPolicy, store: TrajectoryStore<unknown> = new MemoryStore()) {
     this.#store = store;
     this.approvals = store.approvals;
     this.denies = store.denies;
     this.#policy = policy;
+    this.#sentWindow = volumeWindow(policy.sequences);
     this.approvals.replaceConfig(policy.allow);
     this.denies.replaceConfig(policy.deny);
   }
@@ -53,24 +56,29 @@ export class Guard {
    */
   replacePolicy(policy: GuardPolicy): void {
     this.#policy = policy;
+    this.#sentWindow = volumeWindow(policy.sequences);
     this.approvals.replaceConfig(policy.allow);
     this.denies.replaceConfig(policy.deny);
   }
 
   /**
    * Judges an event against the current state and changes nothing: the decision carries what
-   * it would change (`counted`, a PAUSE), for `commit` to install once its record is written.
-   * The gateway also asks before resolving a host name (a lookup of an unapproved name would
-   * already leak it).
+   * it would change (`counted`, a PAUSE, trajectory marks), for `commit` to install once its
+   * record is written. The gateway also asks before resolving a host name (a lookup of an
+   * unapproved name would already leak it). Trajectory rules judge what the counting decided,
+   * approved events included, but not one an operator let through (`approved` on the event).
    */
   inspect(event: Event): Decision {
     // A deny pattern goes first: nothing approves what it refuses.
     const deny = this.denies.match(event);
     const denied = event.denied ?? deny?.reason;
     if (denied === undefined) {
-      if (event.approved) return MARKED_APPROVED;
+      // A journal's event approved by a pattern, replayed: approved by it, as live.
+      if (event.approved && event.approvedBy !== undefined)
+        return this.#rules(event, approvedAs(event.approvedBy));
+      if (event.approved) return this.#rules(event, MARKED_APPROVED);
       const approval = this.approvals.match(event);
-      if (approval) return this.#approvedBy(approval);
+      if (approval) return this.#rules(event, this.#approvedBy(approval));
     }
     const byDeny = deny && event.denied === undefined ? { deniedBy: deny.reason } : {};
     const state = this.#store.session(event.session) ?? EMPTY;
@@ -86,7 +94,7 @@ export class Guard {
       if (!worst || RANK[verdict] > RANK[worst.verdict]) worst = { b, n, verdict };
     }
     if (!worst) {
-      return {
+      return this.#rules(event, {
         verdict: denied === undefined ? 'ALLOW' : 'REVIEW',
         boundary: null,
         count: 0,
@@ -95,12 +103,12 @@ export class Guard {
         approvedBy: null,
         counted: null,
         ...byDeny,
-      };
+      });
     }
     // A refused event is never allowed, whatever the counts say.
     const verdict = denied !== undefined && worst.verdict === 'ALLOW' ? 'REVIEW' : worst.verdict;
     const miss = denied === undefined ? this.#miss(event) : null;
-    return {
+    return this.#rules(event, {
       verdict,
       boundary: worst.b.name,
       count: worst.n,
@@ -109,7 +117,19 @@ export class Guard {
       approvedBy: null,
       counted,
       ...byDeny,
-    };
+    });
+  }
+
+  /**
+   * The counting decision with the trajectory rules applied, when there are any (none costs
+   * one test); an event an operator let through is only numbered.
+   */
+  #rules(event: Event, counting: Decision): Decision {
+    const rules = this.#policy.sequences;
+    if (rules.length === 0) return counting;
+    const state = this.#store.session(event.session) ?? EMPTY;
+    if (counting === MARKED_APPROVED) return numbered(counting, state.events + 1);
+    return applySequences(rules, state, event, counting);
   }
 
   /** Why the session's network approvals for the event's host did not cover it, or null. */
@@ -123,15 +143,7 @@ export class Guard {
   #approvedBy(approval: Approval): Decision {
     let decision = this.#approvedDecisions.get(approval);
     if (decision === undefined) {
-      decision = Object.freeze({
-        verdict: 'ALLOW',
-        boundary: null,
-        count: 0,
-        reason: `approved by ${JSON.stringify(approval.pattern)}`,
-        approved: true,
-        approvedBy: approval.pattern,
-        counted: null,
-      });
+      decision = Object.freeze(approvedAs(approval.pattern));
       this.#approvedDecisions.set(approval, decision);
     }
     return decision;
@@ -187,20 +199,54 @@ export class Guard {
 
   /**
    * Installs what a decision changed, or its event record at restart (the same values): each
-   * counter's new value and a PAUSE; expired approvals go. Called once the record is written,
-   * with no await since `inspect`, so it replaces the state the decision was made on. The
-   * values are absolute: committing one decision twice is harmless.
+   * counter's new value, a PAUSE, the event number, the marks it sets and the rules waiting for
+   * its outcome (`ref` names the event for them); expired approvals go. Called once the record
+   * is written, with no await since `inspect`, so it replaces the state the decision was made
+   * on. The values are absolute: committing one decision twice is harmless.
    */
-  commit(session: string, at: number, change: Change): void {
+  commit(session: string, at: number, change: Change, ref: EventRef = NO_REF): void {
     this.approvals.prune(at);
     const counted = change.counted ?? null;
     const pause = change.verdict === 'PAUSE' ? { at, by: change.boundary } : null;
-    if (counted || pause) this.#store.commit(session, { counted, pause });
+    const events = change.eventNo;
+    if (events === undefined) {
+      if (counted || pause) this.#store.commit(session, { counted, pause });
+      return;
+    }
+    const { seq, kind, target } = ref;
+    const marks = change.marks?.map((rule) => {
+      return { rule, seq, eventNo: events, ts: at, what: `${kind} ${target}` };
+    });
+    const rules = change.onFailure;
+    const pending =
+      rules && rules.length > 0
+        ? { rid: ref.rid ?? seq, seq, eventNo: events, ts: at, kind, target, rules }
+        : undefined;
+    this.#store.commit(session, { counted, pause, events, marks, pending });
   }
 
-  /** Unpauses; counts are kept unless `reset` (the operator said so explicitly). */
-  resume(session: string, reset: boolean): void {
-    this.#store.resume(session, reset);
+  /**
+   * How request `ref` of the session ended (its outcome or result record, written): a failure
+   * sets the marks its event was waiting for; bytes sent up count toward volume rules.
+   */
+  outcome(session: string, ref: number, { failed, bytesUp, ts }: Outcome): void {
+    if (this.#policy.sequences.length === 0) return;
+    const state = this.#store.session(session);
+    const marks = failed && state ? failureMarks(state, ref) : undefined;
+    const keep = bytesUp > 0 && this.#sentWindow > 0;
+    const sent = keep ? { rid: ref, ts, bytes: bytesUp, since: ts - this.#sentWindow } : undefined;
+    if (marks === undefined && sent === undefined) return;
+    const settled = marks === undefined ? undefined : ref;
+    this.#store.commit(session, { counted: null, pause: null, marks, settled, sent });
+  }
+
+  /**
+   * Unpauses; counts are kept unless `reset` (the operator said so explicitly); trajectory
+   * marks (and bytes sent) go unless `keepMarks`, as approvals keep a resumed session from
+   * pausing again on what was already reviewed.
+   */
+  resume(session: string, reset: boolean, keepMarks = false): void {
+    this.#store.resume(session, reset, keepMarks);
   }
 
   session(id: string): SessionState | undefined {

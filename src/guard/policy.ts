@@ -4,8 +4,10 @@ import { isInside } from '../event/paths.js';
 import type { Approval } from './approvals.js';
 import type { Deny } from './denies.js';
 import type { TargetMatcher } from './glob.js';
+import { globMatcher } from './glob.js';
 import type { NetworkPattern } from '../event/network-pattern.js';
-import { matchesNetwork } from '../event/network-pattern.js';
+import { matchesNetwork, parseNetworkPattern } from '../event/network-pattern.js';
+import type { Sequence } from './sequences.js';
 
 export type CountBy = 'boundary' | 'target';
 
@@ -16,15 +18,23 @@ export interface Boundary {
   /** `workspace`: crossed by path events outside the session's workspace. */
   readonly outside: 'workspace' | null;
   /** Crossed only by targets matching these (globs; network patterns for network events). */
-  readonly targets: { readonly glob: TargetMatcher; readonly network: NetworkPattern[] } | null;
+  readonly targets: Targets | null;
   /** Count at which it starts answering REVIEW; null: never reviews, only pauses. */
   readonly reviewAt: number | null;
   readonly pauseAt: number;
 }
 
+/** A boundary's or a trajectory rule's `targets`: globs, and network patterns for network events. */
+export interface Targets {
+  readonly glob: TargetMatcher;
+  readonly network: readonly NetworkPattern[];
+}
+
 export interface GuardPolicy {
   readonly countBy: CountBy;
   readonly boundaries: readonly Boundary[];
+  /** Trajectory rules (`policy.sequences`), in config order; empty costs nothing. */
+  readonly sequences: readonly Sequence[];
   /**
    * Approvals from configuration: `network.allow` (global), agents' and their roles' `allow`
    * (for that agent's session).
@@ -49,13 +59,37 @@ export function crosses(b: Boundary, event: Event, workspace: string): boolean {
       (s.alias === null || isInside(s.alias, workspace));
     if (inside) return false;
   }
-  if (b.targets === null) return true;
-  if (s.type === 'network') return b.targets.network.some((p) => matchesNetwork(p, s));
+  return b.targets === null || matchesTargets(b.targets, event);
+}
+
+/**
+ * `targets` as configured: every entry a glob; as network patterns, each entry when `network`
+ * is `all` (already validated), those that parse when `parseable` (the kinds are not given).
+ */
+export function compileTargets(
+  targets: readonly string[],
+  network: 'all' | 'parseable' | 'none',
+): Targets {
+  const patterns: NetworkPattern[] = [];
+  for (const t of network === 'none' ? [] : targets) {
+    try {
+      patterns.push(parseNetworkPattern(t));
+    } catch (err) {
+      if (network === 'all') throw err;
+    }
+  }
+  return { glob: globMatcher(targets), network: patterns };
+}
+
+/** A path by its real path or its lexical reading, a network destination by pattern. */
+export function matchesTargets(targets: Targets, event: Event): boolean {
+  const s = event.subject;
+  if (s.type === 'network') return targets.network.some((p) => matchesNetwork(p, s));
   if (s.type === 'path') {
-    const g = b.targets.glob;
+    const g = targets.glob;
     return g.test(s.path ?? event.target) || (s.alias !== null && g.test(s.alias));
   }
-  return b.targets.glob.test(s.value);
+  return targets.glob.test(s.value);
 }
 
 /** The counter a crossing bumps: per boundary, or per boundary and destination. */

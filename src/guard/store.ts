@@ -1,5 +1,24 @@
 import { ApprovalSet } from './approvals.js';
 import { DenySet } from './denies.js';
+import type { Pending, PendingEvents } from './pending.js';
+import { NO_PENDING, PendingRing } from './pending.js';
+
+export type { Pending, PendingEvents } from './pending.js';
+
+/** The newest event that matched a trajectory rule's `after`: `what` is `kind target`. */
+export interface Mark {
+  readonly rule: string;
+  readonly seq: number;
+  readonly eventNo: number;
+  readonly ts: number;
+  readonly what: string;
+}
+
+/** Bytes a request sent up, and when its outcome said so. */
+export interface Sent {
+  readonly ts: number;
+  readonly bytes: number;
+}
 
 /** What the guard remembers of one session. */
 export interface SessionState {
@@ -8,14 +27,39 @@ export interface SessionState {
   readonly pausedAt: number | null;
   /** The boundary whose crossing paused it. */
   readonly pausedBy: string | null;
+  /** Judged events so far (only kept while trajectory rules are configured). */
+  readonly events: number;
+  /** Per rule name, its live mark. */
+  readonly marks: ReadonlyMap<string, Mark>;
+  /** Events waiting for their outcome: the newest PENDING_MAX. */
+  readonly pending: PendingEvents;
+  /** By request id, in the order outcomes came; `sentBytes` is their sum. */
+  readonly sent: ReadonlyMap<number, Sent>;
+  readonly sentBytes: number;
 }
 
-/** What one committed decision changes in its session. */
+/** A session the store does not know yet. */
+export const EMPTY: SessionState = fresh();
+
+/**
+ * What one committed decision (or outcome) changes in its session. Every value is absolute, so
+ * that installing one change twice is harmless.
+ */
 export interface SessionChange {
-  /** Counters' new values: absolute, so that installing one change twice is harmless. */
+  /** Counters' new values. */
   readonly counted: Readonly<Record<string, number>> | null;
   /** Pauses the session at `at` by boundary `by`, unless it is paused already. */
   readonly pause: { readonly at: number; readonly by: string | null } | null;
+  /** The judged-event count. */
+  readonly events?: number | undefined;
+  /** Each replaces its rule's mark. */
+  readonly marks?: readonly Mark[] | undefined;
+  /** Waits for its outcome (replacing the newest if of its request id); beyond PENDING_MAX the oldest go. */
+  readonly pending?: Pending | undefined;
+  /** Its outcome came: the pending events of this request id go. */
+  readonly settled?: number | undefined;
+  /** A request's bytes sent up; entries from before `since` go. */
+  readonly sent?: (Sent & { readonly rid: number; readonly since: number }) | undefined;
 }
 
 /**
@@ -34,8 +78,11 @@ export interface TrajectoryStore<R> {
   /** The sessions with a count or a pause (or a resume), in the order they first had one. */
   sessions(): IterableIterator<[string, SessionState]>;
   commit(id: string, change: SessionChange): void;
-  /** Unpauses; counts are cleared only with `reset`. */
-  resume(id: string, reset: boolean): void;
+  /**
+   * Unpauses; counts are cleared only with `reset`; marks, pending events and bytes sent unless
+   * `keepMarks`.
+   */
+  resume(id: string, reset: boolean, keepMarks?: boolean): void;
   /** The session's newest records, oldest first. */
   recent(id: string): readonly R[];
   /** Appends a record to the session's recent ones, keeping the newest `keep`. */
@@ -46,6 +93,12 @@ interface Live {
   readonly counts: Map<string, number>;
   pausedAt: number | null;
   pausedBy: string | null;
+  events: number;
+  readonly marks: Map<string, Mark>;
+  /** NO_PENDING until one waits. */
+  pending: PendingEvents;
+  readonly sent: Map<number, Sent>;
+  sentBytes: number;
 }
 
 /** The embedded store: one process's memory, rebuilt from the journal at start. */
@@ -53,10 +106,13 @@ export class MemoryStore<R> implements TrajectoryStore<R> {
   readonly approvals = new ApprovalSet();
   readonly denies = new DenySet([]);
   readonly #sessions = new Map<string, Live>();
+  /** The session asked for last: a decision asks for it, then commits to it. */
+  #lastId = '';
+  #last: Live | undefined;
   readonly #recent = new Map<string, R[]>();
 
   session(id: string): SessionState | undefined {
-    return this.#sessions.get(id);
+    return this.#find(id);
   }
 
   sessions(): IterableIterator<[string, SessionState]> {
@@ -71,13 +127,28 @@ export class MemoryStore<R> implements TrajectoryStore<R> {
       state.pausedAt = pause.at;
       state.pausedBy = pause.by;
     }
+    if (change.events !== undefined) state.events = change.events;
+    if (change.marks) for (const mark of change.marks) state.marks.set(mark.rule, mark);
+    if (change.settled !== undefined && state.pending instanceof PendingRing)
+      state.pending.remove(change.settled);
+    if (change.pending) {
+      const ring = state.pending instanceof PendingRing ? state.pending : new PendingRing();
+      ring.push(change.pending);
+      state.pending = ring;
+    }
+    if (change.sent) addSent(state, change.sent);
   }
 
-  resume(id: string, reset: boolean): void {
+  resume(id: string, reset: boolean, keepMarks = false): void {
     const state = this.#live(id);
     state.pausedAt = null;
     state.pausedBy = null;
     if (reset) state.counts.clear();
+    if (keepMarks) return;
+    state.marks.clear();
+    state.pending = NO_PENDING;
+    state.sent.clear();
+    state.sentBytes = 0;
   }
 
   recent(id: string): readonly R[] {
@@ -91,12 +162,48 @@ export class MemoryStore<R> implements TrajectoryStore<R> {
     if (ring.length > keep) ring.splice(0, ring.length - keep);
   }
 
+  #find(id: string): Live | undefined {
+    if (id === this.#lastId && this.#last !== undefined) return this.#last;
+    const state = this.#sessions.get(id);
+    if (state !== undefined) {
+      this.#lastId = id;
+      this.#last = state;
+    }
+    return state;
+  }
+
   #live(id: string): Live {
-    let state = this.#sessions.get(id);
+    let state = this.#find(id);
     if (!state) {
-      state = { counts: new Map(), pausedAt: null, pausedBy: null };
+      state = fresh();
       this.#sessions.set(id, state);
     }
     return state;
+  }
+}
+
+function fresh(): Live {
+  return {
+    counts: new Map(),
+    pausedAt: null,
+    pausedBy: null,
+    events: 0,
+    marks: new Map(),
+    pending: NO_PENDING,
+    sent: new Map(),
+    sentBytes: 0,
+  };
+}
+
+/** Entries come in outcome order, so the old ones are at the front. */
+function addSent(state: Live, s: NonNullable<SessionChange['sent']>): void {
+  if (!state.sent.has(s.rid)) {
+    state.sent.set(s.rid, { ts: s.ts, bytes: s.bytes });
+    state.sentBytes += s.bytes;
+  }
+  for (const [rid, old] of state.sent) {
+    if (old.ts >= s.since) break;
+    state.sent.delete(rid);
+    state.sentBytes -= old.bytes;
   }
 }

@@ -1,5 +1,6 @@
+import type { IncomingMessage } from 'node:http';
 import { plainRefusal, sendRefusal } from '../action/respond.js';
-import type { ReverseProxy } from '../action/reverse-proxy.js';
+import type { AnswerWatch, ReverseProxy } from '../action/reverse-proxy.js';
 import type { EventInput } from '../event/event.js';
 import { isTrajgateError } from '../errors.js';
 import type { ToolTarget } from '../event/tool-map.js';
@@ -98,12 +99,18 @@ async function call(
       error: refusal.reason,
     };
   } else {
-    const forwarded = await proxy.forward(req, res, body);
+    const forwarded = await proxy.forward(req, res, body, statusWatch);
     if (forwarded.failure)
       sendRefusal(res, plainRefusal(forwarded.failure.status, forwarded.failure.reason));
     transfer = forwarded.transfer;
   }
   callOutcome(ctx.pipeline, ruling.rids, who.session, transfer, start);
+}
+
+/** A tool server's answer is a failure when its status is (the body is its own business). */
+function statusWatch(answer: IncomingMessage): AnswerWatch {
+  const failed = (answer.statusCode ?? 0) >= 400;
+  return { chunk: () => undefined, end: () => failed };
 }
 
 /**

@@ -1,9 +1,10 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { ReverseProxy } from '../action/reverse-proxy.js';
+import type { ReverseProxy, Watcher } from '../action/reverse-proxy.js';
 import { readJson } from '../http/body.js';
 import type { BridgeContext, BridgeRequest } from './bridge-calls.js';
 import { callOutcome, judgeCall } from './bridge-calls.js';
 import { presence } from './context.js';
+import { mcpAnswerWatch } from './mcp-answer.js';
 import type { EventInput } from '../event/event.js';
 import type { JsonRpcId, McpInvalid } from './mcp.js';
 import { INVALID_REQUEST, jsonRpcError, readMcpMessage, REFUSED, resolveCall } from './mcp.js';
@@ -127,7 +128,8 @@ async function call(
     };
     return callOutcome(ctx.pipeline, ruling.rids, who.session, transfer, start);
   }
-  const transfer = await forward(ctx, proxy, req, res, body, message.id, who);
+  // A JSON-RPC error or isError answer is a failed call (a refusal above is not).
+  const transfer = await forward(ctx, proxy, req, res, body, message.id, who, mcpAnswerWatch);
   callOutcome(ctx.pipeline, ruling.rids, who.session, transfer, start);
 }
 
@@ -139,8 +141,9 @@ async function forward(
   body: Buffer | null,
   id: JsonRpcId,
   who: Who,
+  watcher?: Watcher,
 ) {
-  const { transfer, failure } = await proxy.forward(req, res, body);
+  const { transfer, failure } = await proxy.forward(req, res, body, watcher);
   if (failure) {
     ctx.pipeline.refusal(
       { source: 'bridge', ...who, method: req.method ?? '', target: req.url ?? '/' },

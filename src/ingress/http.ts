@@ -4,6 +4,7 @@ import { Capture } from '../action/capture.js';
 import { readUnforwarded } from '../action/capture-unforwarded.js';
 import { expectationProblem } from '../action/headers.js';
 import { sendRefusal } from '../action/respond.js';
+import { upstreamOutcome } from '../action/transfer.js';
 import type { ProxyContext } from './context.js';
 import { earlyRefusal, presence } from './context.js';
 import { checkRequest } from './request-checks.js';
@@ -28,7 +29,8 @@ export async function handleHttp(
 /**
  * Judges one HTTP request whose URL is known (plain absolute-form, or inside an intercepted
  * TLS tunnel; `target` is the URL as the agent wrote it, for the journal) and forwards, refuses
- * or holds it; journals its outcome, and its capture when `capture.bodies` is on (a refused
+ * or holds it; journals its outcome (`failed` when the upstream answered ≥ 400 or could not be
+ * reached; a refusal is not a failure), and its capture when `capture.bodies` is on (a refused
  * request's too, with the body it tried to send, read but never forwarded). An
  * expectation other than 100-continue is refused (417) before judging: nothing would meet it.
  */
@@ -79,7 +81,8 @@ export async function serveHttp(
     return;
   }
   const capture = ctx.capture ? new Capture(ctx.capture, method, url, req.rawHeaders) : undefined;
-  const transfer = await ctx.forwarder.forward(req, res, url, ruling.dial.address, capture);
+  const sent = await ctx.forwarder.forward(req, res, url, ruling.dial.address, capture);
+  const transfer = upstreamOutcome(sent);
   ctx.pipeline.outcome(ruling.rid, who.session, transfer, performance.now() - start);
   capture?.save(ruling.rid, who.session, captureFailed(ctx));
 }

@@ -115,8 +115,10 @@ export async function judgeAndConnect(
     const upstream = await connectUpstream(address, port, ctx.limits.connectTimeout);
     return { event, rid, upstream, name };
   } catch (err) {
+    // Unreachable: the request was let through and failed upstream.
     const failure = upstreamFailure(err, name);
-    return { ...refused(socket, plainRefusal(failure.status, failure.reason)), rid };
+    const transfer = refused(socket, plainRefusal(failure.status, failure.reason));
+    return { ...transfer, failed: true, rid };
   }
 }
 

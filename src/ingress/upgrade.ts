@@ -2,6 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { expectationProblem } from '../action/headers.js';
+import { upstreamOutcome } from '../action/transfer.js';
 import { sendUpgrade } from '../action/upgrade.js';
 import type { NetworkAsk } from '../pipeline/ruling.js';
 import type { ProxyContext } from './context.js';
@@ -69,7 +70,7 @@ async function upgrade(
   if (!('upstream' in connected)) return connected;
   const { upstream, name, rid } = connected;
   const answer = await sendUpgrade(socket, req, url, upstream, name, ctx.limits.upstreamTimeout);
-  if (answer.kind === 'answered') return { ...answer.transfer, rid };
+  if (answer.kind === 'answered') return { ...upstreamOutcome(answer.transfer), rid };
   const opening = { toClient: answer.head, toUpstream: [] };
   const piped = await relayTracked(ctx, ask.session, socket, connected, opening);
   return { status: 101, ...piped, bytesUp: answer.bytesUp + piped.bytesUp, rid };

@@ -25,7 +25,9 @@ function eventFields(r: Unstamped<EventRecord>): string {
     `,"approved":${r.approved},"verdict":"${r.verdict}"` +
     `,"boundary":${r.boundary === null ? 'null' : text(r.boundary)},"count":${num(r.count)}` +
     `,"reason":${text(r.reason)}${opt('approvedBy', r.approvedBy)}${opt('counted', r.counted)}` +
-    `${opt('denied', r.denied)}${opt('rid', r.rid)}${opt('held', r.held)}}`
+    `${opt('rule', r.rule)}${opt('denied', r.denied)}${opt('rid', r.rid)}${opt('held', r.held)}` +
+    `${opt('failed', r.failed)}${opt('marks', r.marks)}${opt('onFailure', r.onFailure)}` +
+    `${opt('eventNo', r.eventNo)}}`
   );
 }
 
@@ -33,6 +35,7 @@ function outcomeFields(r: Unstamped<OutcomeRecord>): string {
   return (
     `"type":"outcome","ref":${num(r.ref)},"session":${text(r.session)},"status":${num(r.status)}` +
     `,"bytesUp":${num(r.bytesUp)},"bytesDown":${num(r.bytesDown)}${opt('error', r.error)}` +
+    `${opt('failed', r.failed)}` +
     `,"durationMs":${num(r.durationMs)}}`
   );
 }

@@ -4,9 +4,10 @@ import type { JournalRecord } from './records.js';
 
 /**
  * Applies one journal record to the guard, restoring what the record decided rather than
- * judging the event again: counts, pauses, approvals, deny patterns, revokes and resumes come
- * back exactly as they were, even if the policy changed since. Records of other types do not
- * touch guard state.
+ * judging the event again: counts, pauses, trajectory marks (from events, and from the outcomes
+ * and results that report failures), approvals, deny patterns, revokes and resumes come back
+ * exactly as they were, even if the policy changed since. Records of other types do not touch
+ * guard state.
  */
 export function applyRecord(guard: Guard, record: JournalRecord): void {
   const bad = (why: string) =>
@@ -16,9 +17,33 @@ export function applyRecord(guard: Guard, record: JournalRecord): void {
       if (typeof record.session !== 'string') throw bad('has no "session"');
       if (record.counted !== undefined && !isCounts(record.counted))
         throw bad('has a bad "counted"');
+      for (const field of ['marks', 'onFailure'] as const) {
+        if (record[field] !== undefined && !isNames(record[field]))
+          throw bad(`has a bad "${field}"`);
+      }
+      if (record.eventNo !== undefined && !isCount(record.eventNo))
+        throw bad('has a bad "eventNo"');
       // What the live gateway installed once this line was written: the same call.
-      guard.commit(record.session, Date.parse(record.ts), record);
+      guard.commit(record.session, Date.parse(record.ts), record, {
+        seq: record.seq,
+        rid: record.rid,
+        kind: record.kind,
+        target: record.target,
+      });
       return;
+    case 'outcome':
+    case 'result': {
+      // How the request ended: a failure sets the trajectory marks its event waits for. One
+      // that names no request (written before outcomes mattered, or by hand) changes nothing.
+      if (typeof record.session !== 'string' || !isCount(record.ref)) return;
+      const outcome = record.type === 'outcome';
+      guard.outcome(record.session, record.ref, {
+        failed: outcome ? record.failed === true : record.ok === false,
+        bytesUp: outcome && isCount(record.bytesUp) ? record.bytesUp : 0,
+        ts: Date.parse(record.ts),
+      });
+      return;
+    }
     case 'approve':
       restore('approval', () =>
         guard.approve({
@@ -48,7 +73,7 @@ export function applyRecord(guard: Guard, record: JournalRecord): void {
       return;
     case 'resume':
       if (typeof record.session !== 'string') throw bad('has no "session"');
-      guard.resume(record.session, record.reset);
+      guard.resume(record.session, record.reset, record.keepMarks === true);
       return;
   }
 }
@@ -64,9 +89,13 @@ function restore(what: string, apply: () => unknown): void {
 }
 
 function isCounts(value: unknown): value is Record<string, number> {
-  return (
-    typeof value === 'object' &&
-    value !== null &&
-    Object.values(value).every((n) => Number.isSafeInteger(n) && (n as number) >= 0)
-  );
+  return typeof value === 'object' && value !== null && Object.values(value).every(isCount);
+}
+
+function isCount(n: unknown): n is number {
+  return Number.isSafeInteger(n) && (n as number) >= 0;
+}
+
+function isNames(value: unknown): value is string[] {
+  return Array.isArray(value) && value.every((s) => typeof s === 'string');
 }

@@ -22,6 +22,8 @@ export interface OutcomeRecord extends RecordBase {
   readonly bytesDown: number;
   readonly durationMs: number;
   readonly error?: string;
+  /** The upstream failed (status ≥ 400, no answer, a tool's error): trajectory rules see it. */
+  readonly failed?: true;
 }
 
 /**
@@ -114,6 +116,8 @@ export interface ResumeRecord extends RecordBase {
   readonly reset: boolean;
   /** "Approve once": the held requests were forwarded as approved (their events say so). */
   readonly once?: true;
+  /** The session's trajectory marks were kept (`resume --keep-marks`). */
+  readonly keepMarks?: true;
   readonly by: string;
 }
 
@@ -187,8 +191,13 @@ export function eventRecord(
     reason: decision.reason,
     approvedBy: decision.approvedBy ?? undefined,
     counted: decision.counted ?? undefined,
+    rule: decision.rule,
     denied: event.denied ?? decision.deniedBy,
     rid: request.rid,
     held: request.held,
+    failed: event.failed,
+    marks: decision.marks,
+    onFailure: decision.onFailure,
+    eventNo: decision.eventNo,
   };
 }

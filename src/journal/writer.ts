@@ -110,11 +110,12 @@ export class JournalWriter {
   }
 
   /**
-   * Stamps a record that decides nothing (an outcome) and writes it with the next record or
-   * on the next turn of the event loop, saving a syscall per request. File order is seq order.
+   * Stamps a record that decides nothing (an outcome) with `ts` (or now) and writes it with the
+   * next record or on the next turn of the event loop, saving a syscall per request. File order
+   * is seq order.
    */
-  appendLater(record: Unstamped<JournalRecord>): number {
-    this.#deferred += this.#stamp(record, undefined);
+  appendLater(record: Unstamped<JournalRecord>, ts?: number): number {
+    this.#deferred += this.#stamp(record, ts);
     this.#flushSoon();
     return this.#seq;
   }

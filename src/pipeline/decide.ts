@@ -71,8 +71,10 @@ export class Decider {
       event = { ...event, denied: check.reason };
       return this.#settle(ask, event, this.p.guard.inspect(event), rid, null);
     }
-    // Other requests may have moved the counts during the lookup; an approval counts nothing.
-    if (pending instanceof Promise && !decision.approved) decision = this.p.guard.inspect(event);
+    // Other requests may have moved the counts during the lookup; an approval counts nothing,
+    // but trajectory rules (eventNo) judge approved events too.
+    if (pending instanceof Promise && (!decision.approved || decision.eventNo !== undefined))
+      decision = this.p.guard.inspect(event);
     const route = check.ok
       ? { address: check.address, port: subject.port }
       : plainRefusal(502, check.reason);
@@ -205,7 +207,9 @@ export class Decider {
       if (isTrajgateError(err)) return null;
       throw err;
     }
-    this.p.guard.commit(event.session, event.ts, decision);
+    const { kind, target } = event;
+    const ref = { seq: stamped.seq, rid: rid ?? undefined, kind, target };
+    this.p.guard.commit(event.session, event.ts, decision, ref);
     this.p.review.observe(stamped, event.ts);
     if (pause) this.p.review.announce(pause);
     this.p.metrics.event(event.source, event.kind, decision.verdict);

@@ -114,25 +114,36 @@ export class Pipeline {
     }
   }
 
-  /** Journals how a request ended (written with the next record: it decides nothing). */
+  /**
+   * Journals how a request ended (written with the next record, ahead of any decision made
+   * after it), then tells the guard: a failure sets trajectory marks, bytes sent count.
+   */
   outcome(rid: number, session: string, transfer: Transfer, durationMs: number): void {
     if (transfer.status === 502 || transfer.status === 504) {
       this.#metrics.upstreamErrors.inc({ status: String(transfer.status) });
     }
+    const ts = Date.now();
     try {
-      this.#journal.appendLater({
-        type: 'outcome',
-        ref: rid,
-        session,
-        status: transfer.status,
-        bytesUp: transfer.bytesUp,
-        bytesDown: transfer.bytesDown,
-        error: transfer.error,
-        durationMs: Math.round(durationMs),
-      });
+      this.#journal.appendLater(
+        {
+          type: 'outcome',
+          ref: rid,
+          session,
+          status: transfer.status,
+          bytesUp: transfer.bytesUp,
+          bytesDown: transfer.bytesDown,
+          error: transfer.error,
+          failed: transfer.failed,
+          durationMs: Math.round(durationMs),
+        },
+        ts,
+      );
     } catch {
       // The decision itself is on disk; a lost outcome is reported by the next append.
+      return;
     }
+    const failed = transfer.failed === true;
+    this.#guard.outcome(session, rid, { failed, bytesUp: transfer.bytesUp, ts });
   }
 
   /** The session's recent events, oldest first (the operators' ring). */
@@ -140,9 +151,17 @@ export class Pipeline {
     return this.#review.recent(session);
   }
 
-  /** Journals a runner's report of how a call ended; it decides nothing. Throws E_JOURNAL_WRITE. */
+  /**
+   * Journals a runner's report of how a call ended; `ok: false` is a failure of the call's
+   * event for trajectory rules. Throws E_JOURNAL_WRITE.
+   */
   result(record: Unstamped<ResultRecord>): number {
-    return this.#journal.append(record);
+    const ts = Date.now();
+    const seq = this.#journal.append(record, { ts });
+    if (record.ref !== null) {
+      this.#guard.outcome(record.session, record.ref, { failed: !record.ok, bytesUp: 0, ts });
+    }
+    return seq;
   }
 
   /** A request refused before it became an event (malformed, no credentials), journaled. */

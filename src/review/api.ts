@@ -115,15 +115,16 @@ export class Api {
 
   resume(id: string, body: Record<string, unknown>, by: string): { released: number } {
     this.#known(id);
-    if (body.reset !== undefined && typeof body.reset !== 'boolean') {
-      throw new TrajgateError(
-        'E_BAD_FIELD',
-        `field "reset" must be true or false, got ${describeValue(body.reset)}`,
-      );
+    for (const field of ['reset', 'keepMarks'] as const) {
+      if (body[field] !== undefined && typeof body[field] !== 'boolean') {
+        throw new TrajgateError(
+          'E_BAD_FIELD',
+          `field "${field}" must be true or false, got ${describeValue(body[field])}`,
+        );
+      }
     }
-    return {
-      released: operate(() => this.sessions.resume(id, { reset: body.reset === true, by })),
-    };
+    const options = { reset: body.reset === true, keepMarks: body.keepMarks === true, by };
+    return { released: operate(() => this.sessions.resume(id, options)) };
   }
 
   deny(id: string, by: string): { released: number } {
@@ -140,13 +141,15 @@ export class Api {
     }
     const activity = this.review.activity(id);
     const { flagged } = this.review.flags(id);
+    const paused = state?.pausedAt != null;
     return {
       id,
-      state: state?.pausedAt != null ? 'paused' : flagged > 0 ? 'flagged' : 'active',
+      state: paused ? 'paused' : flagged > 0 ? 'flagged' : 'active',
       flagged,
       counts,
       pausedAt: iso(state?.pausedAt),
       pausedBy: state?.pausedBy ?? null,
+      pausedRule: paused ? (this.review.pauseRecord(id)?.trigger.rule ?? null) : null,
       held: this.sessions.held(id).length,
       lastActivity: iso(activity?.lastActivity),
       events: activity?.events ?? 0,

@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isTrajgateError, TrajgateError } from '../errors.js';
 import { readBody } from '../http/body.js';
-import type { PauseRecord } from '../journal/records.js';
+import type { EventRecord, PauseRecord } from '../journal/records.js';
 import type { Suggestion } from '../guard/suggest.js';
 import type { Claims, Decided, DecisionLinks } from './decision-links.js';
 import { sendError, sendJson } from '../http/json.js';
@@ -73,6 +73,10 @@ function view(claims: Claims, pause: PauseRecord, held: number) {
     trigger: { seq: trigger.seq, method: trigger.method ?? null, target: trigger.target },
     boundary: pause.boundary,
     reason: pause.reason,
+    rule: trigger.rule ?? null,
+    after: pause.after
+      ? { seq: pause.after.seq, method: pause.after.method ?? null, target: pause.after.target }
+      : null,
     held,
     expiresAt: new Date(claims.expiresAt).toISOString(),
   };
@@ -107,14 +111,27 @@ function confirmPage(
 ): string {
   const { title, note } = what(claims, suggestion, held);
   const t = pause.trigger;
+  const target = (e: EventRecord) => `${e.method ? `${e.method} ` : ''}${e.target}`;
+  const asked = (e: EventRecord) => `${e.kind} ${target(e)}`;
+  // The review page with the event selected (this page is `<page>/decide/TOKEN`).
+  const event = (seq: number) =>
+    `<a href="../#/session/${html(encodeURIComponent(claims.session))}/event/${seq}">#${seq}</a>`;
+  const rule = t.rule;
   const rows: [string, string][] = [
-    ['Session', claims.session],
-    ['Paused by', `${t.method ? `${t.method} ` : ''}${t.target}`],
-    ['Why', pause.reason],
+    ['Session', html(claims.session)],
+    ['Paused by', rule ? `${event(t.seq)} ${html(asked(t))}` : html(target(t))],
+  ];
+  if (rule) rows.push(['Rule', html(rule.name)]);
+  if (rule?.after !== undefined) {
+    const earlier = pause.after ? ` ${html(asked(pause.after))}` : '';
+    rows.push(['After', `${event(rule.after)}${earlier}`]);
+  }
+  rows.push(
+    ['Why', html(pause.reason)],
     ['Held requests', String(held)],
     ['Link valid until', new Date(claims.expiresAt).toISOString()],
-  ];
-  const list = rows.map(([k, v]) => `<dt>${html(k)}</dt><dd>${html(v)}</dd>`).join('');
+  );
+  const list = rows.map(([k, v]) => `<dt>${html(k)}</dt><dd>${v}</dd>`).join('');
   return shell(
     `trajgate: ${title}`,
     `<h1>${html(title)}?</h1><dl>${list}</dl><p class="note">${html(note)}</p>` +

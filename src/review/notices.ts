@@ -42,6 +42,41 @@ export function sessionUrl(base: URL, session: string): string {
   return new URL(`#/session/${encodeURIComponent(session)}`, base).href;
 }
 
+/** The page's route to one event: its session with the event selected (`#/session/ID/event/SEQ`). */
+export function eventUrl(base: URL, session: string, seq: number): string {
+  return new URL(`#/session/${encodeURIComponent(session)}/event/${seq}`, base).href;
+}
+
+/** A decision a sequence rule named, for its chat line: both events of the pair, linked. */
+export interface RulePair {
+  readonly name: string;
+  readonly eventUrl: string;
+  /** The earlier event (absent for a volume rule); `event` when the gateway still has it. */
+  readonly after?: { readonly seq: number; readonly url: string; readonly event?: EventRecord };
+}
+
+/** The pair of a decision named by a sequence rule, or undefined. */
+export function rulePair(
+  base: URL,
+  e: EventRecord,
+  earlier: EventRecord | undefined,
+): RulePair | undefined {
+  if (!e.rule) return undefined;
+  const { name, after } = e.rule;
+  const url = eventUrl(base, e.session, e.seq);
+  if (after === undefined) return { name, eventUrl: url };
+  const event = earlier?.seq === after ? earlier : undefined;
+  return {
+    name,
+    eventUrl: url,
+    after: { seq: after, url: eventUrl(base, e.session, after), event },
+  };
+}
+
+/** The payload's URLs of a rule's pair: the trigger's event and the earlier one. */
+const pairUrls = (pair: RulePair | undefined) =>
+  pair ? { eventUrl: pair.eventUrl, ...(pair.after ? { afterUrl: pair.after.url } : {}) } : {};
+
 /**
  * Webhook payloads: the pause record (or `{event}` for a REVIEW) plus `text`, one line a
  * Slack or Mattermost incoming webhook shows as it is, `url`, the review page for the
@@ -51,18 +86,30 @@ export class Notices {
   constructor(
     private readonly base: () => URL,
     private readonly links: DecisionLinks,
+    /** An event the gateway still keeps, by session and seq (Review.earlier). */
+    private readonly earlier: (session: string, seq: number) => EventRecord | undefined = () =>
+      undefined,
   ) {}
 
   pause(record: PauseRecord): object {
     const base = this.base();
     const url = sessionUrl(base, record.session);
     const links = this.links.forPause(record, base);
-    return { ...record, text: pauseText(record, url, links), url, links };
+    const pair = rulePair(base, record.trigger, record.after ?? this.#earlier(record.trigger));
+    const text = pauseText(record, url, links, pair);
+    return { ...record, text, url, ...pairUrls(pair), links };
   }
 
   review(event: EventRecord): object {
-    const url = sessionUrl(this.base(), event.session);
-    return { event, text: reviewText(event, url), url };
+    const base = this.base();
+    const url = sessionUrl(base, event.session);
+    const pair = rulePair(base, event, this.#earlier(event));
+    return { event, text: reviewText(event, url, pair), url, ...pairUrls(pair) };
+  }
+
+  #earlier(e: EventRecord): EventRecord | undefined {
+    const after = e.rule?.after;
+    return after === undefined ? undefined : this.earlier(e.session, after);
   }
 }
 
@@ -72,8 +119,25 @@ const session = (id: string) => `"${chatSafe(id, SESSION_CHARS)}"`;
 const at = (e: EventRecord) =>
   e.boundary ? ` on ${chatSafe(e.boundary, 40)} (crossing ${e.count})` : '';
 const clock = (iso: string) => `${iso.slice(11, 19)} UTC`;
+const what = (e: EventRecord) => `${chatSafe(e.kind, 40)} ${asked(e)}`;
+/** `by rule NAME: #57 network GET … after #41 read …`, each seq a link to the page's event. */
+const byRule = (e: EventRecord, pair: RulePair) => {
+  const a = pair.after;
+  const after = a
+    ? ` after ${chatLink(a.url, `#${a.seq}`)}${a.event ? ` ${what(a.event)}` : ''}`
+    : '';
+  return ` by rule ${chatSafe(pair.name, 80)}: ${chatLink(pair.eventUrl, `#${e.seq}`)} ${what(e)}${after}`;
+};
+/** What decided, then what was asked: by a rule (both events), or a boundary's crossing. */
+const decided = (e: EventRecord, pair: RulePair | undefined) =>
+  pair ? byRule(e, pair) : `${at(e)}: ${asked(e)}`;
 
-export function pauseText(record: PauseRecord, url: string, links: PauseLinks): string {
+export function pauseText(
+  record: PauseRecord,
+  url: string,
+  links: PauseLinks,
+  pair?: RulePair,
+): string {
   const t = record.trigger;
   const n = record.held.length;
   const held = n === 0 ? 'refused' : `${n} request${n === 1 ? '' : 's'} held`;
@@ -87,15 +151,15 @@ export function pauseText(record: PauseRecord, url: string, links: PauseLinks): 
     chatLink(links.deny, 'Deny'),
   ];
   return (
-    `trajgate: session ${session(record.session)} paused${at(t)}: ${asked(t)}; ${held}, ` +
+    `trajgate: session ${session(record.session)} paused${decided(t, pair)}; ${held}, ` +
     `links valid until ${clock(links.expiresAt)}.${suggestion} ${actions.join(' · ')}`
   );
 }
 
-export function reviewText(event: EventRecord, url: string): string {
+export function reviewText(event: EventRecord, url: string, pair?: RulePair): string {
   return (
-    `trajgate: session ${session(event.session)} flagged for review${at(event)}: ` +
-    `${asked(event)}. ${chatLink(url, 'Review')}`
+    `trajgate: session ${session(event.session)} flagged for review${decided(event, pair)}. ` +
+    chatLink(url, 'Review')
   );
 }
 
@@ -125,7 +189,11 @@ export function notifyOnDecisions(deps: {
     },
     upstreamTrust(config.tls.upstreamCa)(),
   );
-  const notices = new Notices(() => pageBase(config.notify.pageUrl, deps.admin()), deps.links);
+  const notices = new Notices(
+    () => pageBase(config.notify.pageUrl, deps.admin()),
+    deps.links,
+    (id, seq) => review.earlier(id, seq),
+  );
   if (config.notify.on.includes('pause'))
     review.onPause((record) => notifier.send('pause', record.session, notices.pause(record)));
   if (config.notify.on.includes('review'))

@@ -12,10 +12,17 @@ interface Trail {
   /** REVIEWs since the last operator action on the session (the newest FLAGS kept). */
   flags: EventRecord[];
   flagged: number;
+  /** Per sequence rule, the latest event that set its mark (`marks`): the pair's first half. */
+  marked: Map<string, EventRecord> | null;
+  /** The newest PENDING events that mark only if they fail (`onFailure`), as the guard's. */
+  pending: EventRecord[] | null;
 }
 
 /** REVIEW events a flagged session keeps for operators (its count goes on). */
 const FLAGS = 20;
+
+/** Events waiting for their outcome that the guard keeps (guard's pending bound). */
+const PENDING = 64;
 
 /** Operator actions on a session that answer its REVIEWs. */
 const ANSWERS: ReadonlySet<string> = new Set(['approve', 'resume', 'deny', 'block']);
@@ -61,6 +68,7 @@ export class Review {
     this.#store.remember(record.session, record, this.#size);
     trail.lastActivity = ms;
     trail.events++;
+    if (record.marks?.length || record.onFailure?.length) marking(trail, record);
     if (record.verdict === 'REVIEW' && record.held !== true) {
       trail.flags.push(record);
       if (trail.flags.length > FLAGS) trail.flags.shift();
@@ -89,6 +97,8 @@ export class Review {
    */
   pauseFor(trigger: EventRecord, held: PauseRecord['held']): PauseRecord {
     const recent = [...this.#store.recent(trigger.session), trigger];
+    const seq = trigger.rule?.after;
+    const after = seq === undefined ? undefined : this.earlier(trigger.session, seq, recent);
     return {
       session: trigger.session,
       pausedAt: trigger.ts,
@@ -99,7 +109,26 @@ export class Review {
       recent: recent.slice(-this.#size),
       held,
       restored: false,
+      ...(after ? { after } : {}),
     };
+  }
+
+  /**
+   * The earlier event of a sequence rule's pair (a decision's `rule.after`): among the recent
+   * events and those that set or may set a mark. Undefined when no longer kept.
+   */
+  earlier(
+    session: string,
+    seq: number,
+    recent: readonly EventRecord[] = this.#store.recent(session),
+  ): EventRecord | undefined {
+    const trail = this.#trails.get(session);
+    const bySeq = (e: EventRecord) => e.seq === seq;
+    return (
+      recent.find(bySeq) ??
+      [...(trail?.marked?.values() ?? [])].find(bySeq) ??
+      trail?.pending?.find(bySeq)
+    );
   }
 
   /** A pause record is journaled: kept for operators, and listeners (webhook, metrics) told. */
@@ -152,7 +181,15 @@ export class Review {
   #trail(session: string): Trail {
     let trail = this.#trails.get(session);
     if (!trail) {
-      trail = { lastActivity: 0, events: 0, pause: null, flags: [], flagged: 0 };
+      trail = {
+        lastActivity: 0,
+        events: 0,
+        pause: null,
+        flags: [],
+        flagged: 0,
+        marked: null,
+        pending: null,
+      };
       this.#trails.set(session, trail);
     }
     return trail;
@@ -167,4 +204,13 @@ export class Review {
       }
     }
   }
+}
+
+/** Keeps an event that set (or may set, on failure) a sequence rule's mark. */
+function marking(trail: Trail, record: EventRecord): void {
+  for (const rule of record.marks ?? []) (trail.marked ??= new Map()).set(rule, record);
+  if (!record.onFailure?.length) return;
+  const pending = (trail.pending ??= []);
+  pending.push(record);
+  if (pending.length > PENDING) pending.shift();
 }

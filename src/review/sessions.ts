@@ -91,20 +91,25 @@ export class Sessions {
   }
 
   /**
-   * Unpauses (counts kept unless `reset`); each held request is then judged again, or with
-   * `once` forwarded as approved this once (its event journaled approved, so a replay counts
-   * nothing for it either); later requests are judged as usual.
+   * Unpauses (counts kept unless `reset`, trajectory marks cleared unless `keepMarks`); each
+   * held request is then judged again, or with `once` forwarded as approved this once (its
+   * event journaled approved, so a replay counts nothing for it either); later requests are
+   * judged as usual.
    */
-  resume(id: string, options: { reset?: boolean; once?: boolean; by?: string } = {}): number {
+  resume(
+    id: string,
+    options: { reset?: boolean; once?: boolean; keepMarks?: boolean; by?: string } = {},
+  ): number {
     // An active session's counts may still be reset: a fresh start once its work is reviewed.
     const reset = options.reset === true;
     if (!reset) this.#mustBePaused(id, 'resume');
     const once = options.once === true ? { once: true as const } : {};
+    const keep = options.keepMarks === true ? { keepMarks: true as const } : {};
     this.#journal.append(
-      { type: 'resume', session: id, reset, ...once, by: options.by ?? 'operator' },
+      { type: 'resume', session: id, reset, ...once, ...keep, by: options.by ?? 'operator' },
       { sync: true },
     );
-    this.#guard.resume(id, reset);
+    this.#guard.resume(id, reset, options.keepMarks === true);
     this.#review.resumed(id);
     this.#review.answered(id);
     this.#watcher?.resumed(id);

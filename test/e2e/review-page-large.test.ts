@@ -1,12 +1,9 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import type { TestGateway } from '../helpers/gateway.js';
-import { startTestGateway } from '../helpers/gateway.js';
+import { describe, expect, it } from 'vitest';
 import { ADMIN } from '../helpers/review-story.js';
-import { tempDir } from '../helpers/tmp.js';
 import { openBrowser, screenshot, signIn, textOf } from './browser.js';
-import { pageUrl } from './stage.js';
+import { journalStage, pageUrl } from './stage.js';
 import { waitFor } from '../helpers/wait.js';
 
 /**
@@ -79,19 +76,12 @@ function journal(dir: string, ws: string): { lines: number; triggerSeq: number }
   return { lines: lines.length, triggerSeq: seq - 1 };
 }
 
-// made here, not inside the test, so that tempDir's cleanup runs after the file
-const dir = tempDir();
-const ws = tempDir();
-let g: TestGateway | undefined;
-afterEach(async () => {
-  await g?.stop();
-  g = undefined;
-});
+const { dir, ws, start } = journalStage();
 
 describe('a session of 10,000 events', () => {
   it('draws the timeline within 1 s and stays responsive', async () => {
     const { triggerSeq } = journal(dir, ws);
-    g = await startTestGateway({ workspace: ws, admin: { token: ADMIN } }, { dir });
+    const g = await start({ admin: { token: ADMIN } });
     expect(g.gw.restored).toBe(N + 1);
 
     const { page, errors } = await openBrowser();

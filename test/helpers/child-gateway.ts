@@ -61,11 +61,8 @@ export async function startChild(configFile: string, ms = 10_000): Promise<Child
   return child;
 }
 
-/**
- * `trajgate start` on a fresh temp config (listeners on port 0, `extra` keys merged over it),
- * logging warnings only (`env` added to the environment): the spawned CLI (output, waitFor, exit), its journal and its ports.
- */
-export async function spawnGateway(extra: Record<string, unknown>, env: NodeJS.ProcessEnv = {}) {
+/** A config in a fresh temp folder (its own workspace and journal, listeners on port 0), `extra` over it. */
+export function tempConfig(extra: Record<string, unknown>): { journal: string; config: string } {
   const dir = tempDir();
   const journal = join(dir, 'journal.jsonl');
   const config = writeConfig(dir, {
@@ -75,6 +72,15 @@ export async function spawnGateway(extra: Record<string, unknown>, env: NodeJS.P
     listen: { proxy: '127.0.0.1:0', bridge: '127.0.0.1:0', admin: '127.0.0.1:0' },
     ...extra,
   });
+  return { journal, config };
+}
+
+/**
+ * `trajgate start` on a fresh temp config (listeners on port 0, `extra` keys merged over it),
+ * logging warnings only (`env` added to the environment): the spawned CLI (output, waitFor, exit), its journal and its ports.
+ */
+export async function spawnGateway(extra: Record<string, unknown>, env: NodeJS.ProcessEnv = {}) {
+  const { journal, config } = tempConfig(extra);
   const cli = spawnCli(['start', '--config', config], {
     env: { TRAJGATE_LOG_LEVEL: 'warn', ...env },
   });

@@ -155,3 +155,11 @@ export function runCliPiped(
     child.stdin?.end(options.input ?? '');
   });
 }
+
+/** The seed article's example (README "The rule"): ALLOW, ALLOW, REVIEW: network, PAUSE: network. */
+export const SEED_EXAMPLE = [
+  '{"kind":"command","target":"/tmp/agent-demo/tests"}',
+  '{"kind":"write","target":"/tmp/agent-demo/report.json"}',
+  '{"kind":"network","target":"https://example.test/api"}',
+  '{"kind":"network","target":"https://example.test/api"}',
+].join('\n');

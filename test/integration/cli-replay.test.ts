@@ -1,16 +1,11 @@
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { runCli } from '../helpers/cli.js';
+import { runCli, SEED_EXAMPLE } from '../helpers/cli.js';
 import { tempDir } from '../helpers/tmp.js';
 
 const tmp = tempDir();
-const SEED = [
-  '{"kind":"command","target":"/tmp/agent-demo/tests"}',
-  '{"kind":"write","target":"/tmp/agent-demo/report.json"}',
-  '{"kind":"network","target":"https://example.test/api"}',
-  '{"kind":"network","target":"https://example.test/api"}',
-].join('\n');
+const SEED = SEED_EXAMPLE;
 
 function file(name: string, text: string): string {
   const path = join(tmp, name);

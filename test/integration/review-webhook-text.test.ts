@@ -1,6 +1,8 @@
+import { request } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
 import { adminClient, agentAuth } from '../helpers/admin.js';
 import { curl } from '../helpers/curl.js';
+import { postAsAgent } from '../helpers/ingest.js';
 import type { TestGateway } from '../helpers/gateway.js';
 import { startTestGateway } from '../helpers/gateway.js';
 import { startUpstream } from '../helpers/upstream.js';
@@ -23,13 +25,14 @@ afterEach(async () => {
   gateway = undefined;
 });
 
-async function start(notify: Record<string, unknown>) {
+async function start(notify: Record<string, unknown>, config: Record<string, unknown> = {}) {
   const hook = await startWebhook();
   const g = (gateway = await startTestGateway({
     agents: [AGENT],
     network: { allowPrivate: ['127.0.0.1/32'] },
     admin: { token: ADMIN },
     notify: { webhook: hook.url, ...notify },
+    ...config,
   }));
   return { g, hook, api: adminClient(g.gw.admin.port, ADMIN) };
 }
@@ -90,6 +93,52 @@ describe('webhook text and url', () => {
       expect(link).toMatch(/^https:\/\/trajgate\.example\.internal\/review\/decide\//);
     // The trigger's path was /b: the suggestion is the method on the origin.
     expect(body.links.suggestion).toEqual({ pattern: `GET ${other.url}`, kind: 'network' });
+  });
+
+  it('a pause by a sequence rule: the rule and both events, linked; the decision page too', async () => {
+    const rule = 'secret-then-egress';
+    const sequences = [
+      { name: rule, after: { kind: 'read', target: ['**/.ssh/**'] }, then: { kind: 'network' } },
+    ].map((r) => ({ ...r, within: '1h', verdict: 'PAUSE' }));
+    const s = await start({}, { policy: { sequences } });
+    const key = '/home/u/.ssh/id_ed25519';
+    const bridge = `http://127.0.0.1:${s.g.gw.bridge.port}/events`;
+    const read = await postAsAgent(bridge, 'agent-1', { kind: 'read', target: key });
+    expect(read.json.verdict).toBe('ALLOW');
+    const held = curl([...auth, '-x', s.g.proxyUrl, `${other.url}/up`]);
+    await waitFor(async () => s.hook.deliveries.some((d) => d.body.kind === 'pause'));
+    const body = s.hook.deliveries.find((d) => d.body.kind === 'pause')!.body;
+    const { seq, rule: named } = body.trigger;
+    const after = named.after as number;
+    expect(named).toEqual({ name: rule, after });
+    expect(body.after).toMatchObject({ seq: after, kind: 'read', target: key });
+    const page = `http://127.0.0.1:${s.g.gw.admin.port}/#/session/agent-1/event/`;
+    expect(body).toMatchObject({ eventUrl: `${page}${seq}`, afterUrl: `${page}${after}` });
+    expect(body.text).toMatch(
+      new RegExp(
+        `^trajgate: session "agent-1" paused by rule ${rule}: <${escape(page)}${seq}\\|#${seq}> ` +
+          `network GET http\\[:\\]//${escape(host)}/up after <${escape(page)}${after}\\|#${after}> ` +
+          `read ${escape(key)}; 1 request held, `,
+      ),
+    );
+
+    // The decision page a link opens says the same, each event linked to the review page.
+    const confirm = await request(body.links.deny, { headers: { accept: 'text/html' } });
+    const html = await confirm.body.text();
+    expect(confirm.statusCode).toBe(200);
+    const link = (n: number) => `<a href="../#/session/agent-1/event/${n}">#${n}</a>`;
+    expect(html).toContain(`<dt>Paused by</dt><dd>${link(seq)} network GET ${other.url}/up</dd>`);
+    expect(html).toContain(`<dt>Rule</dt><dd>${rule}</dd>`);
+    expect(html).toContain(`<dt>After</dt><dd>${link(after)} read ${key}</dd>`);
+    expect(new URL('../#/session/agent-1/event/1', body.links.deny).href).toBe(`${page}1`);
+    const json = await request(body.links.deny, { headers: { accept: 'application/json' } });
+    expect(await json.body.json()).toMatchObject({
+      rule: { name: rule, after },
+      after: { seq: after, method: null, target: key },
+    });
+
+    await s.api.post('/api/sessions/agent-1/deny');
+    expect((await held).status).toBe(403);
   });
 
   it("an agent's target cannot mention, link, unfurl or run long", async () => {

@@ -2,7 +2,16 @@ import { hostname } from 'node:os';
 import { describe, expect, it } from 'vitest';
 import { suggestApproval } from '../../src/guard/suggest.js';
 import { chatLink, chatSafe, chatTarget, escapeChat } from '../../src/review/chat-text.js';
-import { pageBase, sessionUrl } from '../../src/review/notices.js';
+import type { EventRecord, PauseRecord } from '../../src/journal/records.js';
+import {
+  eventUrl,
+  pageBase,
+  pauseText,
+  reviewText,
+  rulePair,
+  sessionUrl,
+} from '../../src/review/notices.js';
+import { eventRecord } from '../helpers/event-record.js';
 
 const J = '\u2060';
 
@@ -80,3 +89,114 @@ describe('page URL', () => {
     expect(sessionUrl(base, 'a b/c')).toBe('https://t.example/review/#/session/a%20b%2Fc');
   });
 });
+
+const event = (seq: number, over: Partial<EventRecord>) =>
+  eventRecord(seq, { session: 'u-1', ...over });
+
+describe('a decision a sequence rule named, in chat', () => {
+  const base = new URL('https://t.example/review/');
+  const secret = event(41, { target: '/home/u/.ssh/id_ed25519', marks: ['secret-then-egress'] });
+  const egress = event(57, {
+    source: 'proxy',
+    kind: 'network',
+    target: 'example.com:443',
+    method: 'CONNECT',
+    verdict: 'PAUSE',
+    boundary: 'secret-then-egress',
+    count: 1,
+    reason: 'secret-then-egress: network to example.com:443 after #41 read /home/u/.ssh/id_ed25519',
+    rule: { name: 'secret-then-egress', after: 41 },
+  });
+  const links = {
+    approveOnce: 'https://t.example/review/decide/o',
+    approvePattern: null,
+    deny: 'https://t.example/review/decide/d',
+    suggestion: null,
+    expiresAt: '2026-03-01T10:05:00.000Z',
+  };
+  const pause: PauseRecord = {
+    session: 'u-1',
+    pausedAt: egress.ts,
+    boundary: egress.boundary,
+    count: 1,
+    reason: egress.reason,
+    trigger: egress,
+    recent: [egress],
+    held: [{ what: 'CONNECT example.com:443', since: 0, deadline: 1 }],
+    restored: false,
+    after: secret,
+  };
+  const u41 = 'https://t.example/review/#/session/u-1/event/41';
+  const u57 = 'https://t.example/review/#/session/u-1/event/57';
+
+  it('an event of the page is its session with the event selected', () => {
+    expect(eventUrl(base, 'a b/c', 7)).toBe('https://t.example/review/#/session/a%20b%2Fc/event/7');
+    expect(eventUrl(base, 'u-1', 41)).toBe(u41);
+  });
+
+  it('a pause names the rule and both events, each linked to the page', () => {
+    const pair = rulePair(base, egress, secret);
+    expect(pair).toEqual({
+      name: 'secret-then-egress',
+      eventUrl: u57,
+      after: { seq: 41, url: u41, event: secret },
+    });
+    const text = pauseText(pause, sessionUrl(base, 'u-1'), links, pair);
+    expect(text).toMatch(
+      new RegExp(
+        `^trajgate: session "u-1" paused by rule secret-then-egress: <${escape(u57)}\|#57> ` +
+          `network CONNECT example\[\.\]com:443 after <${escape(u41)}\|#41> ` +
+          `read /home/u/\.ssh/id_ed25519; 1 request held, links valid until 10:05:00 UTC\. `,
+      ),
+    );
+    expect(text).not.toMatch(/[\n\r]/);
+  });
+
+  it('the earlier event no longer kept: its seq, still linked', () => {
+    const text = pauseText(pause, 'u', links, rulePair(base, egress, undefined));
+    expect(text).toContain(`<${u57}|#57> network CONNECT example[.]com:443 after <${u41}|#41>; `);
+  });
+
+  it('an earlier event with another seq is not named as the pair', () => {
+    expect(rulePair(base, egress, event(40, {}))?.after).toEqual({ seq: 41, url: u41 });
+  });
+
+  it('a volume rule has no earlier event; a REVIEW names its rule too', () => {
+    const upload = event(60, {
+      kind: 'network',
+      target: 'https://paste.example/up',
+      method: 'PUT',
+      verdict: 'REVIEW',
+      boundary: 'egress-volume',
+      rule: { name: 'egress-volume' },
+    });
+    const pair = rulePair(base, upload, undefined);
+    expect(pair).toEqual({ name: 'egress-volume', eventUrl: eventUrl(base, 'u-1', 60) });
+    expect(reviewText(upload, 'https://t.example/review/#/session/u-1', pair)).toBe(
+      `trajgate: session "u-1" flagged for review by rule egress-volume: ` +
+        `<https://t.example/review/#/session/u-1/event/60|#60> network PUT https[:]//paste[.]example/up. ` +
+        '<https://t.example/review/#/session/u-1|Review>',
+    );
+  });
+
+  it('without a rule, the boundary and its crossing as before', () => {
+    const plain = event(9, {
+      kind: 'network',
+      target: 'h.example:443',
+      boundary: 'network',
+      count: 2,
+    });
+    expect(rulePair(base, plain, undefined)).toBeUndefined();
+    expect(reviewText(plain, 'https://x/')).toBe(
+      'trajgate: session "u-1" flagged for review on network (crossing 2): h[.]example:443. <https://x/|Review>',
+    );
+  });
+
+  it("the earlier event's target, from an agent, stays inert", () => {
+    const hostile = event(41, { target: '/w/@here <!channel>\nx' });
+    const text = pauseText(pause, 'u', links, rulePair(base, egress, hostile));
+    expect(text).toContain(`read /w/@\u2060here &lt;!channel&gt;\ufffdx; `);
+  });
+});
+
+const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');

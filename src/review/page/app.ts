@@ -11,13 +11,15 @@ import type { SessionView } from '../../wire.js';
 const POLL_MS = 1_000;
 const RETRY_MS = 2_000;
 
-type Route = { kind: 'list' } | { kind: 'session'; id: string };
+/** `#/session/ID`, or `#/session/ID/event/SEQ` (that event selected: links in chat, pairs). */
+type Route = { kind: 'list' } | { kind: 'session'; id: string; event?: number };
 
 function currentRoute(): Route {
-  const m = /^#\/session\/(.+)$/.exec(location.hash);
+  const m = /^#\/session\/(.+?)(?:\/event\/(\d{1,15}))?$/.exec(location.hash);
   if (m) {
     try {
-      return { kind: 'session', id: decodeURIComponent(m[1] as string) };
+      const id = decodeURIComponent(m[1] as string);
+      return m[2] === undefined ? { kind: 'session', id } : { kind: 'session', id, event: +m[2] };
     } catch {
       // a malformed id: the list
     }
@@ -84,6 +86,7 @@ function mount(): void {
     return;
   }
   if (sessionPage.id !== r.id) sessionPage.show(r.id);
+  if (r.event !== undefined) sessionPage.focus(r.event);
   if (view.firstChild !== sessionPage.element) view.replaceChildren(sessionPage.element);
   document.title = `${r.id} · trajgate review`;
 }

@@ -9,9 +9,19 @@ import { CaptureView } from './capture-view.js';
 import { DeniesCard } from './denies.js';
 import { ago, clock, clockMs, duration, fill, h, plural, setText, stamp } from './dom.js';
 import { ReviewsCard } from './reviews.js';
+import { eventLink, pairRows } from './rule-pair.js';
+import type { PairLinks } from './rule-pair.js';
 import { forgetSuggestions } from './suggest.js';
 import { Timeline } from './timeline.js';
-import type { EventsPage, EventView, HeldView, SessionDetail, SessionState } from '../../wire.js';
+import type {
+  EventAnswer,
+  EventRecord,
+  EventsPage,
+  EventView,
+  HeldView,
+  SessionDetail,
+  SessionState,
+} from '../../wire.js';
 
 /** The newest 10,000 events are drawn, fetched in pages of the events route's limit. */
 const MAX_EVENTS = 10_000;
@@ -68,6 +78,10 @@ export class SessionPage {
   #heldKey: string | null = null;
   #countsKey = '';
   #autoSelected = false;
+  /** An event the route asked for (`#/session/ID/event/SEQ`), selected once loaded. */
+  #wanted: number | null = null;
+  /** Events not drawn that a pair's link asked the API for, by seq. */
+  #looked = new Map<number, EventRecord>();
   readonly #heldRows = new Map<
     number,
     { waited: HTMLElement; left: HTMLElement; bar: HTMLElement }
@@ -232,6 +246,8 @@ export class SessionPage {
     this.#recentKey = this.#countsKey = '';
     this.#heldKey = null;
     this.#autoSelected = false;
+    this.#wanted = null;
+    this.#looked.clear();
     this.#heldRows.clear();
     setText(this.#title, id);
     setText(this.#meta, 'Loading…');
@@ -251,6 +267,14 @@ export class SessionPage {
     this.#onSelect(null);
     this.timeline.setEvents([], null);
     document.title = `${id} · trajgate review`;
+  }
+
+  /** Selects event `seq` (the route named it): now if loaded, else once it is. */
+  focus(seq: number): void {
+    if (this.#counted < 0) {
+      this.#wanted = seq;
+      this.#autoSelected = true;
+    } else void this.#selectSeq(seq);
   }
 
   /** The session was not found (404): says so instead of showing stale data. */
@@ -349,7 +373,10 @@ export class SessionPage {
           ? `Showing the newest ${this.#events.length.toLocaleString('en')} of ${total.toLocaleString('en')} events.`
           : `${plural(total, 'event')}.`,
       );
-      if (!this.#autoSelected && this.#events.length > 0) {
+      if (this.#wanted !== null) {
+        void this.#selectSeq(this.#wanted);
+        this.#wanted = null;
+      } else if (!this.#autoSelected && this.#events.length > 0) {
         this.#autoSelected = true;
         // Start where the operator is needed: the pause trigger, else the latest non-ALLOW.
         const pick =
@@ -394,16 +421,27 @@ export class SessionPage {
           h('dt', { text: 'Paused at' }),
           h('dd', { text: stamp(p.pausedAt) }),
           h('dt', { text: 'Boundary' }),
-          h('dd', { text: `${p.boundary ?? '—'} (count ${p.count})` }),
+          h('dd', {
+            // A rule's name stands where a boundary would; its count is the crossing's.
+            text: p.trigger.rule
+              ? `${p.boundary ?? '—'} (a trajectory rule)`
+              : `${p.boundary ?? '—'} (count ${p.count})`,
+          }),
           h('dt', { text: 'Reason' }),
           h('dd', { text: p.reason }),
           h('dt', { text: 'Trigger' }),
           h(
             'dd',
             { class: 'mono' },
+            p.trigger.rule ? eventLink(this.#links, p.trigger.seq) : '',
+            p.trigger.rule ? ' ' : '',
             p.trigger.method ? `${p.trigger.method} ` : '',
             p.trigger.target,
           ),
+          ...pairRows(p.trigger, this.#links, (k, ...v) => [
+            h('dt', { text: k }),
+            h('dd', {}, ...v),
+          ]),
         ),
         p.restored
           ? h('p', {
@@ -422,6 +460,7 @@ export class SessionPage {
       );
     }
     const trigger = p?.trigger.seq;
+    const earlier = p?.trigger.rule?.after;
     fill(
       this.#recentBody,
       ...(rows.length === 0
@@ -432,14 +471,15 @@ export class SessionPage {
               h('td', { class: 'muted', attrs: { colspan: '5' }, text: 'No events yet.' }),
             ),
           ]
-        : rows.map((e) => this.#eventRow(e, e.seq === trigger))),
+        : rows.map((e) => this.#eventRow(e, e.seq === trigger, e.seq === earlier))),
     );
   }
 
-  #eventRow(e: EventView, isTrigger: boolean): HTMLTableRowElement {
+  #eventRow(e: EventView, isTrigger: boolean, isEarlier: boolean): HTMLTableRowElement {
+    const cls = isTrigger ? 'is-trigger' : isEarlier ? 'is-earlier' : '';
     const tr = h(
       'tr',
-      { class: isTrigger ? 'is-trigger' : '', attrs: { tabindex: '0', 'data-seq': String(e.seq) } },
+      { class: cls, attrs: { tabindex: '0', 'data-seq': String(e.seq) } },
       h('td', { class: 'col-seq mono', text: String(e.seq) }),
       h('td', { class: 'col-time mono', text: clockMs(e.ts), attrs: { title: stamp(e.ts) } }),
       h('td', { class: 'col-kind', text: e.kind }),
@@ -505,6 +545,40 @@ export class SessionPage {
     );
   }
 
+  /** The event detail's and pause record's links between the two events of a rule's pair. */
+  readonly #links: PairLinks = {
+    session: () => this.#id,
+    lookup: (seq) => this.#lookup(seq),
+    laterOf: (seq) => this.#events.filter((x) => x.rule?.after === seq),
+    pick: (seq) => void this.#selectSeq(seq),
+  };
+
+  /** An event by seq: drawn, in the pause record, looked up before, or asked of the API. */
+  async #lookup(seq: number): Promise<EventRecord | undefined> {
+    const id = this.#id;
+    const pause = this.#detail?.pause;
+    const bySeq = (e: EventRecord) => e.seq === seq;
+    const known =
+      this.#events.find(bySeq) ??
+      (pause?.after?.seq === seq ? pause.after : pause?.recent.find(bySeq)) ??
+      this.#looked.get(seq);
+    if (known) return known;
+    try {
+      const { event } = await call<EventAnswer>('GET', `/api/events/${seq}`);
+      if (event.session !== id || id !== this.#id) return undefined;
+      if (this.#looked.size >= 100) this.#looked.clear();
+      this.#looked.set(seq, event);
+      return event;
+    } catch {
+      return undefined; // gone from the index, or the API is down: the link stays a link
+    }
+  }
+
+  async #selectSeq(seq: number): Promise<void> {
+    const e = await this.#lookup(seq);
+    if (e && e.session === this.#id) this.#select(e);
+  }
+
   /** Selects an event on the timeline, or shows it alone when it is older than those drawn. */
   #select(e: EventView): void {
     if (this.#events.some((x) => x.seq === e.seq)) this.timeline.selectSeq(e.seq);
@@ -542,7 +616,7 @@ export class SessionPage {
         ...row(
           'Verdict',
           verdictBadge(e.verdict),
-          e.boundary ? ` ${e.boundary} · count ${e.count}` : '',
+          e.rule ? ` ${e.rule.name}` : e.boundary ? ` ${e.boundary} · count ${e.count}` : '',
           e.approved ? ` · approved${e.approvedBy ? ` by ${e.approvedBy}` : ''}` : '',
           e.held ? ' · held while paused' : '',
         ),
@@ -551,6 +625,7 @@ export class SessionPage {
         ...row('Method', e.method ?? '—'),
         ...row('Status', e.status != null ? String(e.status) : 'not recorded'),
         ...row('Reason', e.reason),
+        ...pairRows(e, this.#links, row),
         ...(e.denied ? row('Refused', e.denied) : []),
       ),
       this.#capture.element,
@@ -584,5 +659,6 @@ function legend(): HTMLElement {
     item('swatch-pause', 'PAUSE'),
     item('swatch-held', 'held'),
     item('swatch-paused', 'pause point'),
+    item('swatch-pair', 'rule pair'),
   );
 }

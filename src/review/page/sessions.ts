@@ -18,6 +18,9 @@ interface Row {
 }
 
 export const sessionHref = (id: string) => `#/session/${encodeURIComponent(id)}`;
+/** ` after #41` when a sequence rule paused it (an older gateway sends no pausedRule). */
+const after = (s: SessionView) =>
+  s.pausedRule?.after === undefined ? '' : ` after #${s.pausedRule.after}`;
 
 export class SessionsList {
   readonly element: HTMLElement;
@@ -161,7 +164,7 @@ export class SessionsList {
     setText(
       row.stateNote,
       paused && s.pausedAt
-        ? `${s.pausedBy ?? 'held'} · since ${clock(s.pausedAt)}`
+        ? `${s.pausedBy ?? 'held'}${after(s)} · since ${clock(s.pausedAt)}`
         : flagged
           ? plural(s.flagged ?? 1, 'REVIEW')
           : '',

@@ -3,6 +3,8 @@
 // are batched per colour, and hit testing is a binary search in each lane's sorted positions.
 
 import { clock, clockMs, h, plural } from './dom.js';
+import { paintPair, pairsOf } from './rule-pair.js';
+import type { Pair } from './rule-pair.js';
 import type { EventView, Verdict } from '../../wire.js';
 
 export const LANES = ['network', 'write', 'command', 'read', 'other'] as const;
@@ -20,6 +22,7 @@ const PAD_TOP = 24;
 const LANE_H = 34;
 const AXIS_H = 26;
 const HEIGHT = PAD_TOP + LANE_H * LANES.length + AXIS_H;
+const PAUSE_FONT = '600 12px system-ui, -apple-system, "Segoe UI", Roboto, sans-serif';
 
 const TIME_STEPS = [
   10, 20, 50, 100, 250, 500, 1e3, 2e3, 5e3, 10e3, 15e3, 30e3, 60e3, 120e3, 300e3, 600e3, 900e3,
@@ -35,6 +38,7 @@ interface Colors {
   grid: string;
   band: string;
   select: string;
+  pair: string;
 }
 
 export interface TimelineOptions {
@@ -58,6 +62,8 @@ export class Timeline {
   #laneCounts: number[] = LANES.map(() => 0);
   #verdicts: Record<Verdict, number> = { ALLOW: 0, REVIEW: 0, PAUSE: 0 };
   #pause: { seq: number; ts: string } | null = null;
+  /** Sequence rules' pairs: the earlier event and the one the rule named (rule-pair.ts). */
+  #pairs: Pair[] = [];
   #selected = -1;
   #hover = -1;
   #mode: 'time' | 'order' = 'time';
@@ -124,6 +130,7 @@ export class Timeline {
       this.#laneCounts[lane] = (this.#laneCounts[lane] ?? 0) + 1;
     }
     this.#pause = pause;
+    this.#pairs = pairsOf(events, (seq) => this.#indexOfSeq(seq));
     this.#selected = keep === undefined ? -1 : this.#indexOfSeq(keep);
     this.#hover = -1;
     this.#domain = this.#fullDomain();
@@ -189,6 +196,7 @@ export class Timeline {
     this.#layout();
     this.#paintFrame();
     this.#paintMarks();
+    this.#paintPairs();
     this.#paintPause();
     // Reading a pixel back makes the rasterizer finish, so the time below is the real draw.
     ctx.getImageData(0, 0, 1, 1);
@@ -202,7 +210,8 @@ export class Timeline {
     const n = this.#events.length;
     const v = this.#verdicts;
     if (n === 0) return 'Trajectory timeline: no events';
-    return `Trajectory timeline: ${plural(n, 'event')}, ${v.REVIEW} REVIEW, ${v.PAUSE} PAUSE. Arrow keys select events.`;
+    const pairs = this.#pairs.length ? `, ${plural(this.#pairs.length, 'rule pair')}` : '';
+    return `Trajectory timeline: ${plural(n, 'event')}, ${v.REVIEW} REVIEW, ${v.PAUSE} PAUSE${pairs}. Arrow keys select events.`;
   }
 
   #fullDomain(): [number, number] {
@@ -398,13 +407,84 @@ export class Timeline {
     ctx.restore();
   }
 
-  #paintPause(): void {
-    if (!this.#pause) return;
+  /**
+   * Each pair as an arc between its marks; the selected event's pair (either end), else the
+   * pause trigger's, strong: both marks ringed and the rule named. The canvas's data-pairs
+   * (`41>57 …`), data-pair and data-pair-point (a point on its arc) say what was drawn.
+   */
+  #paintPairs(): void {
+    const c = this.#canvas;
+    const pairs = this.#pairs;
+    const seqs = (p: Pair) => `${this.#seqAt(p.from)}>${this.#seqAt(p.to)}`;
+    c.dataset.pairs = pairs.map(seqs).join(' ');
+    delete c.dataset.pair;
+    delete c.dataset.pairPoint;
+    if (pairs.length === 0) return;
+    const sel = this.#selected;
+    const trigger = this.#pause ? this.#indexOfSeq(this.#pause.seq) : -1;
+    const focus =
+      (sel >= 0 ? pairs.find((p) => p.from === sel || p.to === sel) : undefined) ??
+      pairs.find((p) => p.to === trigger);
+    const ctx = this.#ctx;
+    const mw = this.#markWidth();
+    const top = (i: number) => PAD_TOP + (this.#lane[i] as number) * LANE_H;
+    const x = (i: number) => this.#x[i] as number;
+    const geometry = (p: Pair) => ({
+      x1: x(p.from),
+      y1: top(p.from) + 2,
+      x2: x(p.to),
+      y2: top(p.to) + 2,
+      apexY: PAD_TOP / 2,
+    });
+    // The rule's name shares the top line with the pause marker's label: kept out of its way.
+    const pause = this.#pauseMark();
+    const avoid: [number, number] | null = pause && [pause.from, pause.to];
+    const ring = (i: number): [number, number, number, number] => [
+      x(i) - mw / 2 - 5,
+      top(i) + 0.5,
+      mw + 10,
+      LANE_H - 1,
+    ];
+    ctx.save();
+    ctx.beginPath();
+    ctx.rect(this.#gutter - 4, 0, this.#plotWidth() + 8, HEIGHT);
+    ctx.clip();
+    for (const p of pairs) if (p !== focus) paintPair(ctx, geometry(p), this.#colors.pair, null);
+    if (focus) {
+      const rings = [ring(focus.from), ring(focus.to)];
+      const strong = { label: focus.name, rings, avoid, left: this.#gutter };
+      const at = paintPair(ctx, geometry(focus), this.#colors.pair, strong);
+      c.dataset.pair = seqs(focus);
+      c.dataset.pairPoint = at.map((v) => v.toFixed(1)).join(',');
+    }
+    ctx.restore();
+  }
+
+  #seqAt(i: number): number {
+    return (this.#events[i] as EventView).seq;
+  }
+
+  /** The pause marker's x and its label's, or null when it is out of view. */
+  #pauseMark(): { x: number; label: string; rightSide: boolean; from: number; to: number } | null {
+    if (!this.#pause) return null;
     const i = this.#indexOfSeq(this.#pause.seq);
     const v = i >= 0 ? this.#value(i) : this.#mode === 'time' ? Date.parse(this.#pause.ts) : NaN;
-    if (!Number.isFinite(v) || v < this.#view[0] || v > this.#view[1]) return;
-    const ctx = this.#ctx;
+    if (!Number.isFinite(v) || v < this.#view[0] || v > this.#view[1]) return null;
     const x = Math.round(this.#toX(v)) + 0.5;
+    const label = `paused ${clock(this.#pause.ts)}`;
+    this.#ctx.font = PAUSE_FONT;
+    const width = this.#ctx.measureText(label).width;
+    const rightSide = x + 9 + width < this.#width - PAD_RIGHT;
+    return rightSide
+      ? { x, label, rightSide, from: x - 6, to: x + 9 + width }
+      : { x, label, rightSide, from: x - 9 - width, to: x + 6 };
+  }
+
+  #paintPause(): void {
+    const mark = this.#pauseMark();
+    if (!mark) return;
+    const { x, label, rightSide } = mark;
+    const ctx = this.#ctx;
     ctx.save();
     ctx.strokeStyle = this.#colors.pause;
     ctx.lineWidth = 1.5;
@@ -421,11 +501,8 @@ export class Timeline {
     ctx.lineTo(x, 12);
     ctx.closePath();
     ctx.fill();
-    ctx.font = '600 12px system-ui, -apple-system, "Segoe UI", Roboto, sans-serif';
+    ctx.font = PAUSE_FONT;
     ctx.textBaseline = 'middle';
-    const label = `paused ${clock(this.#pause.ts)}`;
-    const width = ctx.measureText(label).width;
-    const rightSide = x + 9 + width < this.#width - PAD_RIGHT;
     ctx.textAlign = rightSide ? 'left' : 'right';
     ctx.fillText(label, rightSide ? x + 9 : x - 9, 9);
     ctx.restore();
@@ -574,7 +651,11 @@ function tipLines(e: EventView): HTMLElement[] {
     class: `verdict verdict-${e.verdict.toLowerCase()}`,
     text: e.verdict,
   });
-  const where = e.boundary ? ` ${e.boundary} · count ${e.count}` : '';
+  const where = e.rule
+    ? ` ${e.rule.name}${e.rule.after === undefined ? '' : ` · after #${e.rule.after}`}`
+    : e.boundary
+      ? ` ${e.boundary} · count ${e.count}`
+      : '';
   return [
     h('div', { class: 'tip-head' }, verdict, where, e.held ? ' · held' : ''),
     h('div', { class: 'tip-target' }, e.method ? `${e.method} ` : '', e.target),
@@ -600,5 +681,6 @@ function readColors(): Colors {
     grid: v('--grid', '#e4e7ec'),
     band: v('--band', '#f7f8fa'),
     select: v('--select', '#1d4ed8'),
+    pair: v('--pair', '#7c3aed'),
   };
 }
