@@ -18,6 +18,8 @@ export type Verdict = 'ALLOW' | 'REVIEW' | 'PAUSE';
 export interface RecordBase {
   readonly seq: number;
   readonly ts: string;
+  /** SHA-256 (hex) of the journal line before this one (src/journal/chain.ts). */
+  readonly prev?: string;
 }
 
 export interface EventRecord extends RecordBase {

@@ -86,6 +86,16 @@ const COMMANDS: Record<string, CommandHelp> = {
     ],
     example: 'trajgate export --session agent-1 --har agent-1.har',
   },
+  verify: {
+    usage: ['trajgate verify [FILE…] [--config FILE]'],
+    about:
+      "Checks the journal's hash chain: every line's prev must be the SHA-256 of the line before it (64 zeros for a journal's first line; a later FILE continues the one before it). Prints `ok: N records, chain intact`, or exits 1 naming the first line that does not follow (edited, removed, inserted, cut short, or written without prev). Changes nothing.",
+    options: [
+      ['FILE…', 'journal files, oldest first (default: the configured journal)'],
+      ['--config FILE', 'where the journal is (default: embedded, ./data/journal.jsonl)'],
+    ],
+    example: 'trajgate verify --config config/trajgate.example.yaml',
+  },
   sessions: {
     usage: ['trajgate sessions [--json]'],
     about: 'Lists sessions: state (active, flagged, paused), counts, held requests.',

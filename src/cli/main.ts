@@ -17,6 +17,7 @@ import { operator } from './operator.js';
 import { replay } from './replay.js';
 import { start } from './start.js';
 import { terminalLines } from './table.js';
+import { verify } from './verify.js';
 
 const VERSION = (
   JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
@@ -73,6 +74,8 @@ async function main(argv: string[]): Promise<number> {
         });
       case 'check-config':
         return checkConfig(rest, print);
+      case 'verify':
+        return verify(rest, print);
       case 'sessions':
       case 'events':
       case 'approve':

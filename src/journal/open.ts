@@ -1,6 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { isTrajgateError, TrajgateError } from '../errors.js';
+import { digestAt, GENESIS } from './chain.js';
 import type { JournalRecord } from './records.js';
 import { readJournal } from './reader.js';
 import type { WriterOptions } from './writer.js';
@@ -36,9 +37,14 @@ export function openJournal(
       `${dirname(path)}: cannot create journal folder: ${(err as Error).message}`,
     );
   }
+  // Where the last whole line is: the chain goes on from it (a torn line was moved aside).
+  let lastOffset = 0;
+  let lastBytes = -1;
   const { lastSeq, records } = readJournal(
     path,
     (record, line, offset, bytes) => {
+      lastOffset = offset;
+      lastBytes = bytes;
       try {
         apply(record);
         options.onAppend?.(record, record.seq, offset, bytes);
@@ -51,6 +57,7 @@ export function openJournal(
   );
   const writer = new JournalWriter(path, {
     lastSeq,
+    prev: lastBytes < 0 ? GENESIS : digestAt(path, lastOffset, lastBytes),
     fsyncMs: options.fsyncMs,
     ...(options.now ? { now: options.now } : {}),
     ...(options.onWrite ? { onWrite: options.onWrite } : {}),

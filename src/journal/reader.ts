@@ -38,54 +38,57 @@ export function readJournal(
     let lastSeq = 0;
     let records = 0;
     let line = 0;
-    let offset = 0; // file offset of `pending`
-    let pending = Buffer.alloc(0);
-    const buf = Buffer.allocUnsafe(CHUNK);
-    for (;;) {
-      const n = readSync(fd, buf, 0, CHUNK, null);
-      if (n === 0) break;
-      const data = pending.length
-        ? Buffer.concat([pending, buf.subarray(0, n)])
-        : buf.subarray(0, n);
-      let start = 0;
-      for (let nl = data.indexOf(10, start); nl !== -1; nl = data.indexOf(10, start)) {
-        line++;
-        const record = parseLine(data.toString('utf8', start, nl), path, line, true);
-        if (record) {
-          onRecord(record, line, offset + start, nl - start);
-          records++;
-          if (record.seq > lastSeq) lastSeq = record.seq;
-        }
-        start = nl + 1;
-      }
-      offset += start;
-      pending = Buffer.from(data.subarray(start));
-    }
-    if (pending.length > 0) {
+    eachLine(fd, (bytes, offset, whole) => {
       line++;
-      const record = parseLine(pending.toString('utf8'), path, line, false);
+      const record = parseLine(bytes.toString('utf8'), path, line, whole);
       if (record) {
-        onRecord(record, line, offset, pending.length);
+        onRecord(record, line, offset, bytes.length);
         records++;
         if (record.seq > lastSeq) lastSeq = record.seq;
-        if (options.repair !== false) writeSync(fd, '\n', offset + pending.length);
-      } else if (options.repair !== false) {
+        if (!whole && options.repair !== false) writeSync(fd, '\n', offset + bytes.length);
+      } else if (!whole && options.repair !== false) {
         const aside = `${path}.torn-${offset}`;
-        writeFileSync(aside, pending, { mode: 0o600 });
+        writeFileSync(aside, bytes, { mode: 0o600 });
         ftruncateSync(fd, offset);
         warn(
-          `${path}:${line}: last line was cut short by a crash (${pending.length} bytes); skipped, kept in ${aside}`,
+          `${path}:${line}: last line was cut short by a crash (${bytes.length} bytes); skipped, kept in ${aside}`,
         );
-      } else {
+      } else if (!whole) {
         warn(
-          `${path}:${line}: last line was cut short by a crash (${pending.length} bytes); skipped`,
+          `${path}:${line}: last line was cut short by a crash (${bytes.length} bytes); skipped`,
         );
       }
-    }
+    });
     return { lastSeq, records };
   } finally {
     closeSync(fd);
   }
+}
+
+/**
+ * Calls `onLine` with each line's bytes (without the newline) and its file offset, in order and
+ * in constant memory; `whole` is false for a last line with no newline.
+ */
+export function eachLine(
+  fd: number,
+  onLine: (bytes: Buffer, offset: number, whole: boolean) => void,
+): void {
+  let offset = 0; // file offset of `pending`
+  let pending = Buffer.alloc(0);
+  const buf = Buffer.allocUnsafe(CHUNK);
+  for (;;) {
+    const n = readSync(fd, buf, 0, CHUNK, null);
+    if (n === 0) break;
+    const data = pending.length ? Buffer.concat([pending, buf.subarray(0, n)]) : buf.subarray(0, n);
+    let start = 0;
+    for (let nl = data.indexOf(10, start); nl !== -1; nl = data.indexOf(10, start)) {
+      onLine(data.subarray(start, nl), offset + start, true);
+      start = nl + 1;
+    }
+    offset += start;
+    pending = Buffer.from(data.subarray(start));
+  }
+  if (pending.length > 0) onLine(pending, offset, false);
 }
 
 /** A whole line must be a record; an unterminated last line may be torn (returns null). */

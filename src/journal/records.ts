@@ -168,8 +168,10 @@ export type JournalRecord =
   | DenyRecord
   | PauseJournalRecord;
 
-/** A record before the journal stamps it with `seq` and `ts`. */
-export type Unstamped<R extends RecordBase> = R extends RecordBase ? Omit<R, 'seq' | 'ts'> : never;
+/** A record before the journal stamps it with `seq`, `ts` and `prev`. */
+export type Unstamped<R extends RecordBase> = R extends RecordBase
+  ? Omit<R, 'seq' | 'ts' | 'prev'>
+  : never;
 
 /** The event record of a decision; absent fields are left undefined, which JSON omits. */
 export function eventRecord(

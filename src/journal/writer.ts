@@ -9,12 +9,15 @@ import {
 } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { TrajgateError } from '../errors.js';
+import { digestOf, GENESIS } from './chain.js';
 import { recordFields } from './json.js';
 import type { JournalRecord, Unstamped } from './records.js';
 
 export interface WriterOptions {
   /** Highest `seq` already in the file; the next record gets the one after. */
   readonly lastSeq: number;
+  /** Digest of the file's last line (journal/chain.ts); GENESIS (the default) for a new file. */
+  readonly prev?: string;
   /** Batch interval for fdatasync; 0 syncs after every record. */
   readonly fsyncMs: number;
   /** Clock for records that carry no `ts` of their own. */
@@ -47,6 +50,9 @@ export class JournalWriter {
   #fd: number;
   #seq: number;
   #size: number;
+  /** Digest of the last line stamped, and of the last line in the file (a failed write). */
+  #prev: string;
+  #prevWritten: string;
   #dirty = false;
   #deferred = '';
   #flushQueued = false;
@@ -76,6 +82,7 @@ export class JournalWriter {
       );
     }
     this.#seq = options.lastSeq;
+    this.#prev = this.#prevWritten = options.prev ?? GENESIS;
     this.#fsyncMs = options.fsyncMs;
     this.#now = options.now ?? Date.now;
     this.#onWrite = options.onWrite;
@@ -153,13 +160,15 @@ export class JournalWriter {
   }
 
   /**
-   * Takes the next seq and returns the record's line: `{"seq":N,"ts":"…",` then its own fields
-   * (seq and ts lead every line).
+   * Takes the next seq and returns the record's line: `{"seq":N,"ts":"…","prev":"…",` then its
+   * own fields (seq, ts and the chain's prev lead every line).
    */
   #stamp(record: Unstamped<JournalRecord>, ts: number | undefined): string {
     if (this.#fd < 0) throw new TrajgateError('E_JOURNAL_WRITE', `${this.path}: journal is closed`);
     const seq = ++this.#seq;
-    const line = `{"seq":${seq},"ts":"${this.iso(ts ?? this.#now())}",${recordFields(record)}\n`;
+    const text = `{"seq":${seq},"ts":"${this.iso(ts ?? this.#now())}","prev":"${this.#prev}",${recordFields(record)}`;
+    this.#prev = digestOf(text);
+    const line = text + '\n';
     if (this.#onAppend) this.#stamped.push({ record, seq, bytes: Buffer.byteLength(line) });
     return line;
   }
@@ -203,6 +212,8 @@ export class JournalWriter {
           // The next start-up sees the torn line and skips it.
         }
       }
+      // The file was cut back to its last whole line: the chain goes on from that one.
+      this.#prev = this.#prevWritten;
       this.#failing = true;
       this.#health?.failed((err as Error).message);
       throw new TrajgateError(
@@ -210,6 +221,7 @@ export class JournalWriter {
         `${this.path}: journal write failed: ${(err as Error).message}`,
       );
     }
+    this.#prevWritten = this.#prev;
     if (this.#failing) {
       this.#failing = false;
       this.#health?.recovered();

@@ -146,9 +146,13 @@ export class Review {
       const { session } = record as { session?: string | null };
       if (typeof session === 'string') this.answered(session);
     }
-    if (record.type === 'event') this.observe(record);
-    else if (record.type === 'pause') {
-      const { seq: _seq, ts: _ts, type: _type, ...pause } = record;
+    // `prev` belongs to the journal's chain, not to what was decided: views show the same
+    // records before and after a restart.
+    if (record.type === 'event') {
+      const { prev: _prev, ...event } = record;
+      this.observe(event);
+    } else if (record.type === 'pause') {
+      const { seq: _seq, ts: _ts, type: _type, prev: _prev, ...pause } = record;
       this.#trail(record.session).pause = { ...pause, restored: true };
     } else if (record.type === 'resume') {
       const trail = this.#trails.get(record.session);

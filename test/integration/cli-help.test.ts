@@ -12,6 +12,7 @@ const COMMANDS = [
   'check',
   'ca',
   'export',
+  'verify',
   'sessions',
   'events',
   'approve',

@@ -62,9 +62,11 @@ describe('journal writer and reader', () => {
     w.close();
     const lines = readFileSync(path, 'utf8').split('\n');
     expect(lines[0]).toBe(
-      '{"seq":1,"ts":"1970-01-01T00:00:00.000Z","type":"resume","session":"s","reset":false,"by":"op"}',
+      `{"seq":1,"ts":"1970-01-01T00:00:00.000Z","prev":"${'0'.repeat(64)}","type":"resume","session":"s","reset":false,"by":"op"}`,
     );
-    expect(lines[1]).toMatch(/^\{"seq":2,"ts":"1970-01-02T00:00:00.000Z","type":"resume"/);
+    expect(lines[1]).toMatch(
+      /^\{"seq":2,"ts":"1970-01-02T00:00:00.000Z","prev":"[0-9a-f]{64}","type":"resume"/,
+    );
     expect(lines[2]).toBe('');
     const again = new JournalWriter(path, { lastSeq: 2, fsyncMs: 0 });
     again.append({ type: 'resume', session: 'u', reset: false, by: 'op' });
