@@ -29,6 +29,8 @@ export const ERRORS = {
   E_JOURNAL_CORRUPT: { status: null, exit: 1 },
   E_JOURNAL_WRITE: { status: 503, exit: 1 },
   E_CHAIN_BROKEN: { status: null, exit: 1 },
+  E_STORE_DOWN: { status: 503, exit: 1 },
+  E_STORE_CORRUPT: { status: 503, exit: 1 },
   // The CLI.
   E_USAGE: { status: null, exit: 2 },
   E_LISTEN: { status: null, exit: 1 },

@@ -14,12 +14,13 @@ import type { RunningConfig } from './config/reload-plan.js';
 import { TrajgateError } from './errors.js';
 import { compilePolicy } from './guard/compile.js';
 import { Guard } from './guard/guard.js';
-import { MemoryStore } from './guard/store.js';
+import { openStore } from './state/open.js';
 import { JournalHealth } from './journal/health.js';
 import { openJournal } from './journal/open.js';
 import { SessionIndex } from './journal/session-index.js';
 import { applyRecord } from './journal/rebuild.js';
-import type { EventRecord } from './journal/records.js';
+import { snapshotOptions } from './review/snapshot.js';
+import type { JournalRecord } from './journal/records.js';
 import type { JournalWriter } from './journal/writer.js';
 import { toolMap } from './event/tool-map.js';
 import { createBridgeServer } from './ingress/bridge.js';
@@ -35,6 +36,7 @@ import { createProxyServer } from './ingress/proxy.js';
 import { ProxyParts } from './ingress/proxy-parts.js';
 import { Pipeline } from './pipeline/pipeline.js';
 import type { ReloadResult } from './reload.js';
+import type { StoreView } from './wire.js';
 import { Reloader, reloadRefusal } from './reload.js';
 import { createAdminServer } from './review/admin.js';
 import { AdminKeys, adminTokens } from './review/admin-token.js';
@@ -64,6 +66,8 @@ export interface RunningGateway {
   readonly restored: number;
   /** Whether the journal can be written (GET /api/health). */
   readonly health: JournalHealth;
+  /** Where the trajectory is kept and whether it answers; this gateway's replica name. */
+  readonly store: { view(): StoreView; readonly replica: string | null };
   /** Re-reads the config file and applies it (SIGHUP, POST /api/reload); see Reloader. */
   reload(by: string): Promise<ReloadResult>;
   /**
@@ -95,7 +99,17 @@ export async function startGateway(
   // One object every part reads; a reload swaps its sections (see Reloader).
   const config: RunningConfig = { ...initial };
   // What the guard and review remember, in one place (see TrajectoryStore).
-  const store = new MemoryStore<EventRecord>();
+  const opened = openStore(
+    config.state,
+    log,
+    {
+      storeOp: (op, seconds) => metrics.storeOp(op, seconds),
+      storeError: (op) => metrics.storeError(op),
+      storeUp: (up) => metrics.storeUp(up),
+    },
+    config.policy.recentEvents,
+  );
+  const { store } = opened;
   const guard = new Guard(compilePolicy(config), store);
   const review = new Review(config, log, store);
   const held = new HeldRequests(config.policy.holdTimeout);
@@ -105,23 +119,39 @@ export async function startGateway(
   });
   const index = new SessionIndex();
   const denials = new Denials();
-  const health = new JournalHealth(config.journal, log, () => metrics.journalFailures.inc());
-  const { writer: journal, restored } = openJournal(
-    config.journal,
-    (record) => {
-      applyRecord(guard, record);
-      review.restore(record);
-    },
-    {
-      fsyncMs: config.journalFsync,
-      warn: (m) => log.warn(m),
-      onWrite: (s) => metrics.journalWrite.observe(s),
-      health,
-      onAppend: (record, seq, offset, bytes) => {
-        index.add(record, seq, offset, bytes);
-        denials.observe(record, seq);
+  const health = new JournalHealth(config.journal.path, log, () => metrics.journalFailures.inc());
+  const snapshot = {
+    guard,
+    store,
+    review,
+    denials,
+    index,
+    recentEvents: config.policy.recentEvents,
+  };
+  // Records read back are not shared again: only those written from now on.
+  let shared: (record: JournalRecord) => void = () => undefined;
+  const { writer: journal, restored } = opened.locally(() =>
+    openJournal(
+      config.journal.path,
+      (record) => {
+        // A shared store holds the guard's state; this journal is this gateway's audit trail.
+        if (opened.rebuildsFromJournal) applyRecord(guard, record);
+        review.restore(record);
       },
-    },
+      {
+        fsyncMs: config.journalFsync,
+        warn: (m) => log.warn(m),
+        onWrite: (s) => metrics.journalWrite.observe(s),
+        health,
+        onAppend: (record, seq, offset, bytes) => {
+          index.add(record, seq, offset, bytes);
+          denials.observe(record, seq);
+          shared(record as JournalRecord);
+        },
+        // Rotation's snapshots hold, and a restart restores, what `apply` rebuilds.
+        ...snapshotOptions(config.journal, snapshot, (m) => log.warn(m)),
+      },
+    ),
   );
   const live = new LiveTunnels(config.policy.holdTimeout, (admission, change, reason) => {
     try {
@@ -138,7 +168,8 @@ export async function startGateway(
       return false;
     }
   });
-  const sessions = new Sessions(guard, journal, held, review, live);
+  const sessions = new Sessions(guard, journal, held, review, live, opened.replica);
+  shared = await opened.start({ guard, review, sessions, log, history: restored > 0 });
   const links = new DecisionLinks({
     key: linkKey(config),
     guard,
@@ -244,6 +275,8 @@ export async function startGateway(
     api: new Api(config, guard, sessions, review, index),
     metrics,
     health,
+    store: () => opened.view(),
+    act: (session, act) => opened.action(session, act),
     keys,
     reload: (by) => reloader.reload(by).catch(reloadRefusal),
     decide: decideHandler(links),
@@ -277,6 +310,7 @@ export async function startGateway(
     adminTokenFile,
     restored,
     health,
+    store: opened,
     reload: (by) => reloader.reload(by),
     async stop() {
       const began = performance.now();
@@ -295,6 +329,7 @@ export async function startGateway(
       pipeline.close();
       health.close();
       journal.close();
+      opened.close();
       return { ms: Math.round(performance.now() - began), cut };
     },
   };

@@ -101,6 +101,15 @@ export interface HealthView {
     readonly failures: number;
     readonly lastFailure: { readonly at: string; readonly error: string } | null;
   };
+  readonly store: StoreView;
+}
+
+/** Where the trajectory is kept (`state.store`) and whether it answers. */
+export interface StoreView {
+  readonly kind: 'memory' | 'redis';
+  readonly up: boolean;
+  /** Why it does not answer (null while up). */
+  readonly error: string | null;
 }
 
 /** What one exchange's capture file holds (`<rid>.json`), read back by the admin API and HAR. */

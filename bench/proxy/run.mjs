@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { benchArgs, busyBefore, log, pin, pinned, runTmp } from '../run-setup.mjs';
 import { cpuSnapshot, otherLoad, peakRssMB } from './proc-stats.mjs';
 import { firstJsonLine, run, start, stop, which } from './procs.mjs';
+import { writerChainCost } from './chain-cost.mjs';
 import { report } from './report.mjs';
 import { startFloor, startSquid, startTrajgate } from './targets.mjs';
 
@@ -20,6 +21,9 @@ const { values, int } = benchArgs({
   'tunnel-mib': { type: 'string', default: '512' },
   'tunnel-runs': { type: 'string', default: '3' },
   trajgate: { type: 'boolean', default: false },
+  'chain-seconds': { type: 'string', default: '5' },
+  // Only the chain on/off phase (its figure alone; bench/out/proxy.json is not written).
+  'chain-only': { type: 'boolean', default: false },
 });
 const opt = {
   duration: int('duration'),
@@ -28,6 +32,7 @@ const opt = {
   warmup: int('warmup'),
   tunnelBytes: int('tunnel-mib') * 2 ** 20,
   tunnelRuns: int('tunnel-runs'),
+  chainSeconds: int('chain-seconds'),
 };
 if (opt.threads > opt.connections) throw new Error('--threads must not exceed --connections');
 if (!which('wrk')) throw new Error('wrk is not installed (apt-get install -y wrk)');
@@ -81,7 +86,8 @@ async function wrk(proxyPort, seconds) {
   const r = await run(...pin(0, 'wrk', args), { env, timeoutMs: (seconds + 30) * 1000 });
   const rps = /^Requests\/sec:\s+([\d.]+)/m.exec(r.stdout);
   const p99 = /^\s+99%\s+([\d.]+)(us|ms|s)$/m.exec(r.stdout);
-  if (r.code !== 0 || !rps || !p99) return { error: `wrk exited ${r.code}: ${r.stderr.trim()}` };
+  if (r.code !== 0 || !rps || !p99)
+    return { error: `wrk exited ${r.code}: ${(r.stderr.trim() || r.stdout.trim()).slice(-300)}` };
   const errors = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(
     r.stdout,
   );
@@ -131,13 +137,59 @@ async function measure(name, proxy) {
   return result;
 }
 
-const results = { direct: await measure('direct', null) };
+/**
+ * What the journal's hash chain costs, in the same run: trajgate with `journal.chain` on and
+ * off, alternated twice (on, off, on, off: drift hits both), HTTP only; the best of each. Each
+ * request writes two records (its event and its outcome).
+ */
+async function chainCost() {
+  const rps = { on: [], off: [] };
+  for (let round = 0; round < 2; round++) {
+    for (const chain of [true, false]) {
+      const name = `chain-${chain ? 'on' : 'off'}-${round}`;
+      log(`trajgate, journal chain ${chain ? 'on' : 'off'}: ${opt.chainSeconds} s wrk`);
+      const target = await startTrajgate({ ...ctx, name, chain });
+      if (target.skipped) return { skipped: target.skipped };
+      try {
+        const failed = await probe(target.port);
+        if (failed) return { skipped: failed };
+        await wrk(target.port, opt.warmup);
+        const r = await wrk(target.port, opt.chainSeconds);
+        if (r.error || r.non2xx || r.socketErrors)
+          return { skipped: r.error ?? `${r.non2xx} non-2xx, ${r.socketErrors} socket errors` };
+        rps[chain ? 'on' : 'off'].push(r.rps);
+      } finally {
+        await stop(target.child, 5000);
+      }
+    }
+  }
+  const on = Math.max(...rps.on);
+  const off = Math.max(...rps.off);
+  const usPerRequest = 1e6 / on - 1e6 / off;
+  const writer = await writerChainCost(root);
+  return { rps, on, off, usPerRequest, usPerRecord: usPerRequest / 2, ratio: on / off, writer };
+}
+
+function chainLine(c) {
+  if (!c || c.skipped) return `\njournal chain cost: not measured (${c?.skipped ?? 'no trajgate'})`;
+  return (
+    `\njournal chain cost (same run, best of 2 × ${opt.chainSeconds} s each): on ${c.on.toFixed(0)} req/s, ` +
+    `off ${c.off.toFixed(0)} req/s; on/off ${c.ratio.toFixed(3)}; ` +
+    `${c.usPerRequest.toFixed(2)} µs per request = ${c.usPerRecord.toFixed(2)} µs per record (event + outcome)\n` +
+    `journal chain cost, writer alone (${c.writer.records.toLocaleString('en')} appends, fastest of ${c.writer.rounds}): ` +
+    `${c.writer.usOn.toFixed(2)} µs per record on, ${c.writer.usOff.toFixed(2)} off: ${c.writer.usPerRecord.toFixed(2)} µs per record`
+  );
+}
+
+const results = values['chain-only'] ? {} : { direct: await measure('direct', null) };
 const ctx = { here, root, tmp, pin, upstream, force: values.trajgate };
-for (const [name, startTarget] of [
-  ['floor', startFloor],
-  ['squid', startSquid],
-  ['trajgate', startTrajgate],
-]) {
+for (const [name, startTarget] of values['chain-only']
+  ? []
+  : [
+      ['floor', startFloor],
+      ['squid', startSquid],
+      ['trajgate', startTrajgate],
+    ]) {
   const target = await startTarget(ctx);
   if (target.skipped) {
     log(`${name}: ${target.skipped}`);
@@ -150,6 +202,7 @@ for (const [name, startTarget] of [
     await stop(target.child, 5000); // squid takes ~3 s to shut down even with shutdown_lifetime 0
   }
 }
+const chain = await chainCost();
 await stop(upstreamChild);
 
 const firstLine = (cmd, args) => {
@@ -172,11 +225,16 @@ const meta = {
   cpuBusyBefore: Number(cpuBusyBefore.toFixed(3)),
   options: opt,
 };
+if (values['chain-only']) {
+  log(chainLine(chain));
+  process.exit(0);
+}
 const { text, checks } = report(results, meta);
 log('\n' + text);
+log(chainLine(chain));
 mkdirSync(join(root, 'bench/out'), { recursive: true });
 writeFileSync(
   join(root, 'bench/out/proxy.json'),
-  JSON.stringify({ meta, results, checks }, null, 2) + '\n',
+  JSON.stringify({ meta, results, checks, chain }, null, 2) + '\n',
 );
 log(`\nwrote bench/out/proxy.json`);

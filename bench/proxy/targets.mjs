@@ -70,7 +70,7 @@ function passwd(name) {
  * trajgate from dist/ with a throwaway config that allows exactly the bench origins. Without
  * `force` it is tried only if `main.js --help` answers.
  */
-export async function startTrajgate({ root, tmp, pin, force, upstream }) {
+export async function startTrajgate({ root, tmp, pin, force, upstream, name, chain }) {
   const main = join(root, 'dist/cli/main.js');
   if (!existsSync(main))
     return { skipped: 'not available (dist/cli/main.js not found; npm run build)' };
@@ -79,10 +79,13 @@ export async function startTrajgate({ root, tmp, pin, force, upstream }) {
     if (help.code !== 0)
       return { skipped: `not available (main.js --help exited with ${help.code})` };
   }
+  const dir = join(tmp, name ?? 'trajgate');
   const started = await spawnTrajgate({
     main,
-    dir: join(tmp, 'trajgate'),
+    dir,
     pin,
+    // `chain`: false turns the journal's hash chain off (run.mjs measures what it costs).
+    ...(chain === false ? { journal: `{ path: ${dir}/journal.jsonl, chain: false }` } : {}),
     lines: [
       'network:',
       `  allow: ["127.0.0.1:${upstream.http}", "127.0.0.1:${upstream.sink}"]`,
@@ -99,13 +102,13 @@ export async function startTrajgate({ root, tmp, pin, force, upstream }) {
  * Resolves { child, port } with the proxy's port once it listens (its start line says which),
  * or { why } when it did not start (the child is stopped).
  */
-export async function spawnTrajgate({ main, dir, pin, lines, env }) {
+export async function spawnTrajgate({ main, dir, pin, lines, env, journal }) {
   mkdirSync(join(dir, 'workspace'), { recursive: true });
   const conf = join(dir, 'trajgate.yaml');
   const head = [
     'version: 1',
     `workspace: ${dir}/workspace`,
-    `journal: ${dir}/journal.jsonl`,
+    `journal: ${journal ?? `${dir}/journal.jsonl`}`,
     'listen: { proxy: 127.0.0.1:0, admin: 127.0.0.1:0, bridge: 127.0.0.1:0 }',
   ];
   writeFileSync(conf, [...head, ...lines].join('\n') + '\n');

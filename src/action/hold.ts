@@ -81,6 +81,11 @@ export class HeldRequests {
     return [...(this.#bySession.get(session) ?? [])];
   }
 
+  /** Sessions with requests held. */
+  sessions(): string[] {
+    return [...this.#bySession.keys()];
+  }
+
   /** Lets every request the session holds go; returns how many. */
   release(session: string, release: Release): number {
     const entries = [...(this.#bySession.get(session) ?? [])];

@@ -30,8 +30,8 @@ export function exportCommand(
     throw new TrajgateError('E_USAGE', `--since ${values.since}: expected an ISO 8601 time`);
   const config = values.config === undefined ? defaultConfig() : loadConfigFile(values.config);
   const har = exportHar(
-    config.journal,
-    join(dirname(config.journal), 'captures'),
+    config.journal.path,
+    join(dirname(config.journal.path), 'captures'),
     values.session,
     since,
     version,
@@ -39,7 +39,7 @@ export function exportCommand(
   if (har === null)
     throw new TrajgateError(
       'E_UNKNOWN_SESSION',
-      `export: no session ${JSON.stringify(values.session)} in the journal ${config.journal}; nothing was written (trajgate sessions lists them)`,
+      `export: no session ${JSON.stringify(values.session)} in the journal ${config.journal.path}; nothing was written (trajgate sessions lists them)`,
     );
   writeFileSync(values.har, JSON.stringify(har, null, 2) + '\n');
   print(`wrote ${har.log.entries.length} entries for ${values.session} to ${values.har}`);

@@ -26,7 +26,7 @@ const COMMANDS: Record<string, CommandHelp> = {
   replay: {
     usage: ['trajgate replay FILE.jsonl|- [--config FILE] [--workspace DIR] [--json]'],
     about:
-      'Judges recorded events (or a journal) offline, one verdict per line; `-` reads standard input. Stops at the first bad line (exit 1).',
+      'Judges recorded events (or a journal: its rotated files first, oldest first) offline, one verdict per line; `-` reads standard input. Stops at the first bad line (exit 1).',
     options: [
       ['--config FILE', 'the policy to judge with (default: embedded)'],
       ['--workspace DIR', "the workspace, overriding the config's"],
@@ -89,12 +89,24 @@ const COMMANDS: Record<string, CommandHelp> = {
   verify: {
     usage: ['trajgate verify [FILE…] [--config FILE]'],
     about:
-      "Checks the journal's hash chain: every line's prev must be the SHA-256 of the line before it (64 zeros for a journal's first line; a later FILE continues the one before it). Prints `ok: N records, chain intact`, or exits 1 naming the first line that does not follow (edited, removed, inserted, cut short, or written without prev). Changes nothing.",
+      "Checks the journal's hash chain: every line's prev must be the SHA-256 of the line before it (64 zeros for a journal's first line; a later FILE continues the one before it, a rotated file's snapshot the file before it). Without FILE: the configured journal, its rotated files oldest first, then the live one. Prints `ok: N records, chain intact`, or exits 1 naming the first line that does not follow (edited, removed, inserted, a rotated file missing, cut short, or written without prev). A torn last line (a crash cut the last write short) is a warning, exit 0. Changes nothing.",
     options: [
-      ['FILE…', 'journal files, oldest first (default: the configured journal)'],
+      ['FILE…', 'journal files, oldest first (default: the configured journal, all its files)'],
       ['--config FILE', 'where the journal is (default: embedded, ./data/journal.jsonl)'],
     ],
     example: 'trajgate verify --config config/trajgate.example.yaml',
+  },
+  state: {
+    usage: ['trajgate state rebuild --from JOURNAL… --config FILE [--force]'],
+    about:
+      "Fills the shared state store (state.store: redis) from the gateways' journals, merged by time: every session's counts, pause, marks and recent events, and the operators' approvals and deny patterns. The recovery when Redis came back empty: until then gateways refuse decisions (503). Refuses a store that is not empty unless --force.",
+    options: [
+      ['--from JOURNAL…', "each gateway's journal (its rotated files are read too)"],
+      ['--config FILE', 'the config naming the store (state.redis) and the policy'],
+      ['--force', 'write over a store that is not empty'],
+    ],
+    example:
+      'trajgate state rebuild --from /data/a/journal.jsonl /data/b/journal.jsonl --config trajgate.yaml',
   },
   sessions: {
     usage: ['trajgate sessions [--json]'],

@@ -16,6 +16,7 @@ import { bufferedOutput } from './io.js';
 import { operator } from './operator.js';
 import { replay } from './replay.js';
 import { start } from './start.js';
+import { state } from './state.js';
 import { terminalLines } from './table.js';
 import { verify } from './verify.js';
 
@@ -75,7 +76,9 @@ async function main(argv: string[]): Promise<number> {
       case 'check-config':
         return checkConfig(rest, print);
       case 'verify':
-        return verify(rest, print);
+        return verify(rest, print, log);
+      case 'state':
+        return await state(rest, print, log);
       case 'sessions':
       case 'events':
       case 'approve':

@@ -10,7 +10,12 @@ import { describeValue, validateRecordedEvent } from '../event/validate.js';
 import type { Decision } from '../guard/guard.js';
 import { formatVerdict, Guard } from '../guard/guard.js';
 import { compilePolicy } from '../guard/compile.js';
+import { MemoryStore } from '../guard/store.js';
+import { listRotated } from '../journal/files.js';
 import { applyRecord } from '../journal/rebuild.js';
+import { SNAPSHOT_VERSION } from '../journal/rotate.js';
+import type { SnapshotState } from '../review/snapshot.js';
+import { restoreGuard } from '../review/snapshot.js';
 import type { JournalRecord } from '../journal/records.js';
 import { usageOf } from './help.js';
 import { configFrom, readLines, type Output } from './io.js';
@@ -38,35 +43,43 @@ export async function replay(argv: string[], out: Output): Promise<number> {
     throw new TrajgateError('E_USAGE', usageOf('replay'));
   }
   const config = configFrom(values.config, values.workspace);
-  const guard = new Guard(compilePolicy(config));
+  const store = new MemoryStore();
+  const guard = new Guard(compilePolicy(config), store);
   const paths = memoPathReadings();
-  const name = file === '-' ? '(stdin)' : file;
-  const input = file === '-' ? process.stdin : await openInput(file);
+  // A rotated journal is read whole: its rotated files oldest first, then the live one.
+  const files = file === '-' ? ['-'] : [...listRotated(file).map((r) => r.path), file];
   const now = Date.now();
   let events = 0;
-  for await (const { lines, first } of readLines(input, name, out.progress)) {
-    for (let i = 0; i < lines.length; i++) {
-      const text = lines[i] as string;
-      if (text.trim() === '') continue;
-      let decided: ReturnType<typeof judgeLine>;
-      try {
-        decided = judgeLine(text, first + i, config, guard, now, paths);
-      } catch (err) {
-        if (!isTrajgateError(err)) throw err;
-        throw new TrajgateError(err.code, `${name}:${first + i}: ${err.message}`);
+  let seen = 0;
+  for (const each of files) {
+    const name = each === '-' ? '(stdin)' : each;
+    const input = each === '-' ? process.stdin : await openInput(each);
+    for await (const { lines, first } of readLines(input, name, out.progress)) {
+      for (let i = 0; i < lines.length; i++) {
+        const text = lines[i] as string;
+        if (text.trim() === '') continue;
+        let decided: ReturnType<typeof judgeLine>;
+        try {
+          // The oldest file kept may start with a snapshot: the state before it.
+          decided = judgeLine(text, first + i, config, guard, now, paths, seen++ === 0, store);
+        } catch (err) {
+          if (!isTrajgateError(err)) throw err;
+          throw new TrajgateError(err.code, `${name}:${first + i}: ${err.message}`);
+        }
+        if (decided === null) continue;
+        events++;
+        const [record, decision] = decided;
+        out.write(
+          values.json
+            ? terminalJson({ line: first + i, ...record, ...decision })
+            : formatVerdict(decision),
+        );
       }
-      if (decided === null) continue;
-      events++;
-      const [record, decision] = decided;
-      out.write(
-        values.json
-          ? terminalJson({ line: first + i, ...record, ...decision })
-          : formatVerdict(decision),
-      );
+      await out.flush();
     }
-    await out.flush();
   }
   if (events === 0) {
+    const name = file === '-' ? '(stdin)' : file;
     throw new TrajgateError('E_INPUT_READ', `${name}: no events to replay (the input is empty)`);
   }
   return 0;
@@ -80,6 +93,8 @@ function judgeLine(
   guard: Guard,
   now: number,
   paths: PathResolver,
+  firstLine: boolean,
+  store: MemoryStore<unknown>,
 ): [{ session: string; kind: string; target: string }, Decision] | null {
   let value: unknown;
   try {
@@ -90,6 +105,17 @@ function judgeLine(
   const { type, session = 'replay', ts, held, seq, rid } = (value ?? {}) as Record<string, unknown>;
   // A held record was never judged: its request is judged again after the resume.
   if (held === true) return null;
+  if (type === 'snapshot') {
+    const { version, state } = value as { version?: unknown; state?: unknown };
+    if (version !== SNAPSHOT_VERSION)
+      throw new TrajgateError(
+        'E_JOURNAL_CORRUPT',
+        `snapshot version ${JSON.stringify(version)} is not one this trajgate reads (${SNAPSHOT_VERSION})`,
+      );
+    // Later snapshots repeat what the lines before them already built.
+    if (firstLine) restoreGuard(state as SnapshotState, guard, store);
+    return null;
+  }
   if (type !== undefined && type !== 'event') {
     applyRecord(guard, value as JournalRecord);
     return null;

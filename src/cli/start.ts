@@ -3,6 +3,7 @@ import type { Config } from '../config/load.js';
 import { defaultConfig, loadConfigFile, missingWorkspaces } from '../config/load.js';
 import type { HostPort } from '../config/formats.js';
 import { formatHostPort } from '../config/formats.js';
+import { redisWhere } from '../state/connect.js';
 import { TrajgateError } from '../errors.js';
 import { startGateway } from '../gateway.js';
 import { createLogger } from '../log.js';
@@ -28,8 +29,15 @@ export async function start(argv: string[], say: (line: string) => void): Promis
   const credentials = config.agents ? `${config.agents[0]?.id}:TOKEN@` : '';
   say(`trajgate: config ${config.source}; workspace ${config.workspace}`);
   say(
-    `trajgate: journal ${config.journal} (${gateway.restored} records restored, ${paused} session(s) paused)`,
+    `trajgate: journal ${config.journal.path} (${gateway.restored} records restored, ${paused} session(s) paused)`,
   );
+  const shared = config.state.redis;
+  if (config.state.store === 'redis' && shared) {
+    const { up, error } = gateway.store.view();
+    say(
+      `trajgate: state shared in ${redisWhere(shared)} (prefix ${shared.prefix}, replica ${gateway.store.replica}): ${up ? 'connected' : `not answering (${error}): requests are refused until it does`}`,
+    );
+  }
   say(`trajgate: proxy listening on http://${proxy}`);
   if (allowsNothing(config))
     say('trajgate: allows nothing yet: add network.allow (until then each request is reviewed)');

@@ -1,9 +1,16 @@
 import { parseArgs } from 'node:util';
 import { defaultConfig, loadConfigFile } from '../config/load.js';
-import { verifyChain } from '../journal/verify.js';
+import { chainFiles, verifyChain } from '../journal/verify.js';
 
-/** Checks the journal's hash chain: the given files in order, else the configured journal. */
-export function verify(argv: string[], print: (line: string) => void): number {
+/**
+ * Checks the journal's hash chain: the given files in order, else the configured journal with
+ * all its rotated files. A torn last line is a warning (exit 0): a crash leaves one.
+ */
+export function verify(
+  argv: string[],
+  print: (line: string) => void,
+  warn: (line: string) => void,
+): number {
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
@@ -12,7 +19,13 @@ export function verify(argv: string[], print: (line: string) => void): number {
   const files =
     positionals.length > 0
       ? positionals
-      : [(values.config === undefined ? defaultConfig() : loadConfigFile(values.config)).journal];
-  print(`ok: ${verifyChain(files)} records, chain intact`);
+      : chainFiles(
+          (values.config === undefined ? defaultConfig() : loadConfigFile(values.config)).journal
+            .path,
+        );
+  const { records, torn } = verifyChain(files);
+  if (torn !== null) warn(`trajgate: warning: ${torn}`);
+  const where = files.length > 1 ? ` in ${files.length} files` : '';
+  print(`ok: ${records} records${where}, chain intact`);
   return 0;
 }

@@ -10,6 +10,27 @@ export function parseDuration(text: string): number | undefined {
   return Math.round(Number(m[1]) * (UNIT_MS[m[2] as string] as number));
 }
 
+const BYTES = /^(\d+(?:\.\d+)?) ?(B|KB|MB|GB|KiB|MiB|GiB)?$/i;
+const UNIT_BYTES: Record<string, number> = {
+  b: 1,
+  kb: 1e3,
+  mb: 1e6,
+  gb: 1e9,
+  kib: 1024,
+  mib: 1024 ** 2,
+  gib: 1024 ** 3,
+};
+
+/**
+ * `256MB`, `512KiB`, `10 MB` → bytes (B, KB, MB, GB 1000-based; KiB, MiB, GiB 1024-based);
+ * a number without its unit only when `bare`; undefined when not of that form.
+ */
+export function parseBytes(text: string, bare = false): number | undefined {
+  const m = BYTES.exec(text.trim());
+  if (!m || (m[2] === undefined && !bare)) return undefined;
+  return Math.round(Number(m[1]) * (UNIT_BYTES[(m[2] ?? 'b').toLowerCase()] as number));
+}
+
 export interface HostPort {
   readonly host: string;
   readonly port: number;

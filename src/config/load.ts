@@ -162,7 +162,7 @@ function validate(
     ...raw,
     source,
     workspace,
-    journal: resolve(dataDir, raw.journal),
+    journal: { ...raw.journal, path: resolve(dataDir, raw.journal.path) },
     listen,
     agents:
       raw.agents?.map((a) => ({

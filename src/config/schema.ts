@@ -1,9 +1,11 @@
 import { z } from 'zod';
+import { stateSchema } from './state-schema.js';
 import { BUILTIN_KINDS, PATH_KINDS } from '../event/event.js';
 import { isTrajgateError } from '../errors.js';
 import { parseNetworkPattern } from '../event/network-pattern.js';
 import { parseCidr, parseDuration, parseHostPort } from './formats.js';
 import { checkCrossings, sequencesSchema } from './sequences-schema.js';
+import { journalSchema } from './journal-schema.js';
 
 /**
  * The YAML schema; key names are the contract (README § Configuration, and
@@ -127,8 +129,9 @@ const role = z.strictObject({ allow: z.array(networkPattern).default([]) });
 const fields = z.strictObject({
   version: z.literal(1),
   workspace: z.string().min(1).optional(),
-  journal: z.string().min(1).default('./data/journal.jsonl'),
+  journal: journalSchema,
   journalFsync: duration.default(100),
+  state: stateSchema,
   listen: z
     .strictObject({
       proxy: hostPort.default('127.0.0.1:8080'),

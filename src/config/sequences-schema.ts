@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { PATH_KINDS } from '../event/event.js';
 import { parseNetworkPattern } from '../event/network-pattern.js';
 import { describeValue } from '../event/validate.js';
-import { parseDuration } from './formats.js';
+import { parseBytes, parseDuration } from './formats.js';
 
 /**
  * `policy.sequences`: trajectory rules (README § Trajectory rules). An `after`/`then` rule makes
@@ -15,17 +15,6 @@ export const MATCHERS = ['kind', 'target', 'failed', 'refused', 'crossing', 'app
 const KIND = /^[A-Za-z][A-Za-z0-9_-]{0,63}$/;
 const RULE_NAME = /^[A-Za-z0-9._-]{1,64}$/;
 const EVENTS = /^(\d+) events?$/;
-const BYTES = /^(\d+(?:\.\d+)?) ?(B|KB|MB|GB|KiB|MiB|GiB)$/i;
-const UNIT: Record<string, number> = {
-  b: 1,
-  kb: 1e3,
-  mb: 1e6,
-  gb: 1e9,
-  kib: 1024,
-  mib: 1024 ** 2,
-  gib: 1024 ** 3,
-};
-
 /** A rule's `within`: a number of the session's events, or a time in ms; `text` as written. */
 export type Within =
   | { readonly events: number; readonly text: string }
@@ -89,9 +78,8 @@ const within = z.unknown().transform((text, ctx): Within => {
 const bytes = z.unknown().transform((value, ctx): { n: number; text: string } => {
   if (typeof value === 'number' && Number.isSafeInteger(value) && value >= 1)
     return { n: value, text: `${value}B` };
-  const m = typeof value === 'string' ? BYTES.exec(value.trim()) : null;
-  const n = m ? Math.round(Number(m[1]) * (UNIT[(m[2] as string).toLowerCase()] as number)) : 0;
-  if (m && n >= 1) return { n, text: value as string };
+  const n = (typeof value === 'string' ? parseBytes(value) : undefined) ?? 0;
+  if (n >= 1) return { n, text: value as string };
   ctx.addIssue({
     code: 'custom',
     message: `expected bytes like 10MB, 512KiB or 1GB (B, KB, MB, GB are 1000-based; KiB, MiB, GiB 1024-based), got ${describeValue(value)}`,

@@ -9,7 +9,7 @@ import { explainMiss } from './explain.js';
 import type { Boundary, GuardPolicy } from './policy.js';
 import { countKey, crosses } from './policy.js';
 import { applySequences, failureMarks, numbered, volumeWindow } from './sequences.js';
-import type { SessionState, TrajectoryStore } from './store.js';
+import type { SessionState, SharedState, TrajectoryStore } from './store.js';
 import { EMPTY, MemoryStore } from './store.js';
 
 export type { Change, Decision, EventRef, Outcome, Verdict } from './decision.js';
@@ -48,6 +48,11 @@ export class Guard {
 
   get policy(): GuardPolicy {
     return this.#policy;
+  }
+
+  /** Set when the state is shared with other gateways: decisions then take its lease. */
+  get shared(): SharedState | undefined {
+    return this.#store.shared;
   }
 
   /**

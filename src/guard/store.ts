@@ -87,9 +87,33 @@ export interface TrajectoryStore<R> {
   recent(id: string): readonly R[];
   /** Appends a record to the session's recent ones, keeping the newest `keep`. */
   remember(id: string, record: R, keep: number): void;
+  /** A store shared by several gateways (state/redis-store); absent for one process's memory. */
+  readonly shared?: SharedState;
 }
 
-interface Live {
+/**
+ * How a decision is made atomically per session across gateways: under the session's lease the
+ * store holds its current state; what the decision commits is installed by `release` (a
+ * compare-and-set on the state's version), or nothing is and the decision must not take effect.
+ */
+export interface SharedState {
+  /** Takes the session's lease with its state brought up to date. Throws E_STORE_DOWN. */
+  lease(id: string): Promise<Lease>;
+  /**
+   * Brings the session's state up to date without a lease, for a decision that changes nothing
+   * (one read, no write); false when this gateway is deciding for the session now (take the
+   * lease instead). Throws E_STORE_DOWN.
+   */
+  peek(id: string): Promise<boolean>;
+}
+
+export interface Lease {
+  /** Writes what was committed under the lease and gives it up. Throws E_STORE_DOWN. */
+  release(): Promise<void>;
+}
+
+/** One session's state as the embedded store keeps it (and a shared store decodes it). */
+export interface Live {
   readonly counts: Map<string, number>;
   pausedAt: number | null;
   pausedBy: string | null;
@@ -120,35 +144,11 @@ export class MemoryStore<R> implements TrajectoryStore<R> {
   }
 
   commit(id: string, change: SessionChange): void {
-    const state = this.#live(id);
-    const { counted, pause } = change;
-    if (counted) for (const key in counted) state.counts.set(key, counted[key] as number);
-    if (pause && state.pausedAt === null) {
-      state.pausedAt = pause.at;
-      state.pausedBy = pause.by;
-    }
-    if (change.events !== undefined) state.events = change.events;
-    if (change.marks) for (const mark of change.marks) state.marks.set(mark.rule, mark);
-    if (change.settled !== undefined && state.pending instanceof PendingRing)
-      state.pending.remove(change.settled);
-    if (change.pending) {
-      const ring = state.pending instanceof PendingRing ? state.pending : new PendingRing();
-      ring.push(change.pending);
-      state.pending = ring;
-    }
-    if (change.sent) addSent(state, change.sent);
+    applyChange(this.live(id), change);
   }
 
   resume(id: string, reset: boolean, keepMarks = false): void {
-    const state = this.#live(id);
-    state.pausedAt = null;
-    state.pausedBy = null;
-    if (reset) state.counts.clear();
-    if (keepMarks) return;
-    state.marks.clear();
-    state.pending = NO_PENDING;
-    state.sent.clear();
-    state.sentBytes = 0;
+    applyResume(this.live(id), reset, keepMarks);
   }
 
   recent(id: string): readonly R[] {
@@ -172,7 +172,8 @@ export class MemoryStore<R> implements TrajectoryStore<R> {
     return state;
   }
 
-  #live(id: string): Live {
+  /** The session's state, created empty when unknown. */
+  protected live(id: string): Live {
     let state = this.#find(id);
     if (!state) {
       state = fresh();
@@ -180,9 +181,47 @@ export class MemoryStore<R> implements TrajectoryStore<R> {
     }
     return state;
   }
+
+  /** Replaces the session's state with one read from elsewhere (a shared store). */
+  protected adopt(id: string, state: Live): void {
+    this.#sessions.set(id, state);
+    if (id === this.#lastId) this.#last = state;
+  }
 }
 
-function fresh(): Live {
+/** Installs one committed change (MemoryStore.commit). */
+export function applyChange(state: Live, change: SessionChange): void {
+  const { counted, pause } = change;
+  if (counted) for (const key in counted) state.counts.set(key, counted[key] as number);
+  if (pause && state.pausedAt === null) {
+    state.pausedAt = pause.at;
+    state.pausedBy = pause.by;
+  }
+  if (change.events !== undefined) state.events = change.events;
+  if (change.marks) for (const mark of change.marks) state.marks.set(mark.rule, mark);
+  if (change.settled !== undefined && state.pending instanceof PendingRing)
+    state.pending.remove(change.settled);
+  if (change.pending) {
+    const ring = state.pending instanceof PendingRing ? state.pending : new PendingRing();
+    ring.push(change.pending);
+    state.pending = ring;
+  }
+  if (change.sent) addSent(state, change.sent);
+}
+
+/** An operator's resume (MemoryStore.resume). */
+export function applyResume(state: Live, reset: boolean, keepMarks: boolean): void {
+  state.pausedAt = null;
+  state.pausedBy = null;
+  if (reset) state.counts.clear();
+  if (keepMarks) return;
+  state.marks.clear();
+  state.pending = NO_PENDING;
+  state.sent.clear();
+  state.sentBytes = 0;
+}
+
+export function fresh(): Live {
   return {
     counts: new Map(),
     pausedAt: null,

@@ -115,5 +115,5 @@ async function interceptor(
 function captureOptions(config: Config): CaptureOptions | null {
   if (!config.capture.bodies) return null;
   const { maxBytes, redact } = config.capture;
-  return { dir: join(dirname(config.journal), 'captures'), maxBytes, redact };
+  return { dir: join(dirname(config.journal.path), 'captures'), maxBytes, redact };
 }

@@ -1,7 +1,10 @@
-import type { FileHandle } from 'node:fs/promises';
-import { open } from 'node:fs/promises';
-import { errnoCode, TrajgateError } from '../errors.js';
+import { TrajgateError } from '../errors.js';
+import { segmentsOf } from './files.js';
+import { SegmentReader } from './segment-reader.js';
 import type { Located, SessionIndex } from './session-index.js';
+
+/** What pages read through: the journal's files as one stream (see SegmentReader). */
+type FileHandle = Pick<SegmentReader, 'read' | 'start'>;
 
 /** Bytes of journal one page read from the file itself may cover (older than the index). */
 export const SCAN_BUDGET = 4 << 20;
@@ -14,6 +17,7 @@ const CHUNK = 64 << 10;
 const GAP = 256 << 10;
 const SPAN = 1 << 20;
 const SEQ = Buffer.from('{"seq":');
+const SNAPSHOT = Buffer.from('"type":"snapshot"');
 
 /**
  * One read buffer kept from call to call: a megabyte allocated per call is memory outside the
@@ -46,13 +50,8 @@ export async function eventsPage(
 ): Promise<Buffer> {
   const page = index.page(session, before, limit);
   if (page.events.length === 0 && page.scanFrom === null) return new Body(0).end(null);
-  let fh: FileHandle;
-  try {
-    fh = await open(path, 'r');
-  } catch (err) {
-    if (errnoCode(err) === 'ENOENT') return new Body(0).end(null);
-    throw err;
-  }
+  // Across rotated files: the index's offsets run on from one file into the next.
+  const fh = new SegmentReader(segmentsOf(path));
   let buf = take(SPAN);
   try {
     if (page.scanFrom === null) return (await readLocated(fh, buf, page.events)).end(page.next);
@@ -114,6 +113,7 @@ async function scanBack(
   limit: number,
 ): Promise<{ body: Body; next: number | null; buf: Buffer }> {
   const marker = Buffer.from(`"session":${JSON.stringify(session)}`);
+  const low = fh.start;
   const statuses = new Map<number, number | null>();
   const body = new Body(64 << 10);
   let earliest = Infinity;
@@ -129,6 +129,8 @@ async function scanBack(
     }
     for (let i = lines.length - 1; i >= 0 && body.count < limit; i--) {
       const line = buf.subarray(lines[i], buf.indexOf(10, lines[i]));
+      // A snapshot names every session: none of its events are lines of their own.
+      if (line.subarray(0, 160).includes(SNAPSHOT)) continue;
       const r = JSON.parse(line.toString('utf8')) as Record<string, unknown>;
       if (r.session !== session || typeof r.seq !== 'number') continue;
       if (r.type === 'outcome' && typeof r.ref === 'number') {
@@ -143,8 +145,8 @@ async function scanBack(
   let carry = 0; // bytes at buf's start: the part of a line the previous chunk began with
   let read = 0;
   // Past the budget only to reach one line below `before`, so the next page starts lower.
-  while (pos > 0 && body.count < limit && (read < SCAN_BUDGET || earliest >= before)) {
-    const len = Math.min(CHUNK, pos);
+  while (pos > low && body.count < limit && (read < SCAN_BUDGET || earliest >= before)) {
+    const len = Math.min(CHUNK, pos - low);
     pos -= len;
     if (buf.length < len + carry) {
       const grown = Buffer.allocUnsafe(2 * (len + carry));
@@ -157,11 +159,11 @@ async function scanBack(
     const lines = buf.subarray(0, len + carry);
     // Whole lines begin after the chunk's first newline, or at the file's start.
     const nl = lines.indexOf(10);
-    const start = pos === 0 ? 0 : nl < 0 ? lines.length : nl + 1;
+    const start = pos === low ? 0 : nl < 0 ? lines.length : nl + 1;
     visit(lines, start);
     carry = start;
   }
-  return { body, next: pos === 0 && body.count < limit ? null : earliest, buf };
+  return { body, next: pos === low && body.count < limit ? null : earliest, buf };
 }
 
 /** The seq a line starts with (`{"seq":N,`), else as JSON says. */

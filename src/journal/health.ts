@@ -46,7 +46,7 @@ export class JournalHealth {
     );
   }
 
-  view(): HealthView {
+  view(): Omit<HealthView, 'store'> {
     const iso = (ms: number) => new Date(ms).toISOString();
     const start = this.#outageStart;
     return {

@@ -2,8 +2,11 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { isTrajgateError, TrajgateError } from '../errors.js';
 import { digestAt, GENESIS } from './chain.js';
-import type { JournalRecord } from './records.js';
+import type { JournalRecord, SnapshotRecord } from './records.js';
+import { Segments } from './files.js';
 import { readJournal } from './reader.js';
+import type { RotateOptions } from './rotate.js';
+import { recoverRotation, SNAPSHOT_VERSION } from './rotate.js';
 import type { WriterOptions } from './writer.js';
 import { JournalWriter } from './writer.js';
 
@@ -27,6 +30,10 @@ export function openJournal(
     onWrite?: (seconds: number) => void;
     health?: WriterOptions['health'];
     onAppend?: WriterOptions['onAppend'];
+    rotate?: RotateOptions;
+    chain?: boolean;
+    /** A live file's first line is a snapshot: its state, to install instead of a replay. */
+    restore?: (state: unknown) => void;
   },
 ): OpenedJournal {
   try {
@@ -37,6 +44,9 @@ export function openJournal(
       `${dirname(path)}: cannot create journal folder: ${(err as Error).message}`,
     );
   }
+  recoverRotation(path);
+  // Offsets run on across the rotated files (files.ts): the live file starts after them.
+  const base = Segments.scan(path).live.base;
   // Where the last whole line is: the chain goes on from it (a torn line was moved aside).
   let lastOffset = 0;
   let lastBytes = -1;
@@ -46,8 +56,9 @@ export function openJournal(
       lastOffset = offset;
       lastBytes = bytes;
       try {
-        apply(record);
-        options.onAppend?.(record, record.seq, offset, bytes);
+        if (record.type === 'snapshot') restoreSnapshot(record, line, options.restore);
+        else apply(record);
+        options.onAppend?.(record, record.seq, base + offset, bytes);
       } catch (err) {
         if (!isTrajgateError(err)) throw err;
         throw new TrajgateError(err.code, `${path}:${line}: ${err.message}`);
@@ -63,6 +74,27 @@ export function openJournal(
     ...(options.onWrite ? { onWrite: options.onWrite } : {}),
     ...(options.health ? { health: options.health } : {}),
     ...(options.onAppend ? { onAppend: options.onAppend } : {}),
+    ...(options.rotate ? { rotate: options.rotate } : {}),
+    ...(options.chain === false ? { chain: false } : {}),
   });
   return { writer, restored: records };
+}
+
+/**
+ * The live file's first line may be a snapshot (it was rotated to): the state up to it, so
+ * nothing before is read. A version this trajgate does not know is refused rather than guessed
+ * at. A snapshot anywhere else changes nothing (the lines before it were applied).
+ */
+function restoreSnapshot(
+  record: SnapshotRecord,
+  line: number,
+  restore: ((state: unknown) => void) | undefined,
+): void {
+  if (record.version !== SNAPSHOT_VERSION) {
+    throw new TrajgateError(
+      'E_JOURNAL_CORRUPT',
+      `snapshot version ${JSON.stringify(record.version)} is not one this trajgate reads (${SNAPSHOT_VERSION}); start it with the trajgate that wrote the journal`,
+    );
+  }
+  if (line === 1) restore?.(record.state);
 }

@@ -73,22 +73,34 @@ export function eachLine(
   fd: number,
   onLine: (bytes: Buffer, offset: number, whole: boolean) => void,
 ): void {
-  let offset = 0; // file offset of `pending`
-  let pending = Buffer.alloc(0);
+  let offset = 0; // file offset of the line being read
+  // The start of a line longer than what one read left (a snapshot can be megabytes): its
+  // pieces, joined once its newline comes, so a long line costs one copy, not one per read.
+  let pieces: Buffer[] = [];
   const buf = Buffer.allocUnsafe(CHUNK);
   for (;;) {
     const n = readSync(fd, buf, 0, CHUNK, null);
     if (n === 0) break;
-    const data = pending.length ? Buffer.concat([pending, buf.subarray(0, n)]) : buf.subarray(0, n);
+    const data = buf.subarray(0, n);
     let start = 0;
-    for (let nl = data.indexOf(10, start); nl !== -1; nl = data.indexOf(10, start)) {
-      onLine(data.subarray(start, nl), offset + start, true);
+    let nl = data.indexOf(10);
+    if (nl !== -1 && pieces.length > 0) {
+      const line = Buffer.concat([...pieces, data.subarray(0, nl)]);
+      pieces = [];
+      onLine(line, offset, true);
+      offset += line.length + 1;
+      start = nl + 1;
+      nl = data.indexOf(10, start);
+    }
+    for (; nl !== -1; nl = data.indexOf(10, start)) {
+      onLine(data.subarray(start, nl), offset, true);
+      offset += nl - start + 1;
       start = nl + 1;
     }
-    offset += start;
-    pending = Buffer.from(data.subarray(start));
+    // `buf` is read into again: what is kept of it is copied.
+    if (start < n) pieces.push(Buffer.from(data.subarray(start)));
   }
-  if (pending.length > 0) onLine(pending, offset, false);
+  if (pieces.length > 0) onLine(Buffer.concat(pieces), offset, false);
 }
 
 /** A whole line must be a record; an unterminated last line may be torn (returns null). */

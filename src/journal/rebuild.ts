@@ -47,7 +47,7 @@ export function applyRecord(guard: Guard, record: JournalRecord): void {
     case 'approve':
       restore('approval', () =>
         guard.approve({
-          id: `a${record.seq}`,
+          id: record.id ?? `a${record.seq}`,
           pattern: record.pattern,
           kind: record.kind,
           session: record.session,
@@ -59,7 +59,7 @@ export function applyRecord(guard: Guard, record: JournalRecord): void {
     case 'block':
       restore('deny pattern', () =>
         guard.block({
-          id: `d${record.seq}`,
+          id: record.id ?? `d${record.seq}`,
           pattern: record.pattern,
           session: record.session,
           by: record.by,

@@ -103,6 +103,8 @@ export interface DenyRecord extends RecordBase {
 
 export interface ApproveRecord extends RecordBase {
   readonly type: 'approve';
+  /** Its id when several gateways share the state (else `a` + seq). */
+  readonly id?: string;
   readonly session: string | null;
   readonly pattern: string;
   readonly kind: string;
@@ -148,12 +150,25 @@ export interface RevokeRecord extends RecordBase {
 /** An operator's deny pattern (id `d<seq>`): refused whatever allows or approves it. */
 export interface BlockRecord extends RecordBase {
   readonly type: 'block';
+  /** Its id when several gateways share the state (else `d` + seq). */
+  readonly id?: string;
   readonly session: string | null;
   readonly pattern: string;
   readonly by: string;
 }
 
+/**
+ * The first line of a rotated-to file: the whole state a restart rebuilds, as of record `seq`
+ * (the previous file's last; a snapshot takes no seq of its own). See review/snapshot.ts.
+ */
+export interface SnapshotRecord extends RecordBase {
+  readonly type: 'snapshot';
+  readonly version: number;
+  readonly state: unknown;
+}
+
 export type JournalRecord =
+  | SnapshotRecord
   | RevokeRecord
   | BlockRecord
   | ConfigRecord

@@ -169,6 +169,17 @@ export class SessionIndex {
     }
   }
 
+  /**
+   * `events` of the session lie in files before the one the index was built from (a restart
+   * from a snapshot): its pages go on into them, read back from the files.
+   */
+  older(session: string, events: number): void {
+    if (events <= 0) return;
+    let ring = this.#rings.get(session);
+    if (!ring) this.#rings.set(session, (ring = new Ring(this.ring)));
+    ring.dropped += events;
+  }
+
   /** Where the event record `seq` lies, while its session's ring still holds it. */
   locate(seq: number): Located | null {
     for (const ring of this.#rings.values()) {

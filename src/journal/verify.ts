@@ -1,42 +1,90 @@
 import { closeSync, openSync } from 'node:fs';
+import { basename } from 'node:path';
 import { TrajgateError } from '../errors.js';
 import { digestOf, GENESIS } from './chain.js';
+import { listRotated, sizeOf } from './files.js';
 import { eachLine } from './reader.js';
 
-const PREV = /^\{"seq":\d+,"ts":"[^"]*","prev":"([0-9a-f]{64})",/;
+const PREV = /^\{"seq":\d+,"ts":"[^"]*","prev":"([0-9a-f]{64})",("type":"snapshot")?/;
+const NO_PREV = /^\{"seq":\d+,"ts":"[^"]*","(?!prev")/;
+
+export interface Verified {
+  readonly records: number;
+  /** A torn last line of the last file (a crash cut its write short), as a warning. */
+  readonly torn: string | null;
+}
 
 /**
  * Checks the hash chain of journal files given in order (each later file continues the one
- * before it), streaming in constant memory; returns how many records it checked. The first line
- * that does not follow throws E_CHAIN_BROKEN naming FILE:LINE. Never changes a file.
+ * before it: a rotated-to file's snapshot carries the previous file's last line's digest),
+ * streaming in constant memory. The first line that does not follow throws E_CHAIN_BROKEN
+ * naming FILE:LINE. A first file that starts with a snapshot is accepted as a start (older
+ * rotated files were deleted by `keep`). A torn last line of the last file is what a crash
+ * leaves (the chain before it is whole, and `trajgate start` moves it aside): reported in
+ * `torn`, not thrown; a torn line anywhere else is. Never changes a file.
  */
-export function verifyChain(files: readonly string[]): number {
+export function verifyChain(files: readonly string[]): Verified {
   let prev = GENESIS;
   let before: string | null = null;
   let records = 0;
-  for (const file of files) {
+  let torn: string | null = null;
+  files.forEach((file, f) => {
     let line = 0;
     eachLineOf(file, (bytes, whole) => {
       line++;
-      if (!whole) throw broken(file, line, 'torn (cut short)');
-      // The writer puts prev right after seq and ts: no parse needed to find it.
-      const found = PREV.exec(bytes.toString('utf8', 0, 200));
-      if (!found) throw broken(file, line, 'no prev (written before the chain, or edited)');
-      if (found[1] !== prev) {
-        const what =
-          line > 1
-            ? `prev does not match line ${line - 1}`
-            : before !== null
-              ? `prev does not match the last line of ${before}`
-              : "prev is not 64 zeros (a journal's first line)";
-        throw broken(file, line, `${what} (edited, removed or inserted)`);
+      if (torn !== null) throw broken(file, line - 1, 'torn (cut short), and lines follow it');
+      if (!whole) {
+        if (f < files.length - 1) throw broken(file, line, 'torn (cut short)');
+        torn = `${file}:${line}: torn last line (${bytes.length} bytes cut short by a crash); the chain before it is intact, and trajgate start moves it aside`;
+        return;
       }
+      // The writer puts prev right after seq and ts: no parse needed to find it.
+      const head = bytes.toString('utf8', 0, 220);
+      const found = PREV.exec(head);
+      if (!found) {
+        const why = NO_PREV.test(head)
+          ? line === 1
+            ? 'carries no chain (no prev: written with journal.chain false, or before trajgate had a chain)'
+            : 'no prev (written before the chain, or edited)'
+          : 'no prev (not a journal line, or edited)';
+        throw broken(file, line, why);
+      }
+      const startsKept = f === 0 && line === 1 && found[2] !== undefined;
+      if (found[1] !== prev && !startsKept) throw broken(file, line, mismatch(line, before));
       prev = digestOf(bytes);
       records++;
     });
     before = file;
+  });
+  return { records, torn };
+}
+
+function mismatch(line: number, before: string | null): string {
+  if (line > 1) return `prev does not match line ${line - 1} (edited, removed or inserted)`;
+  if (before === null)
+    return "prev is not 64 zeros (a journal's first line) (edited, removed or inserted)";
+  return `prev does not match the last line of ${before}: the chain does not follow from that file (a file between them deleted, or either edited)`;
+}
+
+/**
+ * The configured journal's files, oldest first: rotated ones, then the live one. A gap in the
+ * rotation numbers is a deleted middle file: E_CHAIN_BROKEN naming it.
+ */
+export function chainFiles(path: string): string[] {
+  const rotated = listRotated(path);
+  for (let i = 1; i < rotated.length; i++) {
+    const a = rotated[i - 1]!;
+    const b = rotated[i]!;
+    if (b.n !== a.n + 1) {
+      throw new TrajgateError(
+        'E_CHAIN_BROKEN',
+        `${b.path}:1: the chain does not follow from ${basename(a.path)}: rotated file(s) ${a.n + 1}..${b.n - 1} between them are missing (deleted)`,
+      );
+    }
   }
-  return records;
+  const files = rotated.map((r) => r.path);
+  if (sizeOf(path) >= 0 || files.length === 0) files.push(path);
+  return files;
 }
 
 function broken(file: string, line: number, why: string): TrajgateError {

@@ -10,6 +10,8 @@ import {
 import { performance } from 'node:perf_hooks';
 import { TrajgateError } from '../errors.js';
 import { digestOf, GENESIS } from './chain.js';
+import type { RotateOptions } from './rotate.js';
+import { Rotation, SNAPSHOT_VERSION } from './rotate.js';
 import { recordFields } from './json.js';
 import type { JournalRecord, Unstamped } from './records.js';
 
@@ -36,6 +38,10 @@ export interface WriterOptions {
   ) => void;
   /** Told of each failed write (its error) and of the first write that succeeds after one. */
   readonly health?: { failed(error: string): void; recovered(): void };
+  /** Rotation with snapshots (journal.rotate); none when absent. */
+  readonly rotate?: RotateOptions;
+  /** false: lines carry no `prev` (journal.chain: false, to measure what the chain costs). */
+  readonly chain?: boolean;
 }
 
 /**
@@ -69,6 +75,8 @@ export class JournalWriter {
   #stamped: { record: Unstamped<JournalRecord>; seq: number; bytes: number }[] = [];
   readonly #health: WriterOptions['health'];
   #failing = false;
+  readonly #rotation: Rotation;
+  readonly #chain: boolean;
 
   constructor(path: string, options: WriterOptions) {
     this.path = path;
@@ -88,6 +96,8 @@ export class JournalWriter {
     this.#onWrite = options.onWrite;
     this.#onAppend = options.onAppend;
     this.#health = options.health;
+    this.#rotation = new Rotation(path, options.rotate);
+    this.#chain = options.chain !== false;
   }
 
   get lastSeq(): number {
@@ -122,7 +132,9 @@ export class JournalWriter {
    * is seq order.
    */
   appendLater(record: Unstamped<JournalRecord>, ts?: number): number {
-    this.#deferred += this.#stamp(record, ts);
+    // Stamped first: a rotation on the way writes what was deferred before it.
+    const line = this.#stamp(record, ts);
+    this.#deferred += line;
     this.#flushSoon();
     return this.#seq;
   }
@@ -165,12 +177,44 @@ export class JournalWriter {
    */
   #stamp(record: Unstamped<JournalRecord>, ts: number | undefined): string {
     if (this.#fd < 0) throw new TrajgateError('E_JOURNAL_WRITE', `${this.path}: journal is closed`);
+    if (this.#rotation.due(this.#size)) this.#rotateNow();
     const seq = ++this.#seq;
-    const text = `{"seq":${seq},"ts":"${this.iso(ts ?? this.#now())}","prev":"${this.#prev}",${recordFields(record)}`;
-    this.#prev = digestOf(text);
+    const text = `${this.#lead(seq, this.iso(ts ?? this.#now()))}${recordFields(record)}`;
+    if (this.#chain) this.#prev = digestOf(text);
     const line = text + '\n';
     if (this.#onAppend) this.#stamped.push({ record, seq, bytes: Buffer.byteLength(line) });
     return line;
+  }
+
+  /** `{"seq":N,"ts":"…","prev":"…",` (no prev without the chain). */
+  #lead(seq: number, iso: string): string {
+    return this.#chain
+      ? `{"seq":${seq},"ts":"${iso}","prev":"${this.#prev}",`
+      : `{"seq":${seq},"ts":"${iso}",`;
+  }
+
+  /**
+   * Starts a new live file whose first line is a snapshot of the state as of the last record
+   * (`seq` is that record's: a snapshot takes no seq of its own, so a caller that knows the
+   * next seq stays right), chained on from the old file's last line. Records stamped and not
+   * yet written go to the old file first. A rotation that fails is retried 1 MiB later; the
+   * journal goes on meanwhile.
+   */
+  #rotateNow(): void {
+    if (this.#deferred !== '') this.#write('');
+    const lead = this.#lead(this.#seq, new Date(this.#now()).toISOString());
+    const done = this.#rotation.rotate(
+      this.#fd,
+      this.#size,
+      (state) => `${lead}"type":"snapshot","version":${SNAPSHOT_VERSION},"state":${state}}`,
+    );
+    if (done === null) return;
+    const bytes = Buffer.byteLength(done.text) + 1;
+    this.#fd = done.fd;
+    this.#size = bytes;
+    if (this.#chain) this.#prev = this.#prevWritten = digestOf(done.text);
+    const record = { type: 'snapshot', version: SNAPSHOT_VERSION, state: null } as const;
+    this.#onAppend?.(record, this.#seq, this.#rotation.base, bytes - 1);
   }
 
   /** ISO 8601 of `ms`; many records share a millisecond under load, so each is formatted once. */
@@ -227,7 +271,7 @@ export class JournalWriter {
       this.#health?.recovered();
     }
     if (this.#onWrite) this.#onWrite((performance.now() - start) / 1000);
-    let at = this.#size;
+    let at = this.#rotation.base + this.#size;
     for (const { record, seq, bytes } of stamped) {
       this.#onAppend?.(record, seq, at, bytes - 1);
       at += bytes;

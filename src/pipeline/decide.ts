@@ -2,7 +2,7 @@ import type { Egress } from '../action/egress.js';
 import type { HoldEnd, Refusal } from '../action/respond.js';
 import { plainRefusal, verdictRefusal } from '../action/respond.js';
 import type { Config } from '../config/load.js';
-import { isTrajgateError } from '../errors.js';
+import { isTrajgateError, TrajgateError } from '../errors.js';
 import type { Event, Source } from '../event/event.js';
 import { normalizeEvent } from '../event/normalize.js';
 import type { Decision, Guard } from '../guard/guard.js';
@@ -14,6 +14,9 @@ import type { Review } from '../review/review.js';
 import type { Sessions } from '../review/sessions.js';
 import type { Refusals } from './refusals.js';
 import type { Ask, Dial, Hold, Refuse, Ruling, Unforwarded } from './ruling.js';
+
+/** A decision made without the session's lease that would change the session: take it. */
+export const CHANGES = Symbol('changes');
 
 /** The record of a request that came while its session was paused: it decides nothing. */
 const HELD: Decision = {
@@ -51,6 +54,40 @@ export class Decider {
    * operator approved it this once, so it is judged approved.
    */
   async decide(ask: Ask, rid: number | null, once: boolean): Promise<Ruling | Hold> {
+    const ruling = await this.judge(ask, rid, once, false);
+    if (ruling === CHANGES) throw new TrajgateError('E_INTERNAL', 'a decision asked for a lease');
+    return ruling;
+  }
+
+  /** Whether the decision would change nothing in the session as this gateway saw it last. */
+  likelyReadOnly(ask: Ask, once: boolean): boolean {
+    if (this.#paused(ask.session)) return true;
+    try {
+      return !changes(this.p.guard.inspect(this.normalize(ask, once)));
+    } catch {
+      return true; // malformed: refused without the store
+    }
+  }
+
+  /** A request the shared store could not decide: refused, and the refusal journaled here. */
+  storeFailed(ask: Ask, rid: number | null, err: unknown): Refuse | Unforwarded {
+    if (!isTrajgateError(err)) throw err;
+    const { source, client, session } = ask;
+    const who = { source, client, session, target: ask.input.target };
+    return { kind: 'refuse', rid, refusal: this.p.refusals.refuse(who, 503, err.message) };
+  }
+
+  /**
+   * The decision itself. `readOnly`: the session's state was read without its lease
+   * (pipeline/shared.ts), so a decision that would change it is not made (CHANGES, before
+   * anything is journaled).
+   */
+  async judge(
+    ask: Ask,
+    rid: number | null,
+    once: boolean,
+    readOnly: boolean,
+  ): Promise<Ruling | Hold | typeof CHANGES> {
     let event = this.event(ask, rid, once);
     if (!('subject' in event)) return event;
     if (this.#paused(ask.session)) return this.held(ask, event, rid);
@@ -60,7 +97,7 @@ export class Decider {
     }
     let decision = this.p.guard.inspect(event);
     if (subject.type !== 'network' || event.denied !== undefined || !this.#mayForward(decision)) {
-      return this.#settle(ask, event, decision, rid, null);
+      return this.#settle(ask, event, decision, rid, null, readOnly);
     }
     // Only a request that would be sent has its host looked up: a lookup already leaks the name.
     const pending = this.p.egress.check(subject.host, subject.port);
@@ -69,7 +106,7 @@ export class Decider {
     if (this.#paused(ask.session)) return this.held(ask, event, rid);
     if (!check.ok && check.denied) {
       event = { ...event, denied: check.reason };
-      return this.#settle(ask, event, this.p.guard.inspect(event), rid, null);
+      return this.#settle(ask, event, this.p.guard.inspect(event), rid, null, readOnly);
     }
     // Other requests may have moved the counts during the lookup; an approval counts nothing,
     // but trajectory rules (eventNo) judge approved events too.
@@ -78,7 +115,7 @@ export class Decider {
     const route = check.ok
       ? { address: check.address, port: subject.port }
       : plainRefusal(502, check.reason);
-    return this.#settle(ask, event, decision, rid, route);
+    return this.#settle(ask, event, decision, rid, route, readOnly);
   }
 
   /** The event an ask describes, or its refusal when the ask is malformed (journaled). */
@@ -129,7 +166,9 @@ export class Decider {
     decision: Decision,
     rid: number | null,
     route: Dial | Refusal | null,
-  ): Ruling | Hold {
+    readOnly: boolean,
+  ): Ruling | Hold | typeof CHANGES {
+    if (readOnly && changes(decision)) return CHANGES;
     const { verdict } = decision;
     const pausing = verdict === 'PAUSE' ? this.#holding(ask) : null;
     const id = this.#record(event, decision, rid, false, pausing);
@@ -215,6 +254,11 @@ export class Decider {
     this.p.metrics.event(event.source, event.kind, decision.verdict);
     return rid ?? stamped.seq;
   }
+}
+
+/** What a decision asks the guard to install (Guard.commit): counts, a pause, an event number. */
+function changes(d: Decision): boolean {
+  return d.counted !== null || d.verdict === 'PAUSE' || d.eventNo !== undefined;
 }
 
 function failClosed(rid: number | null): Refuse {

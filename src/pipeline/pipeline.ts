@@ -11,6 +11,7 @@ import type { Review } from '../review/review.js';
 import type { DecideParts } from './decide.js';
 import { Decider } from './decide.js';
 import { Refusals } from './refusals.js';
+import { decideShared } from './shared.js';
 import type { Unjudged } from './refusals.js';
 import type { TunnelRuling, Ask, Dial, Hold, NetworkAsk, Ruling, Unforwarded } from './ruling.js';
 
@@ -41,11 +42,18 @@ export class Pipeline {
     this.#decider = new Decider({ ...parts, refusals: this.#refusals });
   }
 
+  /** Decides alone, or with the other gateways sharing the trajectory. */
+  #decide(ask: Ask, rid: number | null, once: boolean): Promise<Ruling | Hold> {
+    const shared = this.#guard.shared;
+    if (shared === undefined) return this.#decider.decide(ask, rid, once);
+    return decideShared(this.#decider, shared, ask, rid, once);
+  }
+
   judge(ask: NetworkAsk): Promise<Ruling<Dial>>;
   judge(ask: Ask): Promise<Ruling>;
   async judge(ask: Ask): Promise<Ruling> {
-    const first = await this.#decider.decide(ask, null, false);
-    return this.#untilReleased(ask, first, (rid, once) => this.#decider.decide(ask, rid, once));
+    const first = await this.#decide(ask, null, false);
+    return this.#untilReleased(ask, first, (rid, once) => this.#decide(ask, rid, once));
   }
 
   /**

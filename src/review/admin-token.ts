@@ -12,7 +12,7 @@ export interface AdminTokens {
 
 /** Where a generated admin token is kept: beside the journal, in the data folder. */
 export function adminTokenFile(config: Pick<Config, 'journal'>): string {
-  return join(dirname(config.journal), 'admin-token');
+  return join(dirname(config.journal.path), 'admin-token');
 }
 
 /**

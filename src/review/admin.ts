@@ -7,6 +7,7 @@ import type { Api } from './api.js';
 import { isTrajgateError, TrajgateError } from '../errors.js';
 import { readJsonBody, sendError, sendJson } from '../http/json.js';
 import type { JournalHealth } from '../journal/health.js';
+import type { HealthView, StoreView } from '../wire.js';
 import type { Metrics } from './metrics.js';
 import { reviewPage } from './page.js';
 
@@ -36,6 +37,13 @@ export function createAdminServer(deps: {
   api: Api;
   metrics: Metrics;
   health: JournalHealth;
+  /** The state store's health; operator actions need it up. */
+  store: () => StoreView;
+  /**
+   * Runs an operator's action with the state store: the session's state read first, the
+   * action's records shared with the other gateways before it is answered.
+   */
+  act: <T>(session: string | null, act: () => Promise<T>) => Promise<T>;
   keys: AdminKeys;
   /** Re-reads the config file (POST /api/reload). */
   reload: (by: string) => Promise<unknown>;
@@ -46,7 +54,7 @@ export function createAdminServer(deps: {
   const { api, metrics, log } = deps;
   const session = (tail: string) => new RegExp(`^/api/sessions/([^/]+)${tail}$`);
   const routes: Route[] = [
-    { method: 'GET', pattern: /^\/api\/health$/, handler: () => deps.health.view() },
+    { method: 'GET', pattern: /^\/api\/health$/, handler: () => healthView(deps) },
     { method: 'GET', pattern: /^\/api\/sessions$/, queued: true, handler: () => api.list() },
     {
       method: 'GET',
@@ -168,8 +176,19 @@ export function createAdminServer(deps: {
       allowed = true;
       if (route.method !== req.method) continue;
       const id = m[1] === undefined ? null : decodeURIComponent(m[1]);
+      // An action the other gateways would not learn of is not taken.
+      const store = deps.store();
+      if (req.method !== 'GET' && !store.up) {
+        throw new TrajgateError('E_STORE_DOWN', `the state store does not answer: ${store.error}`);
+      }
+      const session = url.pathname.startsWith('/api/sessions/') ? id : null;
+      const handle = () => route.handler(req, by, id, url.searchParams);
       const answer = async () =>
-        sendJson(res, route.status ?? 200, await route.handler(req, by, id, url.searchParams));
+        sendJson(
+          res,
+          route.status ?? 200,
+          await (req.method === 'GET' ? handle() : deps.act(session, async () => handle())),
+        );
       // Reads wait their turn (sending included); a caller gone meanwhile costs nothing more.
       if (route.queued) await queue.run(() => (req.socket.destroyed ? undefined : answer()));
       else await answer();
@@ -201,4 +220,10 @@ export function createAdminServer(deps: {
 /** The last path segment of a request target (a route's second id). */
 function lastSegment(target: string | undefined): string {
   return new URL(target ?? '/', 'http://admin').pathname.split('/').at(-1) ?? '';
+}
+
+function healthView(deps: { health: JournalHealth; store: () => StoreView }): HealthView {
+  const journal = deps.health.view();
+  const store = deps.store();
+  return { ...journal, status: store.up ? journal.status : 'degraded', store };
 }

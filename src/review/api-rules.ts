@@ -112,7 +112,7 @@ export class ApiRules {
         `an event seq is a whole number from 1, got ${JSON.stringify(text)}`,
       );
     }
-    const event = await eventBySeq(this.config.journal, this.index, seq);
+    const event = await eventBySeq(this.config.journal.path, this.index, seq);
     const workspace = this.guard.policy.workspaceFor(event.session);
     return { event, suggestion: suggestionFor(event, workspace) };
   }

@@ -89,13 +89,13 @@ export class Api {
     this.#known(id);
     const limit = intParam(query, 'limit', 100, 1, EVENTS_LIMIT);
     const before = intParam(query, 'before', Number.MAX_SAFE_INTEGER, 1, Number.MAX_SAFE_INTEGER);
-    return new RawJson(await eventsPage(this.config.journal, this.index, id, before, limit));
+    return new RawJson(await eventsPage(this.config.journal.path, this.index, id, before, limit));
   }
 
   /** One captured request of the session (`capture.bodies`), request and response. */
   capture(id: string, rid: string): CapturedExchange {
     this.#known(id);
-    return sessionCapture(join(dirname(this.config.journal), 'captures'), id, rid);
+    return sessionCapture(join(dirname(this.config.journal.path), 'captures'), id, rid);
   }
 
   approve(id: string | null, body: Record<string, unknown>, by: string): ApprovalView {

@@ -52,6 +52,15 @@ export class Denials {
   lastSeq(session: string): number {
     return this.#last.get(session) ?? 0;
   }
+
+  /** Per session, its last deny's seq (a journal snapshot). */
+  entries(): [string, number][] {
+    return [...this.#last];
+  }
+
+  restore(entries: readonly (readonly [string, number])[]): void {
+    for (const [session, seq] of entries) this.#last.set(session, seq);
+  }
 }
 
 const DOMAIN = 'trajgate decision link v1\n';

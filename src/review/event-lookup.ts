@@ -1,4 +1,3 @@
-import { open } from 'node:fs/promises';
 import { isAbsolute, resolve } from 'node:path';
 import { TrajgateError } from '../errors.js';
 import { PATH_KINDS } from '../event/event.js';
@@ -6,6 +5,8 @@ import type { Suggestion } from '../guard/suggest.js';
 import { suggestApproval } from '../guard/suggest.js';
 import type { EventRecord } from '../journal/records.js';
 import type { SessionIndex } from '../journal/session-index.js';
+import { segmentsOf } from '../journal/files.js';
+import { SegmentReader } from '../journal/segment-reader.js';
 
 /**
  * One event record by its seq, read from the journal where the session index locates it (the
@@ -23,7 +24,8 @@ export async function eventBySeq(
       `no event with seq ${seq} (not an event record, or older than the events kept per session)`,
     );
   if (at === null) throw unknown();
-  const fh = await open(journal, 'r');
+  // The index's offsets run across the journal's rotated files.
+  const fh = new SegmentReader(segmentsOf(journal));
   try {
     const buf = Buffer.allocUnsafe(at.bytes);
     const { bytesRead } = await fh.read(buf, 0, at.bytes, at.offset);

@@ -1,4 +1,5 @@
 import type { CapturedExchange, CapturedPart } from '../action/capture.js';
+import { journalFiles } from '../journal/files.js';
 import { readJournal } from '../journal/reader.js';
 import type { EventRecord, OutcomeRecord } from '../journal/records.js';
 import { readCapture } from './captures.js';
@@ -28,27 +29,29 @@ export function exportHar(
 ): Har | null {
   let known = false;
   const requests = new Map<number, { event: EventRecord; outcome?: OutcomeRecord }>();
-  readJournal(
-    journal,
-    (r) => {
-      if (!('session' in r) || r.session !== session) return;
-      known = true;
-      if (
-        r.type === 'event' &&
-        r.method !== undefined &&
-        /^https?:/.test(r.target) &&
-        Date.parse(r.ts) >= since
-      ) {
-        const rid = r.rid ?? r.seq;
-        requests.set(rid, { ...requests.get(rid), event: r });
-      } else if (r.type === 'outcome') {
-        const request = requests.get(r.ref);
-        if (request) request.outcome = r;
-      }
-    },
-    () => undefined,
-    { repair: false },
-  );
+  // Across rotation: the rotated files oldest first, then the live one.
+  for (const file of journalFiles(journal))
+    readJournal(
+      file,
+      (r) => {
+        if (!('session' in r) || r.session !== session) return;
+        known = true;
+        if (
+          r.type === 'event' &&
+          r.method !== undefined &&
+          /^https?:/.test(r.target) &&
+          Date.parse(r.ts) >= since
+        ) {
+          const rid = r.rid ?? r.seq;
+          requests.set(rid, { ...requests.get(rid), event: r });
+        } else if (r.type === 'outcome') {
+          const request = requests.get(r.ref);
+          if (request) request.outcome = r;
+        }
+      },
+      () => undefined,
+      { repair: false },
+    );
   if (!known) return null;
   const entries = [...requests.entries()].map(([rid, { event, outcome }]) =>
     entry(rid, event, outcome, capture(captures, rid)),

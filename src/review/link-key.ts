@@ -6,7 +6,7 @@ import { errnoCode, isTrajgateError, TrajgateError } from '../errors.js';
 
 /** Where a generated link key is kept: beside the journal, like the admin token. */
 export function linkKeyFile(config: Pick<Config, 'journal'>): string {
-  return join(dirname(config.journal), 'link-key');
+  return join(dirname(config.journal.path), 'link-key');
 }
 
 /**

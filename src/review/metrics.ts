@@ -18,6 +18,9 @@ export class Metrics {
   readonly webhookDropped: Counter;
   readonly webhookQueued: Gauge;
   readonly journalWrite: WriteTimes;
+  readonly #storeTimes: WriteTimes;
+  readonly #storeErrors: Counter<'op'>;
+  readonly #storeUp: Gauge;
   /** Counted here per event, handed to prom-client when scraped (its inc hashes labels). */
   readonly #eventCounts = new Map<string, EventCount>();
 
@@ -66,6 +69,26 @@ export class Metrics {
       [0.00001, 0.00005, 0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05],
     );
     this.registry.registerMetric(this.journalWrite as unknown as Metric);
+    // The shared state store (state.store: redis); with memory, no op series and up stays 1.
+    this.#storeTimes = new WriteTimes(
+      'trajgate_store_seconds',
+      'Time of each shared state store operation (refresh, claim, write, publish, ...), by op',
+      [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1, 1],
+      'op',
+    );
+    this.registry.registerMetric(this.#storeTimes as unknown as Metric);
+    this.#storeErrors = new Counter({
+      name: 'trajgate_store_errors_total',
+      help: 'Shared state store operations that failed (unreachable, timed out or an error answer), by op',
+      labelNames: ['op'],
+      registers,
+    });
+    this.#storeUp = new Gauge({
+      name: 'trajgate_store_up',
+      help: 'Whether the shared state store answers: 0 while it is down and decisions fail closed',
+      registers,
+    });
+    this.#storeUp.set(1);
     new Gauge({
       name: 'trajgate_held_requests',
       help: 'Requests held open because their session is paused',
@@ -90,6 +113,21 @@ export class Metrics {
     const count = this.#eventCounts.get(key);
     if (count !== undefined) count.n++;
     else this.#eventCounts.set(key, { labels: { source, kind, verdict }, n: 1 });
+  }
+
+  /** Times one shared state store operation (`op`: refresh, claim, write, publish, ...). */
+  storeOp(op: string, seconds: number): void {
+    this.#storeTimes.observe(seconds, op);
+  }
+
+  /** Counts a failed shared state store operation. */
+  storeError(op: string): void {
+    this.#storeErrors.inc({ op });
+  }
+
+  /** Whether the shared state store answers (set on each change; starts at 1). */
+  storeUp(up: boolean): void {
+    this.#storeUp.set(up ? 1 : 0);
   }
 
   /** This gateway's metrics, then the process's (one set per process: see processMetrics). */
@@ -119,44 +157,60 @@ function processMetrics(): Registry {
   return processRegistry;
 }
 
+interface Series {
+  readonly counts: number[];
+  sum: number;
+  count: number;
+}
+
 /**
- * A histogram observed once per journal write. prom-client's own hashes a label set on every
- * observation; this one has no labels, adds to its bucket, and renders in prom-client's
- * format when scraped (buckets cumulative, then _sum and _count).
+ * A histogram observed once per journal write or store operation. prom-client's own hashes a
+ * label set on every observation; this one has at most one label, finds its series in a Map,
+ * adds to its bucket, and renders in prom-client's format when scraped (buckets cumulative,
+ * then _sum and _count). Without a label its one series renders from the start; with one, a
+ * series appears at its first observation.
  */
 export class WriteTimes {
   readonly type = 'histogram';
   readonly aggregator = 'sum';
-  readonly #counts: number[];
-  #sum = 0;
-  #count = 0;
+  readonly #series = new Map<string, Series>();
 
   constructor(
     readonly name: string,
     readonly help: string,
     private readonly buckets: readonly number[],
+    private readonly label?: string,
   ) {
-    this.#counts = buckets.map(() => 0);
+    if (label === undefined) this.#add('');
   }
 
-  observe(seconds: number): void {
-    this.#sum += seconds;
-    this.#count++;
+  observe(seconds: number, value = ''): void {
+    const s = this.#series.get(value) ?? this.#add(value);
+    s.sum += seconds;
+    s.count++;
     const i = this.buckets.findIndex((le) => seconds <= le);
-    if (i >= 0) this.#counts[i]!++;
+    if (i >= 0) s.counts[i]!++;
   }
 
   get(): { name: string; help: string; type: string; aggregator: string; values: object[] } {
-    let cumulative = 0;
-    const values: object[] = this.buckets.map((le, i) => {
-      cumulative += this.#counts[i]!;
-      return { metricName: `${this.name}_bucket`, labels: { le }, value: cumulative };
-    });
-    values.push(
-      { metricName: `${this.name}_bucket`, labels: { le: '+Inf' }, value: this.#count },
-      { metricName: `${this.name}_sum`, labels: {}, value: this.#sum },
-      { metricName: `${this.name}_count`, labels: {}, value: this.#count },
-    );
+    const values: object[] = [];
+    for (const [value, s] of this.#series) {
+      const own = this.label === undefined ? {} : { [this.label]: value };
+      let cumulative = 0;
+      for (const [i, le] of this.buckets.entries()) {
+        cumulative += s.counts[i]!;
+        values.push({
+          metricName: `${this.name}_bucket`,
+          labels: { le, ...own },
+          value: cumulative,
+        });
+      }
+      values.push(
+        { metricName: `${this.name}_bucket`, labels: { le: '+Inf', ...own }, value: s.count },
+        { metricName: `${this.name}_sum`, labels: own, value: s.sum },
+        { metricName: `${this.name}_count`, labels: own, value: s.count },
+      );
+    }
     return {
       name: this.name,
       help: this.help,
@@ -164,5 +218,11 @@ export class WriteTimes {
       aggregator: this.aggregator,
       values,
     };
+  }
+
+  #add(value: string): Series {
+    const s: Series = { counts: this.buckets.map(() => 0), sum: 0, count: 0 };
+    this.#series.set(value, s);
+    return s;
   }
 }

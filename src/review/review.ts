@@ -18,6 +18,17 @@ interface Trail {
   pending: EventRecord[] | null;
 }
 
+/** A trail as a journal snapshot holds it. */
+export interface TrailState {
+  readonly lastActivity: number;
+  readonly events: number;
+  readonly pause: PauseRecord | null;
+  readonly flags: EventRecord[];
+  readonly flagged: number;
+  readonly marked: [string, EventRecord][] | null;
+  readonly pending: EventRecord[] | null;
+}
+
 /** REVIEW events a flagged session keeps for operators (its count goes on). */
 const FLAGS = 20;
 
@@ -157,6 +168,35 @@ export class Review {
     } else if (record.type === 'resume') {
       const trail = this.#trails.get(record.session);
       if (trail) trail.pause = null;
+    }
+  }
+
+  /** Every session's trail, for a journal snapshot (review/snapshot.ts), JSON-ready. */
+  trails(): [string, TrailState][] {
+    return [...this.#trails].map(([session, t]) => [
+      session,
+      {
+        lastActivity: t.lastActivity,
+        events: t.events,
+        pause: t.pause,
+        flags: t.flags,
+        flagged: t.flagged,
+        marked: t.marked === null ? null : [...t.marked],
+        pending: t.pending,
+      },
+    ]);
+  }
+
+  /** Trails from a snapshot: as `restore` would have left them (a pause is one read back). */
+  restoreTrails(trails: readonly (readonly [string, TrailState])[]): void {
+    for (const [session, t] of trails) {
+      this.#trails.set(session, {
+        ...t,
+        pause: t.pause === null ? null : { ...t.pause, restored: true },
+        flags: [...t.flags],
+        marked: t.marked === null ? null : new Map(t.marked),
+        pending: t.pending === null ? null : [...t.pending],
+      });
     }
   }
 

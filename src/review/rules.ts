@@ -21,6 +21,7 @@ export class Rules {
     private readonly journal: JournalWriter,
     private readonly review: Review,
     private readonly closeTunnels: TunnelCloser | null,
+    private readonly replica: string | null,
   ) {}
 
   /** Adds a deny pattern for a session (or all, `session` null). Throws E_PATTERN_INVALID. */
@@ -29,16 +30,11 @@ export class Rules {
     closed: number;
   } {
     compileDeny(spec);
-    const seq = this.journal.append({ type: 'block', ...spec }, { sync: true });
-    const deny = this.guard.block({ ...spec, id: `d${seq}` });
+    const { id, field } = ruleId('d', this.journal.lastSeq + 1, this.replica);
+    this.journal.append({ type: 'block', ...field, ...spec }, { sync: true });
+    const deny = this.guard.block({ ...spec, id });
     if (spec.session !== null) this.review.answered(spec.session);
-    const closed =
-      this.closeTunnels?.((a) => {
-        const lapsed = a.event && this.guard.lapsed(a.event, a.approved);
-        return lapsed && lapsed !== 'unapproved'
-          ? `${lapsed.deniedBy} (added after the tunnel opened)`
-          : null;
-      }) ?? 0;
+    const closed = this.closeDenied();
     return { deny, closed };
   }
 
@@ -66,15 +62,44 @@ export class Rules {
       { sync: true },
     );
     this.guard.revoke(id);
-    // A tunnel stays open only while something still approves it.
-    const closed =
-      'kind' in rule
-        ? (this.closeTunnels?.((a) =>
-            a.event && this.guard.lapsed(a.event, a.approved) === 'unapproved'
-              ? `the approval ${id} that admitted it was revoked by ${by}`
-              : null,
-          ) ?? 0)
-        : 0;
+    const closed = 'kind' in rule ? this.closeUnapproved(id, by) : 0;
     return { revoked: rule, closed };
   }
+
+  /** Closes the open tunnels a deny pattern now refuses (one added here or elsewhere). */
+  closeDenied(): number {
+    return (
+      this.closeTunnels?.((a) => {
+        const lapsed = a.event && this.guard.lapsed(a.event, a.approved);
+        return lapsed && lapsed !== 'unapproved'
+          ? `${lapsed.deniedBy} (added after the tunnel opened)`
+          : null;
+      }) ?? 0
+    );
+  }
+
+  /** A tunnel stays open only while something still approves it (after approval `id` went). */
+  closeUnapproved(id: string, by: string): number {
+    return (
+      this.closeTunnels?.((a) =>
+        a.event && this.guard.lapsed(a.event, a.approved) === 'unapproved'
+          ? `the approval ${id} that admitted it was revoked by ${by}`
+          : null,
+      ) ?? 0
+    );
+  }
+}
+
+/**
+ * An operator's approval (`a`) or deny pattern (`d`) id, from its record's seq; with several
+ * gateways sharing the state, the replica's name keeps ids apart and the record carries it.
+ */
+export function ruleId(
+  kind: 'a' | 'd',
+  seq: number,
+  replica: string | null,
+): { id: string; field: { id?: string } } {
+  if (replica === null) return { id: `${kind}${seq}`, field: {} };
+  const id = `${kind}${seq}.${replica}`;
+  return { id, field: { id } };
 }

@@ -6,7 +6,7 @@ import type { Held, HeldRequests } from '../action/hold.js';
 import type { Admission } from '../action/live-tunnels.js';
 import type { JournalWriter } from '../journal/writer.js';
 import type { Review } from './review.js';
-import { Rules } from './rules.js';
+import { ruleId, Rules } from './rules.js';
 
 /** Follows sessions' state changes (open tunnels do: see action/live-tunnels). */
 export interface SessionWatcher {
@@ -28,6 +28,8 @@ export class Sessions {
   readonly #held: HeldRequests;
   readonly #review: Review;
   readonly #watcher: SessionWatcher | null;
+  /** Set when several gateways share the state: ids they make must differ. */
+  readonly #replica: string | null;
   /** Deny patterns and revokes (operator actions on rules rather than on a session). */
   readonly rules: Rules;
 
@@ -37,14 +39,16 @@ export class Sessions {
     held: HeldRequests,
     review: Review,
     watcher: SessionWatcher | null = null,
+    replica: string | null = null,
   ) {
     this.#guard = guard;
     this.#journal = journal;
     this.#held = held;
     this.#review = review;
     this.#watcher = watcher;
+    this.#replica = replica;
     const closer = watcher?.closeWhere?.bind(watcher);
-    this.rules = new Rules(guard, journal, review, closer ?? null);
+    this.rules = new Rules(guard, journal, review, closer ?? null, replica);
   }
 
   /** A decision paused the session (its pause record is on disk). */
@@ -75,9 +79,11 @@ export class Sessions {
     compileApproval({ ...spec, kind });
     const expiresAt = spec.expiresAt ?? null;
     const by = spec.by ?? 'operator';
-    const seq = this.#journal.append(
+    const { id, field } = ruleId('a', this.#journal.lastSeq + 1, this.#replica);
+    this.#journal.append(
       {
         type: 'approve',
+        ...field,
         session: spec.session ?? null,
         pattern: spec.pattern,
         kind,
@@ -87,7 +93,7 @@ export class Sessions {
       { sync: true },
     );
     if (spec.session != null) this.#review.answered(spec.session);
-    return this.#guard.approve({ ...spec, kind, id: `a${seq}`, by, origin: 'operator' });
+    return this.#guard.approve({ ...spec, kind, id, by, origin: 'operator' });
   }
 
   /**
@@ -110,10 +116,18 @@ export class Sessions {
       { sync: true },
     );
     this.#guard.resume(id, reset, options.keepMarks === true);
+    return this.resumedElsewhere(id, options.once === true);
+  }
+
+  /**
+   * A resume journaled (here, or by another gateway sharing the state): the session's held
+   * requests here are judged again (or forwarded, `once`).
+   */
+  resumedElsewhere(id: string, once: boolean): number {
     this.#review.resumed(id);
     this.#review.answered(id);
     this.#watcher?.resumed(id);
-    return this.#held.release(id, options.once === true ? 'once' : 'resume');
+    return this.#held.release(id, once ? 'once' : 'resume');
   }
 
   /** Answers every held request 403; the session stays paused. */
@@ -124,9 +138,19 @@ export class Sessions {
       { type: 'deny', session: id, by: options.by ?? 'operator', released },
       { sync: true },
     );
+    return this.deniedElsewhere(id);
+  }
+
+  /** A deny journaled (here or by another gateway): the session's held requests here get 403. */
+  deniedElsewhere(id: string): number {
     this.#review.answered(id);
     this.#watcher?.denied(id);
     return this.#held.release(id, 'deny');
+  }
+
+  /** Sessions with requests held here. */
+  holding(): string[] {
+    return this.#held.sessions();
   }
 
   #mustBePaused(id: string, action: string): void {

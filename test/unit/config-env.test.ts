@@ -50,12 +50,12 @@ describe('TRAJGATE_DATA', () => {
   it('a relative journal resolves against it; an absolute one is kept', () => {
     const env = { TRAJGATE_DATA: '/var/lib/trajgate' };
     const rel = parseConfig('version: 1\njournal: ./data/j.jsonl\n', 'x', '/etc/trajgate', env);
-    expect(rel.journal).toBe('/var/lib/trajgate/data/j.jsonl');
+    expect(rel.journal.path).toBe('/var/lib/trajgate/data/j.jsonl');
     expect(rel.tls.ca).toBe('/etc/trajgate/certs');
     const abs = parseConfig('version: 1\njournal: /srv/j.jsonl\n', 'x', '/etc/trajgate', env);
-    expect(abs.journal).toBe('/srv/j.jsonl');
-    expect(defaultConfig('/srv/x', env).journal).toBe('/var/lib/trajgate/data/journal.jsonl');
-    expect(defaultConfig('/srv/x', {}).journal).toBe('/srv/x/data/journal.jsonl');
+    expect(abs.journal.path).toBe('/srv/j.jsonl');
+    expect(defaultConfig('/srv/x', env).journal.path).toBe('/var/lib/trajgate/data/journal.jsonl');
+    expect(defaultConfig('/srv/x', {}).journal.path).toBe('/srv/x/data/journal.jsonl');
   });
 });
 

@@ -46,7 +46,7 @@ describe('valid configs', () => {
     });
     expect(config.agents?.[0]?.workspace).toBe(join(fixtures, 'valid', 'agent-1'));
     expect(config.agents?.[1]?.workspace).toBe(join(fixtures, 'valid', 'ws'));
-    expect(config.journal).toBe(join(fixtures, 'valid', 'data/journal.jsonl'));
+    expect(config.journal.path).toBe(join(fixtures, 'valid', 'data/journal.jsonl'));
     expect(config.policy.holdTimeout).toBe(2000);
     expect(Object.keys(config.policy.boundaries)).toEqual([
       'workspace',
@@ -68,7 +68,7 @@ describe('valid configs', () => {
   it('the embedded default matches the design', () => {
     const config = defaultConfig('/srv/x');
     expect(config.workspace).toBe('/srv/x');
-    expect(config.journal).toBe('/srv/x/data/journal.jsonl');
+    expect(config.journal.path).toBe('/srv/x/data/journal.jsonl');
     expect(config.listen.proxy).toEqual({ host: '127.0.0.1', port: 8080 });
     expect(config.listen.bridge).toEqual({ host: '127.0.0.1', port: 8081 });
     expect(config.listen.admin).toEqual({ host: '127.0.0.1', port: 8082 });

@@ -53,3 +53,43 @@ describe('metrics counted on the hot path, rendered when scraped', () => {
     expect(Number(line(text, `${name}_sum`)?.split(' ')[1])).toBeCloseTo(1.00702, 10);
   });
 });
+
+describe('shared state store metrics', () => {
+  it('memory mode: store up, no op series yet, the families declared', async () => {
+    const text = await new Metrics({ held: () => 0, paused: () => 0 }).text();
+    expect(line(text, 'trajgate_store_up')).toBe('trajgate_store_up 1');
+    expect(text).toContain('# TYPE trajgate_store_seconds histogram');
+    expect(text).toContain('# TYPE trajgate_store_errors_total counter');
+    expect(text).not.toMatch(/^trajgate_store_(seconds|errors_total)[{_ ]/m);
+  });
+
+  it('store op times render per op as histograms; errors count per op; up follows the store', async () => {
+    const m = new Metrics({ held: () => 0, paused: () => 0 });
+    for (const s of [0.00005, 0.0003, 0.002]) m.storeOp('claim', s);
+    m.storeOp('refresh', 2);
+    m.storeError('claim');
+    m.storeError('claim');
+    m.storeError('publish');
+    m.storeUp(false);
+    let text = await m.text();
+    const name = 'trajgate_store_seconds';
+    expect(line(text, `${name}_bucket{le="0.0001",op="claim"}`)).toMatch(/ 1$/);
+    expect(line(text, `${name}_bucket{le="0.0005",op="claim"}`)).toMatch(/ 2$/);
+    expect(line(text, `${name}_bucket{le="0.0025",op="claim"}`)).toMatch(/ 3$/);
+    expect(line(text, `${name}_bucket{le="+Inf",op="claim"}`)).toMatch(/ 3$/);
+    expect(line(text, `${name}_count{op="claim"}`)).toBe(`${name}_count{op="claim"} 3`);
+    expect(Number(line(text, `${name}_sum{op="claim"}`)?.split(' ')[1])).toBeCloseTo(0.00235, 10);
+    expect(line(text, `${name}_bucket{le="1",op="refresh"}`)).toMatch(/ 0$/);
+    expect(line(text, `${name}_bucket{le="+Inf",op="refresh"}`)).toMatch(/ 1$/);
+    expect(line(text, 'trajgate_store_errors_total{op="claim"}')).toMatch(/ 2$/);
+    expect(line(text, 'trajgate_store_errors_total{op="publish"}')).toMatch(/ 1$/);
+    expect(line(text, 'trajgate_store_up')).toBe('trajgate_store_up 0');
+    m.storeUp(true);
+    text = await m.text();
+    expect(line(text, 'trajgate_store_up')).toBe('trajgate_store_up 1');
+    // The unlabelled journal histogram is unchanged: one series, rendered before any write.
+    expect(line(text, 'trajgate_journal_write_seconds_count')).toBe(
+      'trajgate_journal_write_seconds_count 0',
+    );
+  });
+});

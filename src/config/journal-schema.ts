@@ -1,0 +1,43 @@
+import { z } from 'zod';
+import { parseBytes } from './formats.js';
+
+/**
+ * The `journal` key: a path, or `{ path, rotate, keep, chain }`. Either way it becomes the
+ * object form (README § Journal), so that every reader sees one shape.
+ */
+export interface RawJournal {
+  readonly path: string;
+  /** Bytes at which the live file is rotated; 0: never. */
+  readonly rotate: number;
+  /** Rotated files kept; older ones are deleted. */
+  readonly keep: number;
+  /** Whether each line carries `prev` (off only to measure what the chain costs). */
+  readonly chain: boolean;
+}
+
+export const DEFAULT_JOURNAL = './data/journal.jsonl';
+
+/** Bytes as a number or a string like 256MB (B, KB, MB, GB 1000-based; KiB, MiB, GiB 1024). */
+const size = z.union([z.number(), z.string()]).transform((value, ctx): number => {
+  const n = typeof value === 'number' ? value : (parseBytes(value, true) ?? NaN);
+  // A rotation below 4 KiB would rotate on every few records: surely a missing unit.
+  if (Number.isSafeInteger(n) && (n === 0 || n >= 4096)) return n;
+  ctx.addIssue({
+    code: 'custom',
+    message: `expected 0 (no rotation) or a size of at least 4KiB like 256MB, 64MiB or 1GB, got ${JSON.stringify(value)}`,
+  });
+  return z.NEVER;
+});
+
+const object = z.strictObject({
+  path: z.string().min(1).default(DEFAULT_JOURNAL),
+  rotate: size.default(0),
+  keep: z.number().int().min(0).default(20),
+  chain: z.boolean().default(true),
+});
+
+/** A plain path is the object form with every default (errors then name `journal.<key>`). */
+export const journalSchema = z.preprocess(
+  (value) => (value === undefined ? {} : typeof value === 'string' ? { path: value } : value),
+  object,
+);

@@ -1,0 +1,221 @@
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import { TrajgateError } from '../errors.js';
+import type { Guard } from '../guard/guard.js';
+import { applyRecord } from '../journal/rebuild.js';
+import type { EventRecord, JournalRecord } from '../journal/records.js';
+import type { Review } from '../review/review.js';
+import type { Sessions } from '../review/sessions.js';
+import type { RedisStore } from './redis-store.js';
+
+/** The records other gateways must hear of: what a view shows, and operators' actions. */
+const SHARED: ReadonlySet<string> = new Set([
+  'event',
+  'pause',
+  'resume',
+  'deny',
+  'approve',
+  'block',
+  'revoke',
+]);
+
+export interface ReplicationParts {
+  readonly store: RedisStore<EventRecord>;
+  /** A connection of its own: one that subscribes can send nothing else. */
+  readonly subscriber: Redis;
+  readonly guard: Guard;
+  readonly review: Review;
+  readonly sessions: Sessions;
+  readonly log: Logger;
+}
+
+/**
+ * What keeps gateways sharing a store in step beyond the state each decision reads: each
+ * publishes the records it journals that the others must act on (a pause freezes tunnels
+ * everywhere, a resume or deny releases held requests everywhere, approvals and deny patterns
+ * apply everywhere, every view shows every session), after the store has what they changed.
+ * Each gateway journals only what it did itself: its journal is its own audit trail.
+ */
+export class Replication {
+  readonly #p: ReplicationParts;
+  #loaded = false;
+  /** Records shared so far, and those still on their way. */
+  #written = 0;
+  readonly #sharing = new Map<number, Promise<void>>();
+  #started = false;
+
+  constructor(parts: ReplicationParts) {
+    this.#p = parts;
+    const { subscriber, store } = parts;
+    subscriber.on('message', (_channel: string, text: string) => void this.#receive(text));
+    // Back after an outage: what changed meanwhile is read again.
+    store.onRules(() => this.#syncRules());
+    store.onReady(() => {
+      if (this.#started) void this.#catchUp();
+    });
+  }
+
+  /** Subscribes and reads what the store holds; a store down now is caught up with later. */
+  async start(): Promise<void> {
+    const { subscriber, store } = this.#p;
+    await Promise.all([
+      subscriber.connect().catch(() => undefined),
+      store.connect().catch(() => undefined),
+    ]);
+    await subscriber.subscribe(store.keys.bus).catch(() => undefined);
+    this.#started = true;
+    await this.#catchUp();
+  }
+
+  /** A record this gateway journaled (onAppend): published once the store has its change. */
+  written(record: JournalRecord): void {
+    if (!SHARED.has(record.type)) return;
+    const { store } = this.#p;
+    const session = 'session' in record && typeof record.session === 'string' ? record.session : '';
+    const message = `${store.replica}\n${JSON.stringify(record)}`;
+    const line = record.type === 'event' ? eventLine(record) : null;
+    const n = ++this.#written;
+    // After the caller's own store writes, queued in this same tick (Sessions.resume etc.),
+    // and before a decision's lease is released (its write carries the record).
+    const shared = new Promise<void>((resolve, reject) =>
+      queueMicrotask(() => {
+        const rule =
+          record.type === 'approve' || record.type === 'block'
+            ? store.saveRule(record.id ?? `${record.type[0]}${record.seq}`, record)
+            : record.type === 'revoke'
+              ? store.dropRule(record.id)
+              : null;
+        const share = () => store.share(session, line, message);
+        (rule === null ? share() : rule.then(share)).then(resolve, reject);
+      }),
+    );
+    this.#sharing.set(n, shared);
+    shared
+      .catch((err: unknown) => this.#p.log.warn({ err }, 'state store: a record was not shared'))
+      .finally(() => this.#sharing.delete(n));
+  }
+
+  /** How many records this gateway has shared or is sharing: a mark for `shared`. */
+  mark(): number {
+    return this.#written;
+  }
+
+  /**
+   * Resolves once the records written after `mark` reached the other gateways; throws
+   * E_STORE_DOWN if one did not (an operator's action is then answered 503: it was journaled
+   * and applied here, and the others learn of it once the store answers again).
+   */
+  async shared(mark: number): Promise<void> {
+    for (const [n, sharing] of [...this.#sharing]) {
+      if (n <= mark) continue;
+      await sharing.catch((err: unknown) => {
+        const why = err instanceof Error ? err.message : String(err);
+        throw new TrajgateError(
+          'E_STORE_DOWN',
+          `journaled and applied on this gateway, but not shared with the others yet (${why}); they learn of it once the store answers again`,
+        );
+      });
+    }
+  }
+
+  async #receive(text: string): Promise<void> {
+    // `replica\nrecord`: a gateway's own messages come back to it and are dropped unparsed.
+    const { store, review, sessions, guard } = this.#p;
+    const cut = text.indexOf('\n');
+    if (cut < 0 || text.slice(0, cut) === store.replica) return;
+    let record: JournalRecord;
+    try {
+      record = JSON.parse(text.slice(cut + 1)) as JournalRecord;
+    } catch {
+      this.#p.log.warn('state store: a bus message is not JSON; ignored');
+      return;
+    }
+    if (typeof record?.type !== 'string') return;
+    try {
+      if (record.type === 'pause' || record.type === 'resume') await store.refresh(record.session);
+      store.asRemote(() => review.restore(record));
+      switch (record.type) {
+        case 'pause':
+          sessions.paused(record.session);
+          return;
+        case 'resume':
+          sessions.resumedElsewhere(record.session, record.once === true);
+          return;
+        case 'deny':
+          sessions.deniedElsewhere(record.session);
+          return;
+        case 'approve':
+          applyRecord(guard, record);
+          return;
+        case 'block':
+          applyRecord(guard, record);
+          sessions.rules.closeDenied();
+          return;
+        case 'revoke':
+          guard.revoke(record.id);
+          if (record.kind !== undefined) sessions.rules.closeUnapproved(record.id, record.by);
+          return;
+      }
+    } catch (err) {
+      this.#p.log.warn(
+        { err, record: record.type },
+        'state store: a shared record was not applied',
+      );
+    }
+  }
+
+  /** Makes this gateway's operator approvals and deny patterns those the store holds. */
+  async #syncRules(): Promise<void> {
+    const { store, guard } = this.#p;
+    const rules = await store.rules();
+    const now = Date.now();
+    for (const rule of guard.approvals.all(now)) {
+      if (rule.origin === 'operator' && !(rule.id in rules)) guard.revoke(rule.id);
+    }
+    for (const rule of guard.denies.all(null, true)) {
+      if (rule.origin === 'operator' && !(rule.id in rules)) guard.revoke(rule.id);
+    }
+    for (const [id, text] of Object.entries(rules)) {
+      if (guard.approvals.byId(id, now) || guard.denies.byId(id)) continue;
+      try {
+        applyRecord(guard, JSON.parse(text) as JournalRecord);
+      } catch (err) {
+        const why = err instanceof Error ? err.message : String(err);
+        throw new TrajgateError('E_STORE_CORRUPT', `${store.keys.rules} field ${id}: ${why}`);
+      }
+    }
+  }
+
+  /**
+   * Reads the operators' rules, every session's state and, the first time, the sessions' recent
+   * events; then lets go the requests held here for sessions no longer paused (a resume whose
+   * message was lost while the store was down).
+   */
+  async #catchUp(): Promise<void> {
+    const { store, review, sessions, log } = this.#p;
+    try {
+      await store.checkEpoch();
+      // Emptied: nothing to read until a rebuild refills it (then this runs again).
+      if (!store.health().up) return;
+      await this.#syncRules();
+      for (const id of await store.knownSessions()) {
+        await store.refresh(id);
+        if (this.#loaded || review.activity(id) !== null) continue;
+        const recent = (await store.recentOf(id)) as JournalRecord[];
+        store.asRemote(() => recent.forEach((r) => review.restore(r)));
+      }
+      this.#loaded = true;
+      for (const id of sessions.holding()) {
+        if (!sessions.isPaused(id)) sessions.resumedElsewhere(id, false);
+      }
+    } catch (err) {
+      log.warn({ err }, 'state store: catching up failed; retried when it answers again');
+    }
+  }
+}
+
+/** An event record as the session's recent ones keep it: without the journal's chain. */
+function eventLine(record: EventRecord): string {
+  const { prev: _prev, ...event } = record;
+  return JSON.stringify(event);
+}

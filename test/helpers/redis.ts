@@ -1,0 +1,99 @@
+import { spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+import { afterAll } from 'vitest';
+import { tempDir } from './tmp.js';
+
+export const REDIS_SERVER = '/usr/bin/redis-server';
+
+/**
+ * A real `redis-server` for one test file: no TCP port, a unix socket in a temp folder, no
+ * persistence (a restart comes back empty). `kill` and `start` again reuse the same socket, as an
+ * operator restarting Redis in place would.
+ */
+export interface TestRedis {
+  readonly socket: string;
+  /** `unix:///…/redis.sock`, as trajgate's `state.redis.url` takes it. */
+  readonly url: string;
+  /** Whether a server is running now. */
+  readonly running: boolean;
+  /** Starts it (again, empty) and resolves once it accepts connections. */
+  start(): Promise<void>;
+  /** SIGKILL (an outage), resolving once the process is gone. */
+  kill(): Promise<void>;
+  /** SIGSTOP / SIGCONT: a Redis that hangs, then answers again with everything it held. */
+  freeze(): void;
+  thaw(): void;
+  /** A client on the socket, closed after the file (for reading what replicas wrote). */
+  client(): Redis;
+}
+
+export async function startRedis(): Promise<TestRedis> {
+  const dir = tempDir('trajgate-redis-');
+  const socket = join(dir, 'redis.sock');
+  let child: ChildProcess | null = null;
+  const clients: Redis[] = [];
+
+  const start = (): Promise<void> =>
+    new Promise((resolve, reject) => {
+      const args = ['--port', '0', '--unixsocket', socket, '--unixsocketperm', '700'];
+      args.push('--save', '', '--appendonly', 'no', '--dir', dir, '--loglevel', 'notice');
+      const proc = spawn(REDIS_SERVER, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+      child = proc;
+      let out = '';
+      const timer = setTimeout(() => {
+        proc.kill('SIGKILL');
+        reject(new Error(`redis-server not ready within 10 s: ${out}`));
+      }, 10_000);
+      const onData = (d: Buffer) => {
+        out += d.toString();
+        if (/ready to accept connections/i.test(out)) {
+          clearTimeout(timer);
+          proc.stdout?.off('data', onData);
+          proc.stdout?.resume();
+          resolve();
+        }
+      };
+      proc.stdout?.on('data', onData);
+      proc.stderr?.on('data', (d: Buffer) => (out += d.toString()));
+      proc.once('exit', (code, signal) => {
+        if (child === proc) child = null;
+        clearTimeout(timer);
+        reject(new Error(`redis-server exited (${code ?? signal}) before it was ready: ${out}`));
+      });
+    });
+
+  const kill = async (): Promise<void> => {
+    const proc = child;
+    if (proc === null) return;
+    const gone = new Promise<void>((r) => proc.once('exit', () => r()));
+    proc.kill('SIGKILL');
+    await gone;
+  };
+
+  // Also when the file fails before its hooks run (a throw while collecting): no stray server.
+  process.once('exit', () => child?.kill('SIGKILL'));
+  await start();
+  afterAll(async () => {
+    for (const c of clients) c.disconnect();
+    await kill();
+  });
+  return {
+    socket,
+    url: `unix://${socket}`,
+    get running() {
+      return child !== null;
+    },
+    start,
+    kill,
+    freeze: () => void child?.kill('SIGSTOP'),
+    thaw: () => void child?.kill('SIGCONT'),
+    client() {
+      const c = new Redis({ path: socket, lazyConnect: false, maxRetriesPerRequest: 1 });
+      c.on('error', () => {}); // an outage the test caused; its calls reject
+      clients.push(c);
+      return c;
+    },
+  };
+}
