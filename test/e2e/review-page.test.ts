@@ -216,7 +216,10 @@ describe('review page: approve, resume, deny', () => {
     await page.goto(`${pageUrl(g)}#/session/agent-1`);
     await signIn(page, ADMIN);
     await textOf(page.locator('.held-card'), /second-0/);
-    await page.getByLabel('Pattern', { exact: true }).fill('GIT https://example.com');
+    // The page fills in its suggestion as the session loads: type over it once it is there.
+    const pattern = page.getByLabel('Pattern', { exact: true });
+    await waitFor(async () => (await pattern.inputValue()) !== '', 5_000, 'the suggestion');
+    await pattern.fill('GIT https://example.com');
     await page.getByRole('button', { name: 'Approve pattern…' }).click();
     await page.getByRole('dialog').getByRole('button', { name: 'Approve' }).click();
     await textOf(
