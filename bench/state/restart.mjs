@@ -26,7 +26,7 @@ const { values } = parseArgs({
     small: { type: 'string', default: '100000' },
     large: { type: 'string', default: '5000000' },
     unrotated: { type: 'string', default: '1000000' },
-    rotate: { type: 'string', default: '64MB' },
+    rotate: { type: 'string', default: '32MB' },
     keep: { type: 'string', default: '20' },
     sessions: { type: 'string', default: '1000' },
     runs: { type: 'string', default: '5' },

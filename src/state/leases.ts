@@ -28,10 +28,11 @@ export interface LeaseCommands {
   stuck(id: string): TrajgateError;
 }
 
-/** What decisions share with the other gateways once written: event lines and bus messages. */
+/** What decisions share with the other gateways once written: event lines and records. */
 export interface Shared {
   readonly recent: string[];
-  readonly messages: string[];
+  /** Journal records (JSON), published together in one message. */
+  readonly records: string[];
 }
 
 /** One holding of a session's lock by this gateway: the decisions made under it. */
@@ -138,7 +139,7 @@ export class Leases {
           size: 0,
           waiting: [],
           after: [],
-          shared: { recent: [], messages: [] },
+          shared: { recent: [], records: [] },
         };
       }
       if (Date.now() > deadline) throw this.#commands.stuck(id);

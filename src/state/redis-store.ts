@@ -8,7 +8,8 @@ import { redisWhere, storeDown } from './connect.js';
 import { StoreKeys } from './keys.js';
 import type { LeaseCommands, Shared } from './leases.js';
 import { LEASE_MS, Leases } from './leases.js';
-import { LEASE_SCRIPT, RELEASE_SCRIPT } from './scripts.js';
+import { LEASE_SCRIPT, RELEASE_SCRIPT, SHARE_SCRIPT } from './scripts.js';
+import { Outbox } from './outbox.js';
 import type { Scripts } from './scripts.js';
 
 /**
@@ -27,6 +28,7 @@ export class RedisStore<R> extends MemoryStore<R> implements SharedState {
   readonly #keys: StoreKeys;
   readonly #monitor: StoreMonitor;
   readonly #leases: Leases;
+  readonly #outbox: Outbox;
   readonly #keep: number;
   readonly #versions = new Map<string, number>();
   #remote = false;
@@ -53,12 +55,18 @@ export class RedisStore<R> extends MemoryStore<R> implements SharedState {
     this.#keep = keep;
     redis.defineCommand('tgLease', { numberOfKeys: 3, lua: LEASE_SCRIPT });
     redis.defineCommand('tgRelease', { numberOfKeys: 5, lua: RELEASE_SCRIPT });
+    redis.defineCommand('tgShare', { numberOfKeys: 1, lua: SHARE_SCRIPT });
     this.#redis = redis as Redis & Scripts;
     this.#config = config;
     this.#keys = new StoreKeys(config.prefix);
     this.replica = replica;
     this.#monitor = monitor;
     this.#leases = new Leases(this.#leaseCommands(), replica);
+    this.#outbox = new Outbox((recent, records) =>
+      this.#run('publish', () =>
+        this.#redis.tgShare(this.#keys.bus, this.#keep, this.message(records), ...recent),
+      ),
+    );
     redis.on('ready', () => {
       this.#setUp(null);
       for (const listener of this.#onReady) listener();
@@ -187,23 +195,28 @@ export class RedisStore<R> extends MemoryStore<R> implements SharedState {
   }
 
   /**
-   * Shares a record this gateway journaled: with the write of the session's lease when one is
-   * held (one round trip for both), else at once in order after what was queued before it.
-   * `line`: an event record to keep among the session's recent ones.
+   * Shares a record (JSON) this gateway journaled: with the write of the session's lease when
+   * one is held (one round trip for both); an event of a decision that changed nothing with the
+   * others of this turn of the event loop (one round trip for all); anything else at once, in
+   * order after what was queued for the session before it. `line`: an event record to keep
+   * among the session's recent ones.
    */
-  share(id: string, line: string | null, message: string): Promise<void> {
+  share(id: string, line: string | null, record: string): Promise<void> {
     const held = this.#leases.holding(id);
     if (held !== undefined) {
       if (line !== null) held.shared.recent.push(line);
-      held.shared.messages.push(message);
+      held.shared.records.push(record);
       return Promise.resolve();
     }
+    if (line !== null) return this.#outbox.add(this.#keys.recent(id), line, record);
     return this.inOrder(id, async () => {
-      const k = this.#keys;
-      const batch = this.#redis.multi();
-      if (line !== null) batch.rpush(k.recent(id), line).ltrim(k.recent(id), -this.#keep, -1);
-      await this.#run('publish', () => batch.publish(k.bus, message).exec());
+      await this.#run('publish', () => this.#redis.publish(this.#keys.bus, this.message([record])));
     });
+  }
+
+  /** Records as one bus message: this gateway's name, then one record per line. */
+  message(records: readonly string[]): string {
+    return records.length === 0 ? '' : `${this.replica}\n${records.join('\n')}`;
   }
 
   /** Every session the store knows, first seen first. */
@@ -284,7 +297,7 @@ export class RedisStore<R> extends MemoryStore<R> implements SharedState {
 
   #leaseCommands(): LeaseCommands {
     const k = this.#keys;
-    const none: Shared = { recent: [], messages: [] };
+    const none: Shared = { recent: [], records: [] };
     const release = (id: string, token: string, state: string, version: number, shared: Shared) =>
       this.#run('claim', () =>
         this.#redis.tgRelease(
@@ -301,7 +314,7 @@ export class RedisStore<R> extends MemoryStore<R> implements SharedState {
           this.#keep,
           shared.recent.length,
           ...shared.recent,
-          ...shared.messages,
+          this.message(shared.records),
         ),
       );
     return {

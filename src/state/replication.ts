@@ -43,11 +43,13 @@ export class Replication {
   #written = 0;
   readonly #sharing = new Map<number, Promise<void>>();
   #started = false;
+  /** Records from the bus are applied in the order they came. */
+  #applying: Promise<void> = Promise.resolve();
 
   constructor(parts: ReplicationParts) {
     this.#p = parts;
     const { subscriber, store } = parts;
-    subscriber.on('message', (_channel: string, text: string) => void this.#receive(text));
+    subscriber.on('message', (_channel: string, text: string) => this.#receive(text));
     // Back after an outage: what changed meanwhile is read again.
     store.onRules(() => this.#syncRules());
     store.onReady(() => {
@@ -72,8 +74,9 @@ export class Replication {
     if (!SHARED.has(record.type)) return;
     const { store } = this.#p;
     const session = 'session' in record && typeof record.session === 'string' ? record.session : '';
-    const message = `${store.replica}\n${JSON.stringify(record)}`;
     const line = record.type === 'event' ? eventLine(record) : null;
+    // What others read of an event is its line (no chain); other records as journaled.
+    const message = line ?? JSON.stringify(record);
     const n = ++this.#written;
     // After the caller's own store writes, queued in this same tick (Sessions.resume etc.),
     // and before a decision's lease is released (its write carries the record).
@@ -118,19 +121,31 @@ export class Replication {
     }
   }
 
-  async #receive(text: string): Promise<void> {
-    // `replica\nrecord`: a gateway's own messages come back to it and are dropped unparsed.
-    const { store, review, sessions, guard } = this.#p;
+  /** A bus message: a gateway's name, then one record per line (its own come back, unread). */
+  #receive(text: string): void {
+    const { store } = this.#p;
     const cut = text.indexOf('\n');
     if (cut < 0 || text.slice(0, cut) === store.replica) return;
-    let record: JournalRecord;
+    let records: JournalRecord[];
     try {
-      record = JSON.parse(text.slice(cut + 1)) as JournalRecord;
+      records = text
+        .slice(cut + 1)
+        .split('\n')
+        .map((line) => JSON.parse(line) as JournalRecord);
     } catch {
-      this.#p.log.warn('state store: a bus message is not JSON; ignored');
+      this.#p.log.warn('state store: a bus message is not JSON lines; ignored');
       return;
     }
+    // One after the other: a resume must not overtake the pause before it.
+    this.#applying = records.reduce(
+      (before, record) => before.then(() => this.#apply(record)),
+      this.#applying,
+    );
+  }
+
+  async #apply(record: JournalRecord): Promise<void> {
     if (typeof record?.type !== 'string') return;
+    const { store, review, sessions, guard } = this.#p;
     try {
       if (record.type === 'pause' || record.type === 'resume') await store.refresh(record.session);
       store.asRemote(() => review.restore(record));

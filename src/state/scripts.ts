@@ -17,9 +17,10 @@ return {0, redis.call('PTTL', KEYS[1])}
 /**
  * KEYS: lock, state, sessions, recent, bus. ARGV: token, new state JSON ('' = unchanged), the
  * version read, now (ms), session id, how many recent events to keep, how many event lines
- * follow, the lines, then the messages to publish. → 1 written, shared and released; -1 the
- * lease was lost; -2 the version moved. One round trip: the state, the session's recent events
- * and the messages announcing them go together, the messages after the state they announce.
+ * follow, the lines, then the message to publish ('' = none). → 1 written, shared and
+ * released; -1 the lease was lost; -2 the version moved. One round trip: the state, the
+ * session's recent events and the message announcing them go together, the message after the
+ * state it announces.
  */
 export const RELEASE_SCRIPT = `
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end
@@ -36,8 +37,24 @@ if lines > 0 then
   redis.call('RPUSH', KEYS[4], unpack(ARGV, 8, 7 + lines))
   redis.call('LTRIM', KEYS[4], -tonumber(ARGV[6]), -1)
 end
-for i = 8 + lines, #ARGV do redis.call('PUBLISH', KEYS[5], ARGV[i]) end
+if ARGV[8 + lines] ~= '' then redis.call('PUBLISH', KEYS[5], ARGV[8 + lines]) end
 redis.call('DEL', KEYS[1])
+return 1
+`;
+
+/**
+ * KEYS: bus. ARGV: how many recent events to keep, the message to publish, then pairs of a
+ * session's recent-events key and an event line. → 1. The events of decisions that changed
+ * nothing, gathered over one turn of the event loop: one round trip for all of them. (The
+ * recent-events keys come as arguments: one Redis, not a cluster, holds a fleet's keys.)
+ */
+export const SHARE_SCRIPT = `
+local keep = tonumber(ARGV[1])
+for i = 3, #ARGV, 2 do
+  redis.call('RPUSH', ARGV[i], ARGV[i + 1])
+  redis.call('LTRIM', ARGV[i], -keep, -1)
+end
+redis.call('PUBLISH', KEYS[1], ARGV[2])
 return 1
 `;
 
@@ -65,4 +82,5 @@ export interface Scripts {
     lines: number,
     ...shared: string[]
   ): Promise<number>;
+  tgShare(bus: string, keep: number, message: string, ...recent: string[]): Promise<number>;
 }
