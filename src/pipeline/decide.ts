@@ -53,20 +53,15 @@ export class Decider {
    * paused) or gone. `rid`: the request's id when it is judged again after a hold; `once`: an
    * operator approved it this once, so it is judged approved.
    */
-  async decide(ask: Ask, rid: number | null, once: boolean): Promise<Ruling | Hold> {
-    const ruling = await this.judge(ask, rid, once, false);
+  async decide(ask: Ask, rid: number | null, once: boolean, given?: Event): Promise<Ruling | Hold> {
+    const ruling = await this.judge(ask, rid, once, false, given);
     if (ruling === CHANGES) throw new TrajgateError('E_INTERNAL', 'a decision asked for a lease');
     return ruling;
   }
 
   /** Whether the decision would change nothing in the session as this gateway saw it last. */
-  likelyReadOnly(ask: Ask, once: boolean): boolean {
-    if (this.#paused(ask.session)) return true;
-    try {
-      return !changes(this.p.guard.inspect(this.normalize(ask, once)));
-    } catch {
-      return true; // malformed: refused without the store
-    }
+  likelyReadOnly(event: Event): boolean {
+    return this.#paused(event.session) || !changes(this.p.guard.inspect(event));
   }
 
   /** A request the shared store could not decide: refused, and the refusal journaled here. */
@@ -80,15 +75,16 @@ export class Decider {
   /**
    * The decision itself. `readOnly`: the session's state was read without its lease
    * (pipeline/shared.ts), so a decision that would change it is not made (CHANGES, before
-   * anything is journaled).
+   * anything is journaled). `given`: the ask's event, already normalised.
    */
   async judge(
     ask: Ask,
     rid: number | null,
     once: boolean,
     readOnly: boolean,
+    given?: Event,
   ): Promise<Ruling | Hold | typeof CHANGES> {
-    let event = this.event(ask, rid, once);
+    let event = given ?? this.event(ask, rid, once);
     if (!('subject' in event)) return event;
     if (this.#paused(ask.session)) return this.held(ask, event, rid);
     const { subject } = event;

@@ -21,9 +21,11 @@ export async function decideShared(
 ): Promise<Ruling | Hold> {
   // What this gateway last saw of the session says which is likely; when a change is, straight
   // to the lease (a read first would be a round trip spent for nothing).
+  const event = decider.event(ask, rid, once);
+  if (!('subject' in event)) return event; // malformed: refused without the store
   try {
-    if (decider.likelyReadOnly(ask, once) && (await shared.peek(ask.session))) {
-      const ruling = await decider.judge(ask, rid, once, true);
+    if (decider.likelyReadOnly(event) && (await shared.peek(ask.session))) {
+      const ruling = await decider.judge(ask, rid, once, true, event);
       if (ruling !== CHANGES) return ruling;
     }
   } catch (err) {
@@ -37,7 +39,7 @@ export async function decideShared(
   }
   let ruling;
   try {
-    ruling = await decider.decide(ask, rid, once);
+    ruling = await decider.decide(ask, rid, once, event);
   } catch (err) {
     await lease.release().catch(() => undefined);
     throw err;
