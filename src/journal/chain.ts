@@ -8,6 +8,15 @@ import { closeSync, openSync, readSync } from 'node:fs';
  */
 export const GENESIS = '0'.repeat(64);
 
+/**
+ * A record without `prev`: the chain belongs to one journal file, not to what was decided, so
+ * views, other gateways and a rebuilt store see the same record before and after a restart.
+ */
+export function unchained<T extends { readonly prev?: string }>(record: T): Omit<T, 'prev'> {
+  const { prev: _prev, ...rest } = record;
+  return rest;
+}
+
 /** One-shot crypto.hash: about half the cost of createHash().update().digest() per line. */
 export function digestOf(line: string | Uint8Array): string {
   return hash('sha256', line, 'hex');

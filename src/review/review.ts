@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../config/load.js';
 import type { TrajectoryStore } from '../guard/store.js';
 import { MemoryStore } from '../guard/store.js';
+import { unchained } from '../journal/chain.js';
 import type { EventRecord, JournalRecord, PauseRecord } from '../journal/records.js';
 
 /** What a session did lately, for pause records, the API and the review page. */
@@ -157,13 +158,10 @@ export class Review {
       const { session } = record as { session?: string | null };
       if (typeof session === 'string') this.answered(session);
     }
-    // `prev` belongs to the journal's chain, not to what was decided: views show the same
-    // records before and after a restart.
     if (record.type === 'event') {
-      const { prev: _prev, ...event } = record;
-      this.observe(event);
+      this.observe(unchained(record));
     } else if (record.type === 'pause') {
-      const { seq: _seq, ts: _ts, type: _type, prev: _prev, ...pause } = record;
+      const { seq: _seq, ts: _ts, type: _type, ...pause } = unchained(record);
       this.#trail(record.session).pause = { ...pause, restored: true };
     } else if (record.type === 'resume') {
       const trail = this.#trails.get(record.session);

@@ -4,6 +4,7 @@ import { TrajgateError } from '../errors.js';
 import { compilePolicy } from '../guard/compile.js';
 import { Guard } from '../guard/guard.js';
 import { MemoryStore } from '../guard/store.js';
+import { unchained } from '../journal/chain.js';
 import { journalFiles } from '../journal/files.js';
 import { applyRecord } from '../journal/rebuild.js';
 import { readJournal } from '../journal/reader.js';
@@ -67,8 +68,7 @@ export function rebuildFromJournals(
   for (const { record } of records) {
     applyRecord(guard, record);
     if (record.type === 'event') {
-      const { prev: _prev, ...event } = record;
-      store.remember(record.session, event, config.policy.recentEvents);
+      store.remember(record.session, unchained(record), config.policy.recentEvents);
     }
   }
   return { store, guard, records: records.length };

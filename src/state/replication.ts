@@ -2,6 +2,7 @@ import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { TrajgateError } from '../errors.js';
 import type { Guard } from '../guard/guard.js';
+import { unchained } from '../journal/chain.js';
 import { applyRecord } from '../journal/rebuild.js';
 import type { EventRecord, JournalRecord } from '../journal/records.js';
 import type { Review } from '../review/review.js';
@@ -74,7 +75,7 @@ export class Replication {
     if (!SHARED.has(record.type)) return;
     const { store } = this.#p;
     const session = 'session' in record && typeof record.session === 'string' ? record.session : '';
-    const line = record.type === 'event' ? eventLine(record) : null;
+    const line = record.type === 'event' ? JSON.stringify(unchained(record)) : null;
     // What others read of an event is its line (no chain); other records as journaled.
     const message = line ?? JSON.stringify(record);
     const n = ++this.#written;
@@ -227,10 +228,4 @@ export class Replication {
       log.warn({ err }, 'state store: catching up failed; retried when it answers again');
     }
   }
-}
-
-/** An event record as the session's recent ones keep it: without the journal's chain. */
-function eventLine(record: EventRecord): string {
-  const { prev: _prev, ...event } = record;
-  return JSON.stringify(event);
 }
