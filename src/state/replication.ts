@@ -214,12 +214,12 @@ export class Replication {
       // Emptied: nothing to read until a rebuild refills it (then this runs again).
       if (!store.health().up) return;
       await this.#syncRules();
-      for (const id of await store.knownSessions()) {
-        await store.refresh(id);
-        if (this.#loaded || review.activity(id) !== null) continue;
-        const recent = (await store.recentOf(id)) as JournalRecord[];
-        store.asRemote(() => recent.forEach((r) => review.restore(r)));
-      }
+      // All at once, not one round trip after another: a fleet has many sessions.
+      const ids = await store.knownSessions();
+      await Promise.all(ids.map((id) => store.refresh(id)));
+      const unseen = this.#loaded ? [] : ids.filter((id) => review.activity(id) === null);
+      const recent = await Promise.all(unseen.map((id) => store.recentOf(id)));
+      store.asRemote(() => recent.flat().forEach((r) => review.restore(r as JournalRecord)));
       this.#loaded = true;
       for (const id of sessions.holding()) {
         if (!sessions.isPaused(id)) sessions.resumedElsewhere(id, false);
