@@ -122,6 +122,8 @@ export async function writeRebuilt(
     const { id, pattern, session, by } = d;
     batch.hset(keys.rules, id, rule({ type: 'block', id, session, pattern, by }));
   }
+  // Gateways reload the operators' rules at their next decision (--force over a live store).
+  batch.incr(keys.rulesVersion);
   batch.set(keys.epoch, `rebuilt:${Date.now()}`);
   const answers = await batch.exec();
   const failed = answers?.find(([err]) => err !== null)?.[0];
