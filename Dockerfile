@@ -32,5 +32,6 @@ USER node
 VOLUME ["/var/lib/trajgate"]
 WORKDIR /var/lib/trajgate
 EXPOSE 8080 8081 8082
-ENTRYPOINT ["node", "--max-semi-space-size=8", "--single-threaded-gc", "/app/dist/cli/main.js"]
+# Run as a program, not as `node …`: its first line carries the Node flags (src/cli/main.ts).
+ENTRYPOINT ["/app/dist/cli/main.js"]
 CMD ["start", "--config", "/etc/trajgate/trajgate.yaml"]

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // One command, one run: direct, the floor forwarder, squid and trajgate against the same
-// upstream — HTTP req/s and p99 (wrk), CONNECT tunnel MB/s, peak RSS. See README.md.
+// upstream — HTTP req/s and p99 (wrk) over keep-alive connections and with a new connection per
+// request, CONNECT tunnel MB/s, peak RSS. See README.md.
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { availableParallelism, release } from 'node:os';
@@ -12,6 +13,7 @@ import { firstJsonLine, run, start, stop, which } from './procs.mjs';
 import { writerChainCost } from './chain-cost.mjs';
 import { report } from './report.mjs';
 import { startFloor, startSquid, startTrajgate } from './targets.mjs';
+import { tcpSettings, wrkRunner } from './wrk.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = resolve(here, '../..');
@@ -21,6 +23,7 @@ const { values, int } = benchArgs({
   'tunnel-mib': { type: 'string', default: '512' },
   'tunnel-runs': { type: 'string', default: '3' },
   trajgate: { type: 'boolean', default: false },
+  // 0 skips the chain on/off phase.
   'chain-seconds': { type: 'string', default: '5' },
   // Only the chain on/off phase (its figure alone; bench/out/proxy.json is not written).
   'chain-only': { type: 'boolean', default: false },
@@ -32,8 +35,12 @@ const opt = {
   warmup: int('warmup'),
   tunnelBytes: int('tunnel-mib') * 2 ** 20,
   tunnelRuns: int('tunnel-runs'),
-  chainSeconds: int('chain-seconds'),
+  chainSeconds: Number(values['chain-seconds']),
 };
+if (!Number.isInteger(opt.chainSeconds) || opt.chainSeconds < 0)
+  throw new Error('--chain-seconds must be a non-negative integer');
+if (values['chain-only'] && opt.chainSeconds === 0)
+  throw new Error('--chain-only needs --chain-seconds above 0');
 if (opt.threads > opt.connections) throw new Error('--threads must not exceed --connections');
 if (!which('wrk')) throw new Error('wrk is not installed (apt-get install -y wrk)');
 
@@ -43,6 +50,7 @@ const tmp = runTmp('proxy');
 const upstreamChild = start(...pin(0, process.execPath, [join(here, 'upstream.mjs')]));
 const upstream = await firstJsonLine(upstreamChild);
 const targetUrl = `http://127.0.0.1:${upstream.http}/`;
+const wrk = wrkRunner({ here, pin, targetUrl, ...opt });
 
 /** One request through the proxy (or direct), so a proxy that answers 403 is not benchmarked. */
 function probe(proxyPort) {
@@ -69,37 +77,6 @@ function probe(proxyPort) {
   });
 }
 
-const toMs = { us: 1e-3, ms: 1, s: 1e3 };
-async function wrk(proxyPort, seconds) {
-  const args = [
-    '-t',
-    `${opt.threads}`,
-    '-c',
-    `${opt.connections}`,
-    '-d',
-    `${seconds}s`,
-    '--latency',
-  ];
-  const env = { ...process.env, TARGET_URL: targetUrl };
-  if (proxyPort) args.push('-s', join(here, 'proxy.lua'), `http://127.0.0.1:${proxyPort}/`);
-  else args.push(targetUrl);
-  const r = await run(...pin(0, 'wrk', args), { env, timeoutMs: (seconds + 30) * 1000 });
-  const rps = /^Requests\/sec:\s+([\d.]+)/m.exec(r.stdout);
-  const p99 = /^\s+99%\s+([\d.]+)(us|ms|s)$/m.exec(r.stdout);
-  if (r.code !== 0 || !rps || !p99)
-    return { error: `wrk exited ${r.code}: ${(r.stderr.trim() || r.stdout.trim()).slice(-300)}` };
-  const errors = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(
-    r.stdout,
-  );
-  return {
-    rps: Number(rps[1]),
-    p99ms: Number(p99[1]) * toMs[p99[2]],
-    requests: Number(/(\d+) requests in/.exec(r.stdout)[1]),
-    non2xx: Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(r.stdout)?.[1] ?? 0),
-    socketErrors: errors ? errors.slice(1).reduce((a, b) => a + Number(b), 0) : 0,
-  };
-}
-
 async function tunnel(proxyPort) {
   const runs = [];
   for (let i = 0; i < opt.tunnelRuns; i++) {
@@ -115,24 +92,30 @@ async function tunnel(proxyPort) {
 }
 
 /**
- * HTTP then tunnel; for a proxy, peak RSS after each (the tunnel push often sets the peak),
- * and the share of CPU that other processes took meanwhile.
+ * Keep-alive HTTP, then a new connection per request, then the tunnel, so the peak RSS read at
+ * the end covers all three; for a proxy also the peak after HTTP (the tunnel push often sets the
+ * peak), and the share of CPU that other processes took meanwhile.
  */
 async function measure(name, proxy) {
-  log(`${name}: measuring (warm-up ${opt.warmup} s, ${opt.duration} s wrk, tunnel)`);
+  log(
+    `${name}: measuring (each HTTP mode: warm-up ${opt.warmup} s, ${opt.duration} s wrk; tunnel)`,
+  );
   const port = proxy?.port ?? null;
   const groups = proxy ? [upstreamChild.pid, proxy.child.pid] : [upstreamChild.pid];
   const before = cpuSnapshot(groups);
   const failed = await probe(port);
-  let httpResult = { error: failed };
-  if (!failed) {
-    await wrk(port, opt.warmup);
-    httpResult = await wrk(port, opt.duration);
+  const result = {};
+  for (const [mode, close] of Object.entries({ keepAlive: false, newConnection: true })) {
+    if (failed) {
+      result[mode] = { error: failed };
+      continue;
+    }
+    await wrk(port, opt.warmup, { close });
+    result[mode] = await wrk(port, opt.duration, { close });
   }
-  const rssAfterHttp = proxy ? peakRssMB(proxy.child.pid) : null;
-  const tunnelResult = await tunnel(port);
-  const result = { http: httpResult, tunnel: tunnelResult };
-  if (proxy) Object.assign(result, { rssAfterHttp, rss: peakRssMB(proxy.child.pid) });
+  if (proxy) result.rssAfterHttp = peakRssMB(proxy.child.pid);
+  result.tunnel = await tunnel(port);
+  if (proxy) result.rss = peakRssMB(proxy.child.pid);
   result.otherLoad = Number(otherLoad(before, cpuSnapshot(groups)).toFixed(3));
   return result;
 }
@@ -143,6 +126,7 @@ async function measure(name, proxy) {
  * request writes two records (its event and its outcome).
  */
 async function chainCost() {
+  if (opt.chainSeconds === 0) return { skipped: '--chain-seconds 0' };
   const rps = { on: [], off: [] };
   for (let round = 0; round < 2; round++) {
     for (const chain of [true, false]) {
@@ -223,6 +207,7 @@ const meta = {
     ? 'wrk, tunnel client and upstream on core 0 (direct: upstream shares core 0 with wrk); proxy under test on core 1'
     : 'none (fewer than 2 cores or no taskset)',
   cpuBusyBefore: Number(cpuBusyBefore.toFixed(3)),
+  tcp: tcpSettings(),
   options: opt,
 };
 if (values['chain-only']) {

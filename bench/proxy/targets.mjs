@@ -1,7 +1,16 @@
 // Starters for the proxies under test. Each resolves { child, port } once the proxy listens
 // (on a port it chose itself where it can), or { skipped: message } — a proxy that cannot
 // start is reported, not fatal.
-import { chownSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  chownSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { firstJsonLine, printed, run, start, startOnFreePort, stop, which } from './procs.mjs';
 
@@ -16,12 +25,30 @@ export async function startFloor({ here, pin }) {
   }
 }
 
-/** Squid 5 in the foreground (-N, one process), no cache, loopback clients and origins only. */
-export async function startSquid({ tmp, pin }) {
+/**
+ * Squid 5 in the foreground (-N: one process, plus any helpers it forks, in its process group),
+ * no cache, loopback clients and origins only. Its folder is `tmp`/`name`; `prepare(dir)` may
+ * write files there first and resolves extra config lines (it throws to skip squid);
+ * `httpPort(port)` is the http_port line. As root squid drops to `proxy`: the folder and all
+ * in it are handed to that user.
+ */
+export async function startSquid({
+  tmp,
+  pin,
+  name = 'squid',
+  prepare = async () => [],
+  httpPort = (port) => `http_port 127.0.0.1:${port}`,
+}) {
   const squid = which('squid');
   if (!squid) return { skipped: 'not installed, skipped' };
-  const dir = join(tmp, 'squid');
+  const dir = join(tmp, name);
   mkdirSync(dir);
+  let extra;
+  try {
+    extra = await prepare(dir);
+  } catch (err) {
+    return { skipped: `not available (${err.message})` };
+  }
   const lines = [
     'acl bench_src src 127.0.0.1/32',
     'acl bench_dst dst 127.0.0.1/32',
@@ -38,22 +65,30 @@ export async function startSquid({ tmp, pin }) {
     'htcp_port 0',
     'dns_nameservers 127.0.0.1', // origins are IP literals; never ask a real resolver
     'shutdown_lifetime 0 seconds',
+    ...extra,
   ];
-  // As root squid drops to an unprivileged user, which must be able to write its log and pid.
+  // As root squid drops to an unprivileged user, which must be able to write its log and pid
+  // (and whatever `prepare` left there, e.g. a certificate database).
   const user = process.getuid() === 0 ? (passwd('proxy') ?? passwd('nobody')) : null;
   if (user) {
     lines.push(`cache_effective_user ${user.name}`);
-    chownSync(dir, user.uid, user.gid);
+    // Its helpers (e.g. security_file_certgen) open files there as that user: `tmp` (0700
+    // from mkdtemp) must let it through, without letting it list.
+    chmodSync(tmp, statSync(tmp).mode | 0o111);
+    for (const path of [dir, ...readdirSync(dir, { recursive: true }).map((f) => join(dir, f))])
+      chownSync(path, user.uid, user.gid);
   }
   const conf = join(dir, 'squid.conf');
   // Squid refuses http_port 0, so it gets a port free a moment ago (again if it lost it).
   const started = await startOnFreePort((port) => {
-    writeFileSync(conf, [`http_port 127.0.0.1:${port}`, ...lines].join('\n') + '\n');
+    writeFileSync(conf, [httpPort(port), ...lines].join('\n') + '\n');
     return start(...pin(1, squid, ['-N', '-f', conf]));
   });
-  if (started.why === undefined) return started;
   const log = `${dir}/cache.log`;
-  const last = existsSync(log) ? readFileSync(log, 'utf8').trim().split('\n').pop() : '';
+  const lastLog = () => (existsSync(log) ? readFileSync(log, 'utf8').trim().split('\n').pop() : '');
+  // `lastLog()`: the last line of cache.log, for a squid that stopped answering later.
+  if (started.why === undefined) return { ...started, lastLog };
+  const last = lastLog();
   return { skipped: `not available (${started.why}${last ? `; cache.log: ${last}` : ''})` };
 }
 

@@ -1,16 +1,17 @@
 #!/usr/bin/env node
-// One command, one run: intercepted HTTPS requests/s through trajgate and through mitmproxy
-// (mitmdump) against the same local HTTPS upstream, keep-alive, 50 connections; peak RSS of
-// each proxy; and the first TLS handshake to a never-seen host through trajgate. Direct (no
-// proxy) is measured as the ceiling. See README.md.
+// One command, one run: intercepted HTTPS requests/s through trajgate, mitmproxy (mitmdump)
+// and Squid ssl-bump against the same local HTTPS upstream, keep-alive, 50 connections; peak
+// RSS of each proxy (its whole process group); and the first TLS handshake to a never-seen
+// host through trajgate. Direct (no proxy) is measured as the ceiling. See README.md.
 import { mkdirSync, writeFileSync, existsSync } from 'node:fs';
 import { cpus, release } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { cpuSnapshot, otherLoad, peakRssMB } from '../proxy/proc-stats.mjs';
-import { firstJsonLine, run, sleep, start, startOnFreePort, stop, which } from '../proxy/procs.mjs';
+import { firstJsonLine, run, start, stop } from '../proxy/procs.mjs';
 import { benchArgs, busyBefore, log, pin, pinned, runTmp } from '../run-setup.mjs';
 import { spawnTrajgate } from '../proxy/targets.mjs';
+import { startMitmproxy, startSquidBump } from './peers.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = resolve(here, '../..');
@@ -53,12 +54,21 @@ async function load(proxyUrl, ca) {
 
 /** Runs the load against a started proxy (or direct) and reads its peak RSS afterwards. */
 async function measure(name, proxy, ca) {
-  const pgids = [upstreamChild.pid, ...(proxy ? [proxy.child.pid] : [])];
-  const before = cpuSnapshot(pgids);
+  // The proxy's process groups: its own and those its helpers moved to (squid's call setsid).
+  const groups = () => (proxy ? [proxy.child.pid, ...(proxy.helperGroups?.() ?? [])] : []);
+  const before = cpuSnapshot([upstreamChild.pid, ...groups()]);
   const result = await load(proxy ? `http://127.0.0.1:${proxy.port}` : null, ca);
-  const other = otherLoad(before, cpuSnapshot(pgids));
-  const rss = proxy ? peakRssMB(proxy.child.pid) : null;
-  const row = { name, ...result, peakRssMB: rss?.mb ?? null, otherLoad: other };
+  const last = result.skipped && proxy?.lastLog?.();
+  if (last) result.skipped += `; cache.log: ${last}`;
+  const other = otherLoad(before, cpuSnapshot([upstreamChild.pid, ...groups()]));
+  const rss = groups().map(peakRssMB).filter(Boolean);
+  const row = {
+    name,
+    ...result,
+    peakRssMB: rss.length ? rss.reduce((sum, r) => sum + r.mb, 0) : null,
+    processes: rss.length ? rss.reduce((sum, r) => sum + r.processes, 0) : null,
+    otherLoad: other,
+  };
   log(
     `${name}: ${result.skipped ?? `${Math.round(result.rps)} req/s, p99 ${result.p99?.toFixed(1)} ms`}`,
   );
@@ -91,38 +101,6 @@ async function startTrajgate() {
   });
   if (started.why !== undefined) return { skipped: `not available (${started.why})` };
   return { ...started, ca: join(dir, 'certs/ca.pem') };
-}
-
-// ---- mitmproxy ---------------------------------------------------------------------------
-async function startMitmproxy() {
-  const mitmdump = which('mitmdump');
-  if (!mitmdump) return { skipped: 'not installed (apt-get install -y mitmproxy), skipped' };
-  const confdir = join(tmp, 'mitmproxy');
-  mkdirSync(confdir);
-  const args = (port) => [
-    '--listen-host',
-    '127.0.0.1',
-    '--listen-port',
-    `${port}`,
-    '--set',
-    `confdir=${confdir}`,
-    '--set',
-    `ssl_verify_upstream_trusted_ca=${join(fixtures, 'ca.pem')}`,
-    '--set',
-    'flow_detail=0',
-    '--set',
-    'termlog_verbosity=error',
-  ];
-  // At this log level mitmdump says nothing of the port it listens on: it gets one free a
-  // moment ago and counts once it listens there itself (on another if it lost that one).
-  const started = await startOnFreePort((port) => start(...pin(1, mitmdump, args(port))), {
-    timeoutMs: 20_000,
-  });
-  if (started.why !== undefined) return { skipped: `not available (${started.why})` };
-  const { child, port } = started;
-  const ca = join(confdir, 'mitmproxy-ca-cert.pem');
-  for (let i = 0; i < 50 && !existsSync(ca); i++) await sleep(100);
-  return { child, port, ca };
 }
 
 const median = (xs) => {
@@ -179,13 +157,22 @@ if (trajgate.skipped) {
   await stop(trajgate.child);
 }
 
-const mitm = await startMitmproxy();
-if (mitm.skipped) {
-  rows.push({ name: 'mitmproxy', skipped: mitm.skipped });
-  log(`mitmproxy: ${mitm.skipped}`);
-} else {
-  rows.push(await measure('mitmproxy', mitm, mitm.ca));
-  await stop(mitm.child);
+const peers = [
+  ['mitmproxy', startMitmproxy],
+  ['squid-bump', startSquidBump],
+];
+for (const [name, startPeer] of peers) {
+  const peer = await startPeer({ tmp, pin, fixtures });
+  if (peer.skipped) {
+    rows.push({ name, skipped: peer.skipped });
+    log(`${name}: ${peer.skipped}`);
+    continue;
+  }
+  try {
+    rows.push(await measure(name, peer, peer.ca));
+  } finally {
+    await stop(peer.child, 5000); // squid takes ~3 s to shut down even with shutdown_lifetime 0
+  }
 }
 await stop(upstreamChild);
 
@@ -195,13 +182,15 @@ const usable = (r) => r && !r.skipped && r.errors === 0 && r.non2xx === 0 && r.r
 const ratio = (a, b) => (usable(a) && usable(b) ? a.rps / b.rps : null);
 const t = byName.trajgate;
 const ratios = {
+  trajgateOverSquidBump: ratio(t, byName['squid-bump']),
   trajgateOverMitmproxy: ratio(t, byName.mitmproxy),
   trajgateOverDirect: ratio(t, byName.direct),
+  squidBumpOverDirect: ratio(byName['squid-bump'], byName.direct),
   mitmproxyOverDirect: ratio(byName.mitmproxy, byName.direct),
 };
 const targets = {
-  'trajgate/mitmproxy req/s >= 10':
-    ratios.trajgateOverMitmproxy === null ? null : ratios.trajgateOverMitmproxy >= 10,
+  'trajgate/squid-bump req/s >= 1':
+    ratios.trajgateOverSquidBump === null ? null : ratios.trajgateOverSquidBump >= 1,
   'trajgate peak RSS <= 200 MB': usable(t) && t.peakRssMB !== null ? t.peakRssMB <= 200 : null,
   'first handshake (median) <= 20 ms':
     handshake?.firstMedianMs != null ? handshake.firstMedianMs <= 20 : null,
@@ -211,16 +200,18 @@ const pad = (s, n) => String(s).padEnd(n);
 const num = (x, d = 0) => (typeof x === 'number' ? x.toFixed(d) : '-');
 log('');
 log(
-  `${pad('target', 11)}${pad('req/s', 9)}${pad('p50 ms', 9)}${pad('p99 ms', 9)}${pad('peak RSS MB', 13)}${pad('errors', 8)}other load`,
+  `${pad('target', 12)}${pad('req/s', 9)}${pad('p50 ms', 9)}${pad('p99 ms', 9)}` +
+    `${pad('peak RSS MB (processes)', 25)}${pad('errors', 8)}other load`,
 );
 for (const r of rows) {
   if (r.skipped) {
-    log(`${pad(r.name, 11)}${r.skipped}`);
+    log(`${pad(r.name, 12)}${r.skipped}`);
     continue;
   }
   log(
-    `${pad(r.name, 11)}${pad(num(r.rps), 9)}${pad(num(r.p50, 2), 9)}${pad(num(r.p99, 2), 9)}` +
-      `${pad(num(r.peakRssMB, 1), 13)}${pad(r.errors + r.non2xx, 8)}${(r.otherLoad * 100).toFixed(1)} %`,
+    `${pad(r.name, 12)}${pad(num(r.rps), 9)}${pad(num(r.p50, 2), 9)}${pad(num(r.p99, 2), 9)}` +
+      `${pad(r.peakRssMB === null ? '-' : `${num(r.peakRssMB, 1)} (${r.processes})`, 25)}` +
+      `${pad(r.errors + r.non2xx, 8)}${(r.otherLoad * 100).toFixed(1)} %`,
   );
 }
 log('');

@@ -3,7 +3,7 @@ import { isIP } from 'node:net';
 import { Readable } from 'node:stream';
 import { createSecureContext, connect as tlsConnect } from 'node:tls';
 import type { SecureContext } from 'node:tls';
-import { Agent } from 'undici';
+import { Agent } from '../undici.js';
 import type { Dispatcher } from 'undici';
 import { isTrajgateError, TrajgateError } from '../errors.js';
 import type { Capture } from './capture.js';

@@ -1,4 +1,4 @@
-import { errors } from 'undici';
+import { errors } from '../undici.js';
 import { errnoCode, isTrajgateError } from '../errors.js';
 import { certificateReason } from './trust.js';
 

@@ -2,23 +2,14 @@
 // A proxy's garbage dies young. V8 grows each semi-space to 16 MB by default; 8 MB keeps the
 // young generation's share of peak RSS down at no cost in throughput. GC work stays on the main
 // thread: a gateway usually gets one or two CPUs, and background GC threads competing with the
-// event loop for them set its tail latency (bench/proxy: p99 0.83–1.07 × the forwarder's with
-// this flag, up to 1.76 × without). The flags are also in `npm start` and the Dockerfile, and
-// the benches read them from this line.
+// event loop for them set its tail latency. This line is the one place the flags live: `npm
+// start` and the Dockerfile run this file as a program, the benches read the line, and
+// test/unit/launcher-flags.test.ts fails if a launcher grows flags of its own.
 import { readFileSync } from 'node:fs';
 import { errnoCode, exitCode, isTrajgateError } from '../errors.js';
-import { ca } from './ca.js';
-import { exportCommand } from './export.js';
-import { check, readStdin } from './check.js';
-import { checkConfig } from './check-config.js';
 import { helpText, overview, usageOf } from './help.js';
 import { bufferedOutput } from './io.js';
-import { operator } from './operator.js';
-import { replay } from './replay.js';
-import { start } from './start.js';
-import { state } from './state.js';
 import { terminalLines } from './table.js';
-import { verify } from './verify.js';
 
 const VERSION = (
   JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
@@ -57,28 +48,28 @@ async function main(argv: string[]): Promise<number> {
     print(help);
     return 0;
   }
+  // Each command loads its own modules only: a running gateway does not carry the operator
+  // client, replay or state rebuild (nor the parts of undici only they use).
   try {
     switch (command) {
       case 'start':
-        return await start(rest, log);
+        return await (await import('./start.js')).start(rest, log);
       case 'replay':
-        return await replay(rest, out);
+        return await (await import('./replay.js')).replay(rest, out);
       case 'ca':
-        return await ca(rest, print);
+        return await (await import('./ca.js')).ca(rest, print);
       case 'export':
-        return exportCommand(rest, print, VERSION);
-      case 'check':
-        return await check(rest, {
-          out: print,
-          err: log,
-          stdin: readStdin,
-        });
+        return (await import('./export.js')).exportCommand(rest, print, VERSION);
+      case 'check': {
+        const { check, readStdin } = await import('./check.js');
+        return await check(rest, { out: print, err: log, stdin: readStdin });
+      }
       case 'check-config':
-        return checkConfig(rest, print);
+        return (await import('./check-config.js')).checkConfig(rest, print);
       case 'verify':
-        return verify(rest, print, log);
+        return (await import('./verify.js')).verify(rest, print, log);
       case 'state':
-        return await state(rest, print, log);
+        return await (await import('./state.js')).state(rest, print, log);
       case 'sessions':
       case 'events':
       case 'approve':
@@ -87,7 +78,7 @@ async function main(argv: string[]): Promise<number> {
       case 'revoke':
       case 'block':
       case 'reload':
-        return await operator(command, rest, print);
+        return await (await import('./operator.js')).operator(command, rest, print);
       default:
         log(
           command === undefined

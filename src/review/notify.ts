@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
-import { Pool } from 'undici';
+import { Pool } from '../undici.js';
 import type { Config } from '../config/load.js';
 
 export type NoticeKind = 'pause' | 'review';

@@ -1,8 +1,10 @@
 import { hostname } from 'node:os';
-import { Redis } from 'ioredis';
-import type { RedisOptions } from 'ioredis';
+import type { Redis, RedisOptions } from 'ioredis';
 import { TrajgateError } from '../errors.js';
+import { lazy } from '../lazy.js';
 import type { StateConfig } from '../config/state-schema.js';
+
+const ioredis = lazy<typeof import('ioredis')>('ioredis');
 
 export type RedisConfig = NonNullable<StateConfig['redis']>;
 
@@ -45,8 +47,9 @@ export function connectRedis(config: RedisConfig, role: string): Redis {
     maxRetriesPerRequest: role === 'bus' ? null : 0,
     retryStrategy: (attempt) => Math.min(50 * attempt, 1_000),
   };
-  if (config.url.startsWith('unix://')) return new Redis({ ...options, path: unixPath(config) });
-  return new Redis(config.url, options);
+  const { Redis: Client } = ioredis();
+  if (config.url.startsWith('unix://')) return new Client({ ...options, path: unixPath(config) });
+  return new Client(config.url, options);
 }
 
 function unixPath(config: RedisConfig): string {

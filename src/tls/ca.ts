@@ -2,9 +2,9 @@ import { createHash, createPrivateKey, generateKeyPairSync } from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import forge from 'node-forge';
+import type forge from 'node-forge';
 import { errnoCode, TrajgateError } from '../errors.js';
-import { issueCertificate } from './x509.js';
+import { issueCertificate, nodeForge } from './x509.js';
 
 export const CA_CERT = 'ca.pem';
 export const CA_KEY = 'ca-key.pem';
@@ -73,8 +73,9 @@ export function loadCa(dir: string): Ca {
         : (err as Error).message;
     throw new TrajgateError('E_CONFIG_READ', why);
   }
-  const cert = forge.pki.certificateFromPem(certPem);
-  const der = forge.asn1.toDer(forge.pki.certificateToAsn1(cert)).getBytes();
+  const { pki, asn1 } = nodeForge();
+  const cert = pki.certificateFromPem(certPem);
+  const der = asn1.toDer(pki.certificateToAsn1(cert)).getBytes();
   const hex = createHash('sha256').update(Buffer.from(der, 'binary')).digest('hex').toUpperCase();
   return {
     certPath,

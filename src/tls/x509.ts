@@ -1,7 +1,11 @@
 import { createPublicKey, randomBytes, sign } from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
 import { isIP } from 'node:net';
-import forge from 'node-forge';
+import type forge from 'node-forge';
+import { lazy } from '../lazy.js';
+
+/** Loaded once a certificate is first read or made: a gateway that intercepts nothing never does. */
+export const nodeForge = lazy<typeof forge>('node-forge');
 
 /** A name as it goes into subjectAltName: an IP address (type 7) or a DNS name (type 2). */
 export function altName(host: string): { type: number; value?: string; ip?: string } {
@@ -23,11 +27,12 @@ export interface CertificateSpec {
  * keeps a first handshake to a new host fast. Returns PEM.
  */
 export function issueCertificate(spec: CertificateSpec, signingKey: KeyObject): string {
-  const cert = forge.pki.createCertificate();
+  const { pki, asn1 } = nodeForge();
+  const cert = pki.createCertificate();
   // The subject's key: a public key as is, or the public half of a private one.
   const publicKey =
     spec.publicKey.type === 'public' ? spec.publicKey : createPublicKey(spec.publicKey);
-  cert.publicKey = forge.pki.publicKeyFromPem(
+  cert.publicKey = pki.publicKeyFromPem(
     publicKey.export({ type: 'spki', format: 'pem' }) as string,
   );
   // RFC 5280 § 4.1.2.2: a positive serial of up to 20 octets. The first octet is 0x40–0x7f:
@@ -42,13 +47,13 @@ export function issueCertificate(spec: CertificateSpec, signingKey: KeyObject): 
   cert.setSubject(subject);
   cert.setIssuer(spec.issuer ? spec.issuer.subject.attributes : subject);
   cert.setExtensions([...spec.extensions]);
-  cert.siginfo.algorithmOid = forge.pki.oids.sha256WithRSAEncryption as string;
-  cert.signatureOid = forge.pki.oids.sha256WithRSAEncryption as string;
+  cert.siginfo.algorithmOid = pki.oids.sha256WithRSAEncryption as string;
+  cert.signatureOid = pki.oids.sha256WithRSAEncryption as string;
   // getTBSCertificate exists in node-forge but is missing from its type definitions.
-  const pki = forge.pki as typeof forge.pki & {
+  const withTbs = pki as typeof pki & {
     getTBSCertificate(c: forge.pki.Certificate): forge.asn1.Asn1;
   };
-  const tbs = forge.asn1.toDer(pki.getTBSCertificate(cert)).getBytes();
+  const tbs = asn1.toDer(withTbs.getTBSCertificate(cert)).getBytes();
   cert.signature = sign('sha256', Buffer.from(tbs, 'binary'), signingKey).toString('binary');
-  return forge.pki.certificateToPem(cert);
+  return pki.certificateToPem(cert);
 }
