@@ -13,6 +13,7 @@ import { digestOf, GENESIS } from './chain.js';
 import type { RotateOptions } from './rotate.js';
 import { Rotation, SNAPSHOT_VERSION } from './rotate.js';
 import { recordFields } from './json.js';
+import { PendingLines } from './pending-lines.js';
 import type { JournalRecord, Unstamped } from './records.js';
 
 export interface WriterOptions {
@@ -60,13 +61,13 @@ export class JournalWriter {
   #prev: string;
   #prevWritten: string;
   #dirty = false;
-  #deferred = '';
   #flushQueued = false;
   #syncing = false;
   #isoMs = NaN;
   #isoText = '';
   #timer: NodeJS.Timeout | null = null;
-  readonly #scratch = Buffer.allocUnsafe(64 * 1024);
+  /** Lines stamped and not yet written: deferred outcomes, then the record being appended. */
+  readonly #pending = new PendingLines();
   readonly #fsyncMs: number;
   readonly #now: () => number;
   readonly #onWrite: ((seconds: number) => void) | undefined;
@@ -109,7 +110,8 @@ export class JournalWriter {
    * after any deferred ones; returns its seq. `sync` also waits for fdatasync.
    */
   append(record: Unstamped<JournalRecord>, options: { ts?: number; sync?: boolean } = {}): number {
-    this.#write(this.#stamp(record, options.ts));
+    this.#stamp(record, options.ts);
+    this.#write();
     if (options.sync || this.#fsyncMs === 0) this.sync();
     return this.#seq;
   }
@@ -120,9 +122,8 @@ export class JournalWriter {
    * `lastSeq + 1 + i`. Synced at once.
    */
   appendAll(records: readonly Unstamped<JournalRecord>[], ts?: number): void {
-    let text = '';
-    for (const record of records) text += this.#stamp(record, ts);
-    this.#write(text);
+    for (const record of records) this.#stamp(record, ts);
+    this.#write();
     this.sync();
   }
 
@@ -132,9 +133,7 @@ export class JournalWriter {
    * is seq order.
    */
   appendLater(record: Unstamped<JournalRecord>, ts?: number): number {
-    // Stamped first: a rotation on the way writes what was deferred before it.
-    const line = this.#stamp(record, ts);
-    this.#deferred += line;
+    this.#stamp(record, ts);
     this.#flushSoon();
     return this.#seq;
   }
@@ -145,7 +144,7 @@ export class JournalWriter {
     setImmediate(() => {
       this.#flushQueued = false;
       try {
-        if (this.#deferred !== '' && this.#fd >= 0) this.#write('');
+        if (this.#pending.bytes > 0 && this.#fd >= 0) this.#write();
       } catch {
         // Outcome lines are dropped with the failed write; the decisions they end are on disk.
       }
@@ -165,7 +164,7 @@ export class JournalWriter {
 
   close(): void {
     if (this.#fd < 0) return;
-    if (this.#deferred !== '') this.#write('');
+    if (this.#pending.bytes > 0) this.#write();
     this.sync();
     closeSync(this.#fd);
     this.#fd = -1;
@@ -175,15 +174,16 @@ export class JournalWriter {
    * Takes the next seq and returns the record's line: `{"seq":N,"ts":"…","prev":"…",` then its
    * own fields (seq, ts and the chain's prev lead every line).
    */
-  #stamp(record: Unstamped<JournalRecord>, ts: number | undefined): string {
+  #stamp(record: Unstamped<JournalRecord>, ts: number | undefined): void {
     if (this.#fd < 0) throw new TrajgateError('E_JOURNAL_WRITE', `${this.path}: journal is closed`);
+    // Before the line is added: a rotation writes the lines stamped so far to the old file.
     if (this.#rotation.due(this.#size)) this.#rotateNow();
     const seq = ++this.#seq;
-    const text = `${this.#lead(seq, this.iso(ts ?? this.#now()))}${recordFields(record)}`;
-    if (this.#chain) this.#prev = digestOf(text);
-    const line = text + '\n';
-    if (this.#onAppend) this.#stamped.push({ record, seq, bytes: Buffer.byteLength(line) });
-    return line;
+    const bytes = this.#pending.add(
+      `${this.#lead(seq, this.iso(ts ?? this.#now()))}${recordFields(record)}`,
+    );
+    if (this.#chain) this.#prev = this.#pending.lastDigest();
+    if (this.#onAppend) this.#stamped.push({ record, seq, bytes: bytes + 1 });
   }
 
   /** `{"seq":N,"ts":"…","prev":"…",` (no prev without the chain). */
@@ -201,7 +201,7 @@ export class JournalWriter {
    * journal goes on meanwhile.
    */
   #rotateNow(): void {
-    if (this.#deferred !== '') this.#write('');
+    if (this.#pending.bytes > 0) this.#write();
     const lead = this.#lead(this.#seq, new Date(this.#now()).toISOString());
     const done = this.#rotation.rotate(
       this.#fd,
@@ -226,19 +226,14 @@ export class JournalWriter {
     return this.#isoText;
   }
 
-  /** Writes the deferred records and `text` in one write(2). */
-  #write(text: string): void {
-    const data = this.#deferred + text;
-    this.#deferred = '';
+  /** Writes the pending lines (deferred outcomes, then what is being appended) in one write(2). */
+  #write(): void {
     const stamped = this.#stamped;
     this.#stamped = [];
-    // Encoded into one reused buffer when it surely fits (UTF-8 takes at most 3 bytes per
-    // UTF-16 unit): no conversion copy, no length pass, no allocation per write.
-    const out =
-      data.length * 3 <= this.#scratch.length
-        ? this.#scratch
-        : Buffer.allocUnsafe(Buffer.byteLength(data));
-    const size = out.write(data);
+    const out = this.#pending.buffer;
+    const size = this.#pending.bytes;
+    // Written or dropped: either way these lines are no longer pending.
+    this.#pending.clear();
     let done = 0;
     const start = this.#onWrite ? performance.now() : 0;
     try {

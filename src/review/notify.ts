@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
-import { Pool } from '../undici.js';
+import type { Pool } from 'undici';
+import { undici } from '../undici.js';
 import type { Config } from '../config/load.js';
 
 export type NoticeKind = 'pause' | 'review';
@@ -125,7 +126,7 @@ export class Notifier {
     this.#counts = counts;
     this.#queue = new NoticeQueue(config.queue);
     const t = config.timeout;
-    this.#pool = new Pool(url.origin, {
+    this.#pool = new (undici().Pool)(url.origin, {
       connections: config.connections,
       headersTimeout: t,
       bodyTimeout: t,
