@@ -1,11 +1,9 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { isIP } from 'node:net';
 import { Readable } from 'node:stream';
-import { createSecureContext, connect as tlsConnect } from 'node:tls';
-import type { SecureContext } from 'node:tls';
 import { Agent } from '../undici.js';
 import type { Dispatcher } from 'undici';
 import { isTrajgateError, TrajgateError } from '../errors.js';
+import { plainConnector, tlsConnector } from './upstream-connect.js';
 import type { Capture } from './capture.js';
 import type { Egress } from './egress.js';
 import {
@@ -55,35 +53,10 @@ export class Forwarder {
       keepAliveTimeout: 4_000,
     };
     this.#bodyTimeout = limits.bodyTimeout;
-    this.#plain = new Agent({ ...timeouts, connect: { timeout: limits.connectTimeout } });
-    // One context for every upstream connection: building it from ~140 roots costs ~17 ms
-    // and ~1 MB per connection otherwise. Built at the first one: a gateway that intercepts
-    // nothing starts lighter (V8 sizes the old generation from what lives after start).
-    let secureContext: SecureContext | undefined;
+    this.#plain = new Agent({ ...timeouts, connect: plainConnector(limits.connectTimeout) });
     this.#tls = new Agent({
       ...timeouts,
-      connect: (opts, callback) => {
-        const port = Number(opts.port) || 443;
-        Promise.resolve(egress.check(opts.hostname, port)).then(
-          (check) => {
-            if (!check.ok) return callback(new TrajgateError('E_EGRESS', check.reason), null);
-            const socket = tlsConnect({
-              host: check.address,
-              port,
-              ...(isIP(opts.hostname) ? {} : { servername: opts.hostname }),
-              secureContext: (secureContext ??= createSecureContext({ ca: [...trust()] })),
-              ALPNProtocols: ['http/1.1'],
-              timeout: limits.connectTimeout,
-            });
-            socket.once('secureConnect', () => callback(null, socket));
-            socket.once('error', (err) => callback(err, null));
-            socket.once('timeout', () =>
-              socket.destroy(Object.assign(new Error('connect timed out'), { code: 'ETIMEDOUT' })),
-            );
-          },
-          (err: Error) => callback(err, null),
-        );
-      },
+      connect: tlsConnector(limits.connectTimeout, egress, trust),
     });
   }
 
