@@ -146,8 +146,13 @@ function where(tunnel: Tunnel): string {
   return tunnel.scheme === 'https' ? ' inside TLS' : ' inside a CONNECT tunnel';
 }
 
+/** One parse: an unparsable target (rare, refused) pays for the throw instead of every request. */
 function safeUrl(text: string): URL | null {
-  return URL.canParse(text) ? new URL(text) : null;
+  try {
+    return new URL(text);
+  } catch {
+    return null;
+  }
 }
 
 /** `host:port` of a Host header in canonical form (the scheme's port when absent), or null. */
