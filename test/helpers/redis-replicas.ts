@@ -108,6 +108,13 @@ export interface ProxyAnswer {
   readonly body: string;
 }
 
+/** What agent `agent` gets from replica `r` for `url` (10 s at most). */
+export const answerVia = (r: Replica, agent: string, url: string): Promise<ProxyAnswer> =>
+  viaReplica(r.child.proxyPort, url, agent, 10_000).answer;
+
+/** An answer's verdict header (`REVIEW; boundary=network`, …), as a string. */
+export const verdictOf = (a: ProxyAnswer): string => String(a.headers['x-trajgate-verdict']);
+
 /** A request in flight whose answer a test can check for without waiting (a held one). */
 export interface Pending {
   readonly answer: Promise<ProxyAnswer>;

@@ -1,7 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { startRedis } from '../helpers/redis.js';
 import type { Replica } from '../helpers/redis-replicas.js';
-import { agents, startReplicas, stateRebuild, viaReplica } from '../helpers/redis-replicas.js';
+import {
+  agents,
+  answerVia,
+  startReplicas,
+  stateRebuild,
+  verdictOf,
+} from '../helpers/redis-replicas.js';
 import { startUpstream } from '../helpers/upstream.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -22,23 +28,18 @@ const replicas = (await startReplicas(redis, ['fault-a', 'fault-b', 'fault-c'], 
 })) as [Replica, Replica, Replica];
 const [A, B, C] = replicas;
 
-const ask = (r: Replica, session: string, url: string) =>
-  viaReplica(r.child.proxyPort, url, session, 10_000).answer;
-const verdict = (a: { headers: Record<string, unknown> }) =>
-  String(a.headers['x-trajgate-verdict']);
-
 describe('Redis hung, killed and restarted empty', () => {
   it('a hung Redis: decisions fail closed with 503, and resume by themselves once it answers', async () => {
     redis.freeze();
     try {
-      const res = await ask(A, 'in-outage', `${allowed.url}/hung`);
+      const res = await answerVia(A, 'in-outage', `${allowed.url}/hung`);
       expect(res.status).toBe(503);
       expect(res.body).toMatch(/trajgate cannot reach its state store/);
     } finally {
       redis.thaw();
     }
     await waitFor(
-      async () => (await ask(A, 'after', `${allowed.url}/thawed`)).status === 200,
+      async () => (await answerVia(A, 'after', `${allowed.url}/thawed`)).status === 200,
       10_000,
       'A decides again',
     );
@@ -47,14 +48,14 @@ describe('Redis hung, killed and restarted empty', () => {
 
   it('Redis killed: 503 with a one-line reason, journaled locally; admin actions answer E_STORE_DOWN', async () => {
     // Before the outage: pauses decided on A, one crossing counted on B.
-    for (const n of [1, 2]) await ask(A, 'op-paused', `${stranger.url}/${n}`);
-    expect(verdict(await ask(A, 'was-paused', `${stranger.url}/1`))).toBe(
+    for (const n of [1, 2]) await answerVia(A, 'op-paused', `${stranger.url}/${n}`);
+    expect(verdictOf(await answerVia(A, 'was-paused', `${stranger.url}/1`))).toBe(
       'REVIEW; boundary=network',
     );
-    expect(verdict(await ask(A, 'was-paused', `${stranger.url}/2`))).toBe(
+    expect(verdictOf(await answerVia(A, 'was-paused', `${stranger.url}/2`))).toBe(
       'PAUSE; boundary=network',
     );
-    expect(verdict(await ask(B, 'was-counted', `${stranger.url}/1`))).toBe(
+    expect(verdictOf(await answerVia(B, 'was-counted', `${stranger.url}/1`))).toBe(
       'REVIEW; boundary=network',
     );
 
@@ -68,7 +69,7 @@ describe('Redis hung, killed and restarted empty', () => {
     expect(approve.json.error.code).toBe('E_STORE_DOWN');
     for (const r of replicas) {
       const before = r.records().length;
-      const res = await ask(r, 'in-outage', `${allowed.url}/${r.name}`);
+      const res = await answerVia(r, 'in-outage', `${allowed.url}/${r.name}`);
       expect(res.status, r.name).toBe(503);
       expect(res.body.trim().split('\n'), r.name).toHaveLength(1);
       expect(res.body, r.name).toMatch(/trajgate cannot reach its state store/);
@@ -92,11 +93,11 @@ describe('Redis hung, killed and restarted empty', () => {
     await redis.start(); // same socket, empty
     // Deciding on an empty store would forget every pause: still refused, naming the fix.
     await waitFor(
-      async () => /state rebuild/.test((await ask(A, 'after', `${allowed.url}/empty`)).body),
+      async () => /state rebuild/.test((await answerVia(A, 'after', `${allowed.url}/empty`)).body),
       10_000,
       'A names the rebuild',
     );
-    expect((await ask(B, 'was-paused', `${stranger.url}/empty`)).status).toBe(503);
+    expect((await answerVia(B, 'was-paused', `${stranger.url}/empty`)).status).toBe(503);
 
     const rebuilt = await stateRebuild(
       replicas.map((r) => r.journal),
@@ -105,19 +106,19 @@ describe('Redis hung, killed and restarted empty', () => {
     expect(rebuilt.status, rebuilt.stderr).toBe(0);
     for (const r of replicas) {
       await waitFor(
-        async () => (await ask(r, 'after', `${allowed.url}/back`)).status === 200,
+        async () => (await answerVia(r, 'after', `${allowed.url}/back`)).status === 200,
         10_000,
         `${r.name} decides again`,
       );
     }
     expect((await A.api.get('/api/health')).json.store).toMatchObject({ up: true });
     // The pause decided on A before the outage holds on B again (refused at once: pause block).
-    const held = await ask(B, 'was-paused', `${stranger.url}/3`);
+    const held = await answerVia(B, 'was-paused', `${stranger.url}/3`);
     expect(held.status).toBe(403);
     expect(B.events('was-paused').at(-1)).toMatchObject({ held: true });
     // The crossing counted on B before the outage counts on C: this one is the second.
-    const second = await ask(C, 'was-counted', `${stranger.url}/2`);
-    expect(verdict(second)).toBe('PAUSE; boundary=network');
+    const second = await answerVia(C, 'was-counted', `${stranger.url}/2`);
+    expect(verdictOf(second)).toBe('PAUSE; boundary=network');
     expect(C.events('was-counted').at(-1)).toMatchObject({ verdict: 'PAUSE', count: 2 });
     const listed = (await A.api.get('/api/sessions')).json.sessions as {
       id: string;

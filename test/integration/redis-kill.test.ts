@@ -1,7 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { startRedis } from '../helpers/redis.js';
 import type { Replica } from '../helpers/redis-replicas.js';
-import { agents, startReplica, startReplicas, viaReplica } from '../helpers/redis-replicas.js';
+import {
+  agents,
+  answerVia,
+  startReplica,
+  startReplicas,
+  verdictOf,
+} from '../helpers/redis-replicas.js';
 import { startUpstream } from '../helpers/upstream.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -20,11 +26,6 @@ const [A, B, C] = (await startReplicas(redis, ['kill-a', 'kill-b', 'kill-c'], {
   policy: { pause: 'block' },
 })) as [Replica, Replica, Replica];
 
-const ask = (r: Replica, session: string, url: string) =>
-  viaReplica(r.child.proxyPort, url, session, 10_000).answer;
-const verdict = (a: { headers: Record<string, unknown> }) =>
-  String(a.headers['x-trajgate-verdict']);
-
 describe('a replica killed with kill -9 under load', () => {
   it('loses no decided event and no pause', async () => {
     const TOTAL = 400;
@@ -34,15 +35,15 @@ describe('a replica killed with kill -9 under load', () => {
     const worker = async (w: number) => {
       while (sent < TOTAL) {
         const path = `/load/${w}/${sent++}`;
-        const res = await ask(A, LOAD[w % LOAD.length]!, `${allowed.url}${path}`);
+        const res = await answerVia(A, LOAD[w % LOAD.length]!, `${allowed.url}${path}`);
         if (res.status !== 200) return;
         oks.push(path);
       }
     };
     const load = Promise.all(Array.from({ length: 8 }, (_, w) => worker(w)));
     await waitFor(() => oks.length >= 50, 10_000, 'load under way');
-    expect(verdict(await ask(A, 'killed-pause', `${stranger.url}/1`))).toMatch(/^REVIEW/);
-    expect(verdict(await ask(A, 'killed-pause', `${stranger.url}/2`))).toMatch(/^PAUSE/);
+    expect(verdictOf(await answerVia(A, 'killed-pause', `${stranger.url}/1`))).toMatch(/^REVIEW/);
+    expect(verdictOf(await answerVia(A, 'killed-pause', `${stranger.url}/2`))).toMatch(/^PAUSE/);
     const killed = await A.child.kill('SIGKILL');
     expect(killed.signal).toBe('SIGKILL');
     await load;
@@ -58,12 +59,12 @@ describe('a replica killed with kill -9 under load', () => {
 
     // The pause A decided holds on B and C.
     for (const r of [B, C]) {
-      expect((await ask(r, 'killed-pause', `${stranger.url}/after-kill`)).status).toBe(403);
+      expect((await answerVia(r, 'killed-pause', `${stranger.url}/after-kill`)).status).toBe(403);
       expect(r.events('killed-pause').at(-1), r.name).toMatchObject({ held: true });
     }
     // A restarted on the same journal takes its state from Redis: still paused.
     const again = await startReplica(A.name, A.config, A.journal);
-    expect((await ask(again, 'killed-pause', `${stranger.url}/restarted`)).status).toBe(403);
+    expect((await answerVia(again, 'killed-pause', `${stranger.url}/restarted`)).status).toBe(403);
     expect(again.events('killed-pause').at(-1)).toMatchObject({ held: true });
   });
 });

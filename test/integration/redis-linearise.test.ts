@@ -1,7 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import type { JournalRecord } from '../../src/journal/records.js';
 import { startRedis } from '../helpers/redis.js';
-import { agents, allEvents, startReplicas, viaReplica } from '../helpers/redis-replicas.js';
+import {
+  agents,
+  allEvents,
+  startReplicas,
+  verdictOf,
+  viaReplica,
+} from '../helpers/redis-replicas.js';
 import { startUpstream } from '../helpers/upstream.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -40,7 +46,7 @@ describe('per-session linearisability over three replicas', () => {
       });
       const answers = await Promise.all(pending.map((p) => p.answer));
       expect(answers.map((a) => a.status)).toEqual(Array(REQUESTS).fill(403));
-      const verdicts = answers.map((a) => String(a.headers['x-trajgate-verdict']));
+      const verdicts = answers.map(verdictOf);
       expect(verdicts.filter((v) => v === 'REVIEW; boundary=network')).toHaveLength(1);
       expect(verdicts.filter((v) => v.startsWith('PAUSE'))).toHaveLength(REQUESTS - 1);
 
