@@ -26,9 +26,9 @@ export function plainConnector(connectTimeout: number): Connector {
       port: Number(opts.port) || 80,
       onread: {
         buffer: reads,
-        callback: (n: number, buf: Uint8Array) => {
+        callback: (n: number) => {
           const chunk = Buffer.allocUnsafe(n);
-          chunk.set(buf.subarray(0, n));
+          reads.copy(chunk, 0, 0, n);
           return socket.push(chunk);
         },
       },
