@@ -5,7 +5,7 @@ import type { Logger } from 'pino';
 import { Egress } from './action/egress.js';
 import type { Lookup } from './action/egress.js';
 import { HeldRequests } from './action/hold.js';
-import { LiveTunnels } from './action/live-tunnels.js';
+import { FlowRegistry } from './action/flow-registry.js';
 import { ReverseProxy } from './action/reverse-proxy.js';
 import { upstreamTrust } from './action/trust.js';
 import type { HostPort } from './config/formats.js';
@@ -35,6 +35,7 @@ import { InnerHttp } from './ingress/inner-http.js';
 import { createProxyServer } from './ingress/proxy.js';
 import { ProxyParts } from './ingress/proxy-parts.js';
 import { Pipeline } from './pipeline/pipeline.js';
+import { rejudgeFlows } from './pipeline/flow-basis.js';
 import type { ReloadResult } from './reload.js';
 import type { StoreView } from './wire.js';
 import { Reloader, reloadRefusal } from './reload.js';
@@ -153,22 +154,40 @@ export async function startGateway(
       },
     ),
   );
-  const live = new LiveTunnels(config.policy.holdTimeout, (admission, change, reason) => {
-    try {
-      journal.append({
-        type: 'tunnel',
-        session: admission.session,
-        target: admission.target,
-        ref: admission.rid ?? undefined,
-        change,
-        reason,
-      });
-      return true;
-    } catch {
-      return false;
-    }
+  const flows = new FlowRegistry(
+    config.policy.holdTimeout,
+    (basis, change, reason) => {
+      try {
+        journal.append({
+          type: basis.kind === 'request' ? 'flow' : 'tunnel',
+          flow: basis.kind,
+          session: basis.session,
+          target: basis.target,
+          ref: basis.rid ?? undefined,
+          change,
+          reason,
+        });
+        return true;
+      } catch {
+        return false;
+      }
+    },
+    (session) => guard.session(session)?.pausedAt != null,
+  );
+  const egress = new Egress({
+    allowPrivate: config.network.allowPrivate,
+    timeoutMs: config.limits.connectTimeout,
+    ...(options.lookup ? { lookup: options.lookup } : {}),
   });
-  const sessions = new Sessions(guard, journal, held, review, live, opened.replica);
+  // Pause, resume and deny reach flows through the registry; every other change through
+  // flow-basis's one judgement of what still holds.
+  const watcher = {
+    paused: (session: string) => flows.paused(session),
+    resumed: (session: string) => flows.resumed(session),
+    denied: (session: string) => flows.denied(session),
+    rejudge: (cause: string) => rejudgeFlows({ config, guard, egress, flows }, cause),
+  };
+  const sessions = new Sessions(guard, journal, held, review, watcher, opened.replica);
   shared = await opened.start({ guard, review, sessions, log, history: restored > 0 });
   const links = new DecisionLinks({
     key: linkKey(config),
@@ -180,11 +199,6 @@ export async function startGateway(
     log,
   });
   const notifier = notifyOnDecisions({ config, review, links, metrics, log, admin: () => admin });
-  const egress = new Egress({
-    allowPrivate: config.network.allowPrivate,
-    timeoutMs: config.limits.connectTimeout,
-    ...(options.lookup ? { lookup: options.lookup } : {}),
-  });
   for (const l of Object.values(config.listen)) if (l.port !== 0) egress.addOwnPort(l.port);
   const pipeline = new Pipeline({
     config,
@@ -195,6 +209,7 @@ export async function startGateway(
     egress,
     review,
     metrics,
+    flows,
   });
   const identity = new Identity(config.agents);
   const drain = new Drain();
@@ -231,7 +246,7 @@ export async function startGateway(
       return parts.capture;
     },
     inner,
-    live,
+    flows,
     drain,
     get intercept() {
       return parts.intercept;
@@ -266,7 +281,7 @@ export async function startGateway(
     identity,
     egress,
     held,
-    live,
+    flows,
     keys,
     log,
     rebuild: (next, running) => parts.rebuild(next, running),
@@ -320,7 +335,7 @@ export async function startGateway(
       );
       held.releaseAll();
       const cut = await drained(drain, closed, config.limits.drainTimeout, log, (reason) =>
-        live.closeAll(reason),
+        flows.closeAll(reason),
       );
       await parts.close();
       reverseProxy?.close();

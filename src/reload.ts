@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { Egress } from './action/egress.js';
 import type { HeldRequests } from './action/hold.js';
-import type { Admission, LiveTunnels } from './action/live-tunnels.js';
+import type { FlowRegistry } from './action/flow-registry.js';
 import type { Config } from './config/load.js';
 import type { RunningConfig } from './config/reload-plan.js';
 import { planReload } from './config/reload-plan.js';
@@ -11,6 +11,7 @@ import type { Guard } from './guard/guard.js';
 import type { Identity } from './ingress/identity.js';
 import type { Rebuilt } from './ingress/proxy-parts.js';
 import type { JournalWriter } from './journal/writer.js';
+import { rejudgeFlows } from './pipeline/flow-basis.js';
 import type { AdminKeys } from './review/admin-token.js';
 import { adminTokens } from './review/admin-token.js';
 
@@ -20,7 +21,7 @@ export interface ReloadResult {
   readonly sha256: string;
   /** Keys that changed but take effect only after a restart (their old values still run). */
   readonly restartNeeded: readonly string[];
-  /** Open tunnels the new config no longer allows, closed. */
+  /** Live flows (requests, tunnels) the new config no longer allows, closed. */
   readonly closed: number;
 }
 
@@ -41,7 +42,7 @@ export interface ReloadTargets {
   readonly identity: Identity;
   readonly egress: Egress;
   readonly held: HeldRequests;
-  readonly live: LiveTunnels;
+  readonly flows: FlowRegistry;
   readonly keys: AdminKeys;
   readonly log: Logger;
   /** Builds what cannot change in place (the forwarder's pools, the TLS interceptor). */
@@ -53,7 +54,8 @@ export interface ReloadTargets {
  * one synchronous step, so no request is judged by half of each: policy, allowlists, agents
  * and admin tokens, the intercept list, limits. Counts, pauses and approvals live in the guard
  * and journal, not the config, and stay. A file that does not validate changes nothing. The
- * `config` record is written before the swap; tunnels the new config no longer allows close.
+ * `config` record is written before the swap; live flows whose basis the new config took away
+ * (pipeline/flow-basis) close before the reload is answered.
  * Reloads run one at a time.
  */
 export class Reloader {
@@ -91,32 +93,20 @@ export class Reloader {
     }
     Object.assign(t.config, plan.next);
     t.guard.replacePolicy(policy);
-    t.identity.replace(plan.next.agents);
+    const rotated = t.identity.replace(plan.next.agents);
     t.egress.configure({
       allowPrivate: plan.next.network.allowPrivate,
       timeoutMs: plan.next.limits.connectTimeout,
     });
     t.held.setTimeout(plan.next.policy.holdTimeout);
-    t.live.setHoldTimeout(plan.next.policy.holdTimeout);
+    t.flows.setHoldTimeout(plan.next.policy.holdTimeout);
     t.keys.replace(tokens);
     rebuilt.install();
-    const closed = t.live.closeWhere((a) => this.#disallowed(a));
+    const closed = rejudgeFlows(t, 'config reloaded', { rotated });
     t.log.info(
       { file, sha256: plan.sha256, restartNeeded: plan.restartNeeded, closed, by },
       'config reloaded',
     );
     return { reloaded: true, file, sha256: plan.sha256, restartNeeded: plan.restartNeeded, closed };
-  }
-
-  /** Why a running tunnel is not allowed under the new config, or null. */
-  #disallowed(a: Admission): string | null {
-    const { config, guard } = this.targets;
-    if (config.agents !== null && !config.agents.some((agent) => agent.id === a.session))
-      return 'its agent is no longer configured (config reloaded)';
-    const lapsed = a.event && guard.lapsed(a.event, a.approved);
-    if (!lapsed) return null;
-    return lapsed === 'unapproved'
-      ? 'no approval or allowlist entry covers it any more (config reloaded)'
-      : `${lapsed.deniedBy} refuses it now (config reloaded)`;
   }
 }

@@ -66,6 +66,15 @@ export class Egress {
     return this.#resolveAndVerify(host, port);
   }
 
+  /**
+   * Why an address already dialled is refused now (a reload narrowed `allowPrivate`), or null:
+   * open flows to it are judged again by this.
+   */
+  refuses(address: string, port: number): string | null {
+    const check = this.#verify([address], port);
+    return check.ok ? null : check.reason;
+  }
+
   async #resolveAndVerify(host: string, port: number): Promise<EgressCheck> {
     let addresses: readonly string[];
     try {

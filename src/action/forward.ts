@@ -6,6 +6,7 @@ import { isTrajgateError, TrajgateError } from '../errors.js';
 import { plainConnector, tlsConnector } from './upstream-connect.js';
 import type { Capture } from './capture.js';
 import type { Egress } from './egress.js';
+import type { Flow, FlowControl } from './flows.js';
 import {
   downstreamRawHeaders,
   expectsContinue,
@@ -26,6 +27,16 @@ export interface ForwardLimits {
 /** The agent stopped sending the body it announced: answered 408, the upstream request aborted. */
 const bodyStalled = (ms: number) =>
   new TrajgateError('E_BODY_TIMEOUT', `request body stalled: no bytes from the agent for ${ms} ms`);
+
+/** The flow of a request was frozen (held: judged again) or closed (refused) before its end. */
+class FlowStopped extends Error {
+  constructor(
+    readonly stopped: 'held' | 'closed',
+    reason: string,
+  ) {
+    super(reason);
+  }
+}
 
 /** `host:port` as it appears in a URL: IPv6 in brackets. */
 export function authority(address: string, port: number): string {
@@ -65,20 +76,25 @@ export class Forwarder {
     res: ServerResponse,
     url: URL,
     address: string,
-    capture?: Capture,
-  ): Promise<Transfer> {
+    capture: Capture | undefined,
+    flow: Flow,
+  ): Promise<Forwarded> {
     const tls = url.protocol === 'https:';
     const port = url.port === '' ? (tls ? 443 : 80) : Number(url.port);
     const upstream = tls ? url.host : authority(address, port);
     const body = hasBody(req.headers);
+    const path = url.pathname + url.search;
+    const headers = upstreamRequestHeaders(req.rawHeaders, url.host);
+    // The request line and header section count as sent up (volume rules), as the body does.
+    flow.up(headBytes(req.method as string, path, headers));
     return new Promise((resolve) => {
-      const relay = new ResponseRelay(res, upstream, capture, resolve);
+      const relay = new ResponseRelay(res, upstream, capture, resolve, flow);
       (tls ? this.#tls : this.#plain).dispatch(
         {
           origin: `${url.protocol}//${upstream}`,
-          path: url.pathname + url.search,
+          path,
           method: req.method as Dispatcher.HttpMethod,
-          headers: upstreamRequestHeaders(req.rawHeaders, url.host),
+          headers,
           body: body
             ? Readable.from(relay.requestBody(req, this.#bodyTimeout), { objectMode: false })
             : null,
@@ -93,25 +109,44 @@ export class Forwarder {
   }
 }
 
+/** How a forwarded request ended; `stopped`: its flow was held or closed before it was sent. */
+export type Forwarded = Transfer & { readonly stopped?: 'held' | 'closed' };
+
+/** The request line and header section as written (RFC 9112 § 3, § 5): bytes sent up. */
+function headBytes(method: string, path: string, headers: readonly string[]): number {
+  let n = method.length + path.length + 13; // SP, SP HTTP/1.1 CRLF, the CRLF that ends it
+  for (const field of headers) n += field.length + 2; // name ": " / value CRLF
+  return n;
+}
+
 /**
- * One request's dispatch handler: writes the response to the agent as undici parses it, with
- * backpressure, and counts the bytes each way. One object per request, methods shared.
+ * One request's dispatch handler and its flow's control: writes the response to the agent as
+ * undici parses it, with backpressure, and counts the bytes each way. Frozen (its session
+ * paused), nothing more of the body goes up and nothing more of the answer comes down until
+ * thawed; closed, the upstream request is aborted. At the moment undici would write the request
+ * (onConnect) a flow that is not live is not sent at all: held, it is judged again; closed,
+ * refused. One object per request, methods shared.
  */
-class ResponseRelay implements Dispatcher.DispatchHandler {
-  #bytesUp = 0;
-  #bytesDown = 0;
+class ResponseRelay implements Dispatcher.DispatchHandler, FlowControl {
   #status: number | null = null;
   #resume: (() => void) | null = null;
   #abort: ((err: Error) => void) | null = null;
   #idle: NodeJS.Timeout | undefined;
   /** The body is waiting for the agent's next bytes (not for undici to pull). */
   #waiting = false;
+  #bytesDown = 0;
+  #frozen = false;
+  /** What the upstream said while frozen, written on thaw in order. */
+  #later: (() => void)[] = [];
+  #thawed: (() => void) | null = null;
+  #completed = false;
 
   constructor(
     private readonly res: ServerResponse,
     private readonly upstream: string,
     private readonly capture: Capture | undefined,
-    private readonly resolve: (transfer: Transfer) => void,
+    private readonly resolve: (transfer: Forwarded) => void,
+    private readonly flow: Flow,
   ) {}
 
   /**
@@ -119,19 +154,21 @@ class ResponseRelay implements Dispatcher.DispatchHandler {
    * undici pulls once the request is judged and its upstream connected: only then is an agent
    * that expects it sent `100 Continue`, so a refused or unreachable request's body is never
    * invited. A gap longer than `idleMs` while waiting for the agent (not while undici holds
-   * back) aborts the request.
+   * back, nor while frozen) aborts the request.
    */
   async *requestBody(req: IncomingMessage, idleMs: number): AsyncGenerator<Buffer> {
     if (expectsContinue(req)) this.res.writeContinue();
     this.#waiting = true;
     const idle = (this.#idle = setTimeout(() => {
-      if (this.#waiting) this.#abort?.(bodyStalled(idleMs));
+      if (this.#waiting && !this.#frozen) this.#abort?.(bodyStalled(idleMs));
       else idle.refresh();
     }, idleMs));
     try {
       for await (const chunk of req as AsyncIterable<Buffer>) {
         this.#waiting = false;
-        this.#bytesUp += chunk.length;
+        if (this.#frozen) await new Promise<void>((thawed) => (this.#thawed = thawed));
+        if (this.flow.closed !== null) return;
+        this.flow.up(chunk.length);
         this.capture?.request(chunk);
         yield chunk;
         this.#waiting = true;
@@ -143,59 +180,122 @@ class ResponseRelay implements Dispatcher.DispatchHandler {
   }
 
   onConnect(abort: (err: Error) => void): void {
+    const flow = this.flow;
+    if (!flow.live) {
+      const stopped = flow.closed === null ? 'held' : 'closed';
+      return abort(new FlowStopped(stopped, flow.closed ?? 'session paused'));
+    }
     this.#abort = abort;
+    flow.attach(this);
     const res = this.res;
     res.once('close', () => {
       if (!res.writableFinished) abort(new Error('client closed'));
     });
   }
 
+  freeze(): void {
+    this.#frozen = true;
+  }
+
+  thaw(): void {
+    this.#frozen = false;
+    this.#thawed?.();
+    this.#thawed = null;
+    const later = this.#later;
+    this.#later = [];
+    for (const run of later) run();
+    const resume = this.#resume;
+    if (later.length === 0 || resume === null || this.#completed) return;
+    if (this.res.writableNeedDrain) this.res.once('drain', resume);
+    else resume();
+  }
+
+  close(reason: string): void {
+    this.#thawed?.();
+    this.#abort?.(new FlowStopped('closed', reason));
+  }
+
   onHeaders(statusCode: number, raw: Buffer[], resume: () => void): boolean {
     if (statusCode < 200) return true; // informational: the final response follows
-    this.#status = statusCode;
     this.#resume = resume;
-    const headers = downstreamRawHeaders(raw);
-    this.capture?.responseStart(statusCode, headers);
-    this.res.writeHead(statusCode, headers);
+    if (this.#frozen) {
+      this.#later.push(() => this.#head(statusCode, raw));
+      return false;
+    }
+    this.#head(statusCode, raw);
     return true;
   }
 
+  #head(statusCode: number, raw: Buffer[]): void {
+    this.#status = statusCode;
+    const headers = downstreamRawHeaders(raw);
+    this.capture?.responseStart(statusCode, headers);
+    this.res.writeHead(statusCode, headers);
+  }
+
   onData(chunk: Buffer): boolean {
+    if (this.#frozen) {
+      this.#later.push(() => this.#write(chunk, false));
+      return false;
+    }
+    return this.#write(chunk, true);
+  }
+
+  /** Writes a chunk down; `wake`: undici waits on its return, so resume it on drain. */
+  #write(chunk: Buffer, wake: boolean): boolean {
     this.#bytesDown += chunk.length;
     this.capture?.response(chunk);
     if (this.res.write(chunk)) return true;
-    this.res.once('drain', this.#resume as () => void);
+    if (wake) this.res.once('drain', this.#resume as () => void);
     return false;
   }
 
   onComplete(): void {
+    if (this.#frozen) {
+      this.#later.push(() => this.onComplete());
+      return;
+    }
+    this.#completed = true;
     this.res.end();
     this.#done();
   }
 
   onError(err: Error): void {
     const res = this.res;
+    if (err instanceof FlowStopped) return this.#stopped(err);
     if (res.destroyed && !res.writableFinished) return this.#done('client closed');
     const failure =
       isTrajgateError(err) && err.code === 'E_BODY_TIMEOUT'
         ? { status: 408, reason: err.message }
         : upstreamFailure(err, this.upstream);
-    if (res.headersSent) {
-      res.destroy();
-    } else {
-      sendRefusal(res, plainRefusal(failure.status, failure.reason));
-      this.#status = failure.status;
-    }
-    this.#done(failure.reason);
+    this.#fail(failure.status, failure.reason);
   }
 
-  #done(error?: string): void {
+  /** Held before it was sent: nothing answered, it is judged again. Closed: refused. */
+  #stopped(err: FlowStopped): void {
+    if (err.stopped === 'held') return this.#done(undefined, 'held');
+    this.#fail(403, `trajgate closed this request: ${err.message}`, 'closed');
+  }
+
+  #fail(status: number, reason: string, stopped?: 'closed'): void {
+    const res = this.res;
+    if (res.headersSent) {
+      res.destroy();
+    } else if (!res.destroyed) {
+      sendRefusal(res, plainRefusal(status, reason));
+      this.#status = status;
+    }
+    this.#done(reason, stopped);
+  }
+
+  #done(error?: string, stopped?: 'held' | 'closed'): void {
     clearTimeout(this.#idle);
     this.resolve({
       status: this.#status,
-      bytesUp: this.#bytesUp,
+      bytesUp: this.flow.bytesUp,
       bytesDown: this.#bytesDown,
       ...(error === undefined ? {} : { error }),
+      ...(stopped === undefined ? {} : { stopped }),
     });
   }
 }

@@ -1,13 +1,30 @@
 import { connect } from 'node:net';
 import type { Socket } from 'node:net';
 import { moveHandle } from './socket-internals.js';
-import type { TunnelControl } from './live-tunnels.js';
+import type { Flow, FlowControl } from './flows.js';
 import type { Transfer } from './transfer.js';
 
-/** Opens a TCP connection to the checked address, or rejects after `timeoutMs`. */
-export function connectUpstream(address: string, port: number, timeoutMs: number): Promise<Socket> {
+/**
+ * Opens a TCP connection to the checked address, or rejects after `timeoutMs`, or as soon as
+ * `flow` is closed (a revoke, deny or reload while connecting: its reason is the error's).
+ */
+export function connectUpstream(
+  address: string,
+  port: number,
+  timeoutMs: number,
+  flow?: Flow,
+): Promise<Socket> {
   return new Promise((resolve, reject) => {
     const socket = connect({ host: address, port, noDelay: true });
+    flow?.attach({
+      freeze: () => undefined,
+      thaw: () => undefined,
+      close: (reason) => {
+        clearTimeout(timer);
+        socket.destroy();
+        reject(Object.assign(new Error(reason), { code: 'E_FLOW_CLOSED' }));
+      },
+    });
     const timer = setTimeout(() => {
       const err = Object.assign(new Error('connect timed out'), { code: 'ETIMEDOUT' });
       socket.destroy();
@@ -44,6 +61,8 @@ export interface RelayOptions {
    * taken anyway when this Node's socket internals are not the shape socket-internals.ts expects.
    */
   readonly reuseBuffers?: boolean;
+  /** Told of the bytes read from the client as they are relayed up (volume rules). */
+  readonly onUp?: (bytes: number) => void;
 }
 
 /**
@@ -65,8 +84,8 @@ export function relay(
   upstream: Socket,
   idleMs: number,
   opening: Opening,
-  onOpen?: (control: TunnelControl) => void,
-  { reuseBuffers = true }: RelayOptions = {},
+  onOpen?: (control: FlowControl) => void,
+  { reuseBuffers = true, onUp }: RelayOptions = {},
 ): Promise<Omit<Transfer, 'status'>> {
   if (client.destroyed || upstream.destroyed) {
     // One side went away while the tunnel was being decided or connected.
@@ -75,7 +94,7 @@ export function relay(
     return Promise.resolve({ bytesUp: 0, bytesDown: 0, error: 'closed before the relay began' });
   }
   return new Promise((resolve) => {
-    const up = new Direction();
+    const up = new Direction(onUp);
     const down = new Direction();
     const c = adopt(client, up, reuseBuffers);
     const u = adopt(upstream, down, reuseBuffers);
@@ -154,6 +173,9 @@ export function relay(
  */
 class Direction {
   to: Socket | null = null;
+
+  constructor(private readonly counted?: (bytes: number) => void) {}
+
   bytes = 0;
   #size = FIRST_READ;
   #filled = false;
@@ -174,6 +196,7 @@ class Direction {
     this.#filled = n === buf.length;
     this.#writing.push(buf);
     this.bytes += n;
+    this.counted?.(n);
     return (this.to as Socket).write(buf.subarray(0, n), this.#written);
   };
 
@@ -183,6 +206,7 @@ class Direction {
    */
   write(chunk: Buffer): boolean {
     this.bytes += chunk.length;
+    this.counted?.(chunk.length);
     return (this.to as Socket).write(chunk);
   }
 

@@ -2,6 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import { request } from 'node:http';
 import type { Socket } from 'node:net';
 import { pipeline } from 'node:stream/promises';
+import type { Flow } from './flows.js';
 import { downstreamRawHeaders, upstreamRequestHeaders } from './headers.js';
 import { plainRefusal, writeRawRefusal } from './respond.js';
 import type { Transfer } from './transfer.js';
@@ -48,6 +49,7 @@ export function sendUpgrade(
   upstream: Socket,
   name: string,
   timeoutMs: number,
+  flow?: Flow,
 ): Promise<Answer> {
   return new Promise((resolve) => {
     const method = req.method ?? 'GET';
@@ -76,6 +78,13 @@ export function sendUpgrade(
       linger(client);
       resolve({ kind: 'answered', transfer: { status, bytesUp, bytesDown: 0, error: reason } });
     };
+    // Closed while the upstream has yet to answer: nothing it says reaches the agent.
+    flow?.attach({
+      freeze: () => undefined,
+      thaw: () => undefined,
+      close: (reason) =>
+        fail(403, `trajgate closed this upgrade before it was answered: ${reason}`),
+    });
     const onClientGone = () => {
       if (!decide()) return;
       upstream.destroy();

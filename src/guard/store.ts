@@ -234,11 +234,17 @@ export function fresh(): Live {
   };
 }
 
-/** Entries come in outcome order, so the old ones are at the front. */
+/**
+ * Entries come in outcome order, so the old ones are at the front. A request's bytes are its
+ * total so far (a live flow reports as it sends, then its outcome): a larger total replaces
+ * the entry and moves it last, a repeated or smaller one changes nothing.
+ */
 function addSent(state: Live, s: NonNullable<SessionChange['sent']>): void {
-  if (!state.sent.has(s.rid)) {
+  const old = state.sent.get(s.rid)?.bytes ?? 0;
+  if (s.bytes > old) {
+    state.sent.delete(s.rid);
     state.sent.set(s.rid, { ts: s.ts, bytes: s.bytes });
-    state.sentBytes += s.bytes;
+    state.sentBytes += s.bytes - old;
   }
   for (const [rid, old] of state.sent) {
     if (old.ts >= s.since) break;

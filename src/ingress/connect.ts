@@ -17,7 +17,7 @@ const CONNECT_FORM = 'CONNECT takes an authority, host:port (RFC 9110 § 9.3.6)'
  * and relayed blind. One whose requests must be read to be judged (port 80, a host only
  * method or path patterns allow, or `tls.intercept`) is opened and read: see inspect.ts. Either
  * way the `200` is only sent once the tunnel may open, never while its session is paused, and
- * the open tunnel then follows its session's state (action/live-tunnels).
+ * the tunnel is a flow that follows its session from its judgement on (action/flow-registry).
  */
 export async function handleConnect(ctx: ProxyContext, raw: RawRequest): Promise<void> {
   const { req, socket, head, refuse } = raw;
@@ -57,9 +57,9 @@ export async function handleConnect(ctx: ProxyContext, raw: RawRequest): Promise
 }
 
 async function blind(ctx: ProxyContext, ask: NetworkAsk, socket: Socket): Promise<Ended> {
-  const connected = await judgeAndConnect(ctx, ask, socket);
+  const connected = await judgeAndConnect(ctx, ask, socket, 'connect');
   if (!('upstream' in connected)) return connected;
   const opening = { toClient: 'HTTP/1.1 200 Connection Established\r\n\r\n', toUpstream: [] };
-  const piped = await relayTracked(ctx, ask.session, socket, connected, opening);
+  const piped = await relayTracked(ctx, socket, connected, opening);
   return { status: 200, ...piped, rid: connected.rid };
 }

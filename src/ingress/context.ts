@@ -5,7 +5,7 @@ import type { CaptureOptions } from '../action/capture.js';
 import type { Refusal } from '../action/respond.js';
 import type { Forwarder } from '../action/forward.js';
 import { authority } from '../action/forward.js';
-import type { LiveTunnels } from '../action/live-tunnels.js';
+import type { FlowRegistry } from '../action/flow-registry.js';
 import { clientAddress } from './identity.js';
 import type { Drain } from './drain.js';
 import type { InnerHttp, Tunnel } from './inner-http.js';
@@ -30,8 +30,8 @@ export interface ProxyContext {
   readonly intercept: Interceptor | null;
   /** The server for HTTP read from inside tunnels (intercepted or inspected). */
   readonly inner: InnerHttp;
-  /** Open tunnels, which follow their session's state. */
-  readonly live: LiveTunnels;
+  /** Live flows (requests, tunnels), which follow their session's state from their judgement. */
+  readonly flows: FlowRegistry;
   /** Counts running handlers; closes connections after their response once stopping. */
   readonly drain: Drain;
 }

@@ -9,6 +9,7 @@ import type { ProxyContext } from './context.js';
 import { earlyRefusal, presence } from './context.js';
 import { checkRequest } from './request-checks.js';
 import type { Who } from './identity.js';
+import type { Dial, Refuse, Ruling } from '../pipeline/ruling.js';
 
 /** An absolute-form request (`GET http://host/path`), as agents send through HTTP_PROXY. */
 export async function handleHttp(
@@ -49,40 +50,60 @@ export async function serveHttp(
     const ask = { source: 'proxy' as const, ...who, method, target };
     return sendRefusal(res, ctx.pipeline.refusal(ask, 417, expectation));
   }
-  const ruling = await ctx.pipeline.judge({
+  const ask = {
     session: who.session,
     client: who.client,
-    source: 'proxy',
-    input: { kind: 'network', target, method, url },
+    source: 'proxy' as const,
+    input: { kind: 'network' as const, target, method, url },
     what: `${method} ${target}`,
     connect: false,
     waiting: presence(req.socket),
-  });
-  if (ruling.kind === 'gone') {
-    if (ruling.rid !== null) {
-      ctx.pipeline.outcome(ruling.rid, who.session, closedWhileHeld, performance.now() - start);
+  };
+  // A request whose flow was frozen before undici wrote it was not sent: judged again.
+  for (let rid: number | null = null; ;) {
+    const ruling: Ruling<Dial> = await ctx.pipeline.judge(ask, rid);
+    if (ruling.kind === 'gone') {
+      if (ruling.rid !== null) {
+        ctx.pipeline.outcome(ruling.rid, who.session, closedWhileHeld, performance.now() - start);
+      }
+      return;
     }
+    if (ruling.kind === 'refuse') return refuse(ctx, req, res, url, who, ruling, start);
+    const flow = ctx.pipeline.flow('request', ruling);
+    const capture = ctx.capture ? new Capture(ctx.capture, method, url, req.rawHeaders) : undefined;
+    const sent = await ctx.forwarder.forward(req, res, url, ruling.dial.address, capture, flow);
+    ctx.flows.end(flow);
+    if (sent.stopped === 'held') {
+      rid = ruling.rid;
+      continue;
+    }
+    const transfer = upstreamOutcome(sent);
+    ctx.pipeline.outcome(ruling.rid, who.session, transfer, performance.now() - start);
+    capture?.save(ruling.rid, who.session, captureFailed(ctx));
     return;
   }
-  if (ruling.kind === 'refuse') {
-    const capture = ruling.rid === null ? undefined : await captureRefused(ctx, req, url);
-    sendRefusal(res, ruling.refusal);
-    capture?.refused(ruling.refusal);
-    if (ruling.rid !== null) {
-      const transfer = {
-        status: ruling.refusal.status,
-        bytesUp: 0,
-        bytesDown: 0,
-        error: ruling.refusal.reason,
-      };
-      ctx.pipeline.outcome(ruling.rid, who.session, transfer, performance.now() - start);
-      capture?.save(ruling.rid, who.session, captureFailed(ctx));
-    }
-    return;
-  }
-  const capture = ctx.capture ? new Capture(ctx.capture, method, url, req.rawHeaders) : undefined;
-  const sent = await ctx.forwarder.forward(req, res, url, ruling.dial.address, capture);
-  const transfer = upstreamOutcome(sent);
+}
+
+/** A refused request: answered, its outcome journaled, its capture saved with what it sent. */
+async function refuse(
+  ctx: ProxyContext,
+  req: IncomingMessage,
+  res: ServerResponse,
+  url: URL,
+  who: Who,
+  ruling: Refuse,
+  start: number,
+): Promise<void> {
+  const capture = ruling.rid === null ? undefined : await captureRefused(ctx, req, url);
+  sendRefusal(res, ruling.refusal);
+  capture?.refused(ruling.refusal);
+  if (ruling.rid === null) return;
+  const transfer = {
+    status: ruling.refusal.status,
+    bytesUp: 0,
+    bytesDown: 0,
+    error: ruling.refusal.reason,
+  };
   ctx.pipeline.outcome(ruling.rid, who.session, transfer, performance.now() - start);
   capture?.save(ruling.rid, who.session, captureFailed(ctx));
 }

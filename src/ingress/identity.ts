@@ -10,6 +10,8 @@ export interface Who {
 export type Identified =
   { readonly ok: true; readonly session: string } | { readonly ok: false; readonly reason: string };
 
+const NONE: ReadonlySet<string> = new Set();
+
 function digest(text: string): Buffer {
   return createHash('sha256').update(text).digest();
 }
@@ -33,9 +35,21 @@ export class Identity {
     this.replace(agents);
   }
 
-  /** A config reload's agents; requests already identified keep their session. */
-  replace(agents: readonly Agent[] | null): void {
+  /**
+   * A config reload's agents. Returns the sessions whose credentials changed (token rotated,
+   * agent removed), or `all` when credentials became required or no longer are: their live
+   * flows were admitted on credentials that no longer hold.
+   */
+  replace(agents: readonly Agent[] | null): ReadonlySet<string> | 'all' {
+    const before = this.#byId;
     this.#byId = agents && new Map(agents.map((a) => [a.id, digest(a.token)]));
+    if (before === null || this.#byId === null) return before === this.#byId ? NONE : 'all';
+    const changed = new Set<string>();
+    for (const [id, old] of before) {
+      const now = this.#byId.get(id);
+      if (now === undefined || !timingSafeEqual(old, now)) changed.add(id);
+    }
+    return changed;
   }
 
   get required(): boolean {

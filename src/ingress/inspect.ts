@@ -1,12 +1,13 @@
 import type { Socket } from 'node:net';
-import { socketControl } from '../action/live-tunnels.js';
+import type { Flow } from '../action/flows.js';
+import { socketControl } from '../action/flow-registry.js';
 import type { NetworkAsk } from '../pipeline/ruling.js';
 import type { NetworkSubject } from '../event/event.js';
 import type { ProxyContext } from './context.js';
 import { tunnelRefusal } from './context.js';
 import type { Tunnel } from './inner-http.js';
 import type { Ended } from './tunnel-track.js';
-import { gone, refused, track } from './tunnel-track.js';
+import { closedWhileOpening, gone, refused } from './tunnel-track.js';
 
 /** The first byte of a TLS handshake record (RFC 8446 § 5.1: ContentType handshake). */
 const TLS_HANDSHAKE = 0x16;
@@ -33,6 +34,27 @@ export async function openInspected(
   if (admitted.kind === 'refuse')
     return { ...refused(socket, admitted.refusal), rid: admitted.rid };
   const rid = admitted.rid;
+  const intercepted = ctx.intercept?.matches(subject) === true;
+  const kind = intercepted ? 'intercepted' : 'inspected';
+  const flow = ctx.pipeline.tunnelFlow(kind, ask.session, ask.input.target, rid);
+  try {
+    return await inspected(ctx, ask, socket, subject, plain, flow);
+  } finally {
+    ctx.flows.end(flow);
+  }
+}
+
+async function inspected(
+  ctx: ProxyContext,
+  ask: NetworkAsk,
+  socket: Socket,
+  subject: NetworkSubject,
+  plain: boolean,
+  flow: Flow,
+): Promise<Ended> {
+  const rid = flow.basis.rid;
+  // The `200` and every byte after it only while the session runs.
+  if (!flow.live && !(await flow.gate())) return closedWhileOpening(ctx, socket, flow);
   socket.write('HTTP/1.1 200 Connection Established\r\n\r\n');
   const tunnel: Tunnel = {
     session: ask.session,
@@ -41,7 +63,7 @@ export async function openInspected(
     port: subject.port,
     scheme: 'http',
   };
-  const intercepted = ctx.intercept?.matches(subject) === true;
+  const intercepted = flow.basis.kind === 'intercepted';
   // Only TLS is expected where no plain request could be allowed: no need to wait and look.
   const first = plain ? await firstByte(socket, ctx.limits.headerTimeout) : TLS_HANDSHAKE;
   const close = (status: number, reason: string): Ended => {
@@ -61,38 +83,32 @@ export async function openInspected(
   if (first === 'timeout') {
     return close(408, `nothing sent through the tunnel within ${ctx.limits.headerTimeout} ms`);
   }
-  const tracked = track(ctx, {
-    session: ask.session,
-    target: ask.input.target,
-    rid,
-    expiresAt: null,
-    event: null,
-    approved: false,
-  });
-  try {
-    const http = TOKEN_START.test(String.fromCharCode(first));
-    if (!http && intercepted && ctx.intercept !== null) {
-      // Anything but a request line goes to the handshake, which names what is wrong with it.
-      const piped = await ctx.intercept.open(socket, { ...tunnel, scheme: 'https' }, tracked.open);
-      return { status: 200, ...piped, rid };
-    }
-    if (first === TLS_HANDSHAKE) {
-      return close(
-        403,
-        `TLS to ${ask.input.target} cannot be judged: method or path patterns (allow, approvals or network.deny) decide for this host, and they can only be checked on plain HTTP or intercepted TLS (tls.intercept)`,
-      );
-    }
-    if (!http) {
-      return close(400, 'the tunnel carries neither HTTP/1.x nor TLS, so it cannot be judged');
-    }
-    const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
-    ctx.inner.serve(socket, tunnel);
-    tracked.open(socketControl(socket));
-    await closed;
+  if (!flow.live && !(await flow.gate())) {
+    socket.destroy();
     return { status: 200, bytesUp: socket.bytesRead, bytesDown: socket.bytesWritten, rid };
-  } finally {
-    tracked.close();
   }
+  const http = TOKEN_START.test(String.fromCharCode(first));
+  if (!http && intercepted && ctx.intercept !== null) {
+    // Anything but a request line goes to the handshake, which names what is wrong with it.
+    const piped = await ctx.intercept.open(socket, { ...tunnel, scheme: 'https' }, (control) =>
+      flow.attach(control),
+    );
+    return { status: 200, ...piped, rid };
+  }
+  if (first === TLS_HANDSHAKE) {
+    return close(
+      403,
+      `TLS to ${ask.input.target} cannot be judged: method or path patterns (allow, approvals or network.deny) decide for this host, and they can only be checked on plain HTTP or intercepted TLS (tls.intercept)`,
+    );
+  }
+  if (!http) {
+    return close(400, 'the tunnel carries neither HTTP/1.x nor TLS, so it cannot be judged');
+  }
+  const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+  ctx.inner.serve(socket, tunnel);
+  flow.attach(socketControl(socket));
+  await closed;
+  return { status: 200, bytesUp: socket.bytesRead, bytesDown: socket.bytesWritten, rid };
 }
 
 /** The first byte the client sends through the tunnel (left unread), or why none came. */

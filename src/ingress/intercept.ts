@@ -1,8 +1,8 @@
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { TLSSocket } from 'node:tls';
-import type { TunnelControl } from '../action/live-tunnels.js';
-import { socketControl } from '../action/live-tunnels.js';
+import type { FlowControl } from '../action/flows.js';
+import { socketControl } from '../action/flow-registry.js';
 import type { Transfer } from '../action/transfer.js';
 import type { Config } from '../config/load.js';
 import type { NetworkSubject } from '../event/event.js';
@@ -49,7 +49,7 @@ export class Interceptor {
   open(
     socket: Duplex,
     tunnel: Tunnel,
-    onOpen: (control: TunnelControl) => void,
+    onOpen: (control: FlowControl) => void,
   ): Promise<Omit<Transfer, 'status'>> {
     let secured = false;
     let failed: string | undefined;

@@ -2,7 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { authority } from '../action/forward.js';
-import type { Admission, TunnelControl } from '../action/live-tunnels.js';
+import type { Flow, FlowKind } from '../action/flows.js';
 import type { Refusal } from '../action/respond.js';
 import { plainRefusal, writeRawRefusal } from '../action/respond.js';
 import type { Transfer } from '../action/transfer.js';
@@ -17,23 +17,6 @@ import { closedWhileHeld } from './http.js';
 
 /** A transfer and the request id its outcome belongs to. */
 export type Ended = Transfer & { readonly rid: number | null };
-
-/**
- * Registers a tunnel with the live set once it runs (`open`), frozen at once if its session
- * paused in the meantime; `close` when it ends.
- */
-export function track(
-  ctx: ProxyContext,
-  admission: Admission,
-): { open(control: TunnelControl): void; close(): void } {
-  let untrack: (() => void) | null = null;
-  return {
-    open: (control) => {
-      untrack = ctx.live.add(admission, control, ctx.pipeline.isPaused(admission.session));
-    },
-    close: () => untrack?.(),
-  };
-}
 
 /** Refuses a raw-socket request before it is judged: journaled, then closed. */
 export type RawRefuser = (
@@ -94,54 +77,74 @@ export interface Connected {
   readonly upstream: Socket;
   /** The upstream's authority, for reasons. */
   readonly name: string;
+  /** The channel, registered from its judgement on (action/flow-registry). */
+  readonly flow: Flow;
 }
 
 /**
- * Judges `ask` and connects to the checked address. A refusal, a client that left while held,
- * or an upstream that cannot be reached (502/504) ends here, answered on `socket`.
+ * Judges `ask` and connects to the checked address; the flow is registered from the judgement
+ * on, so a pause, deny, revoke or reload while connecting reaches it, and it starts relaying
+ * only while its session runs. A refusal, a client that left while held, a flow closed while
+ * opening (403) or an upstream that cannot be reached (502/504) ends here, answered on `socket`.
  */
 export async function judgeAndConnect(
   ctx: ProxyContext,
   ask: NetworkAsk,
   socket: Socket,
+  kind: FlowKind,
 ): Promise<Connected | Ended> {
   const ruling = await ctx.pipeline.judge(ask);
   if (ruling.kind === 'gone') return gone(socket, ruling.rid);
   if (ruling.kind === 'refuse') return { ...refused(socket, ruling.refusal), rid: ruling.rid };
   const { event, rid } = ruling;
+  const flow = ctx.pipeline.flow(kind, ruling);
   const { address, port } = ruling.dial;
   const name = authority(address, port);
+  let upstream: Socket;
   try {
-    const upstream = await connectUpstream(address, port, ctx.limits.connectTimeout);
-    return { event, rid, upstream, name };
+    upstream = await connectUpstream(address, port, ctx.limits.connectTimeout, flow);
   } catch (err) {
+    if (flow.closed !== null) return closedWhileOpening(ctx, socket, flow);
+    ctx.flows.end(flow);
     // Unreachable: the request was let through and failed upstream.
     const failure = upstreamFailure(err, name);
     const transfer = refused(socket, plainRefusal(failure.status, failure.reason));
     return { ...transfer, failed: true, rid };
   }
+  if (!flow.live && !(await flow.gate())) {
+    upstream.destroy();
+    return closedWhileOpening(ctx, socket, flow);
+  }
+  return { event, rid, upstream, name, flow };
 }
 
-/** Relays an admitted tunnel while it follows its session among the live tunnels. */
+/** A flow closed before it relayed a byte: its client is answered 403 with the reason. */
+export function closedWhileOpening(ctx: ProxyContext, socket: Socket, flow: Flow): Ended {
+  ctx.flows.end(flow);
+  const reason = `trajgate closed this request before it was relayed: ${flow.closed ?? ''}`;
+  return { ...refused(socket, plainRefusal(403, reason)), rid: flow.basis.rid };
+}
+
+/**
+ * Relays an admitted tunnel as its flow: frozen, thawed and closed with its session, its bytes
+ * sent up counted as they flow (volume rules).
+ */
 export async function relayTracked(
   ctx: ProxyContext,
-  session: string,
   socket: Socket,
-  { event, rid, upstream }: Connected,
+  { upstream, flow }: Connected,
   opening: Opening,
 ): Promise<Omit<Transfer, 'status'>> {
-  const approval = ctx.pipeline.approvalFor(event);
-  const untrack = track(ctx, {
-    session,
-    target: event.target,
-    rid,
-    expiresAt: approval?.expiresAt ?? null,
-    event,
-    approved: approval !== undefined,
-  });
   try {
-    return await relay(socket, upstream, ctx.limits.tunnelIdle, opening, untrack.open);
+    return await relay(
+      socket,
+      upstream,
+      ctx.limits.tunnelIdle,
+      opening,
+      (control) => flow.attach(control),
+      { onUp: (n) => flow.up(n) },
+    );
   } finally {
-    untrack.close();
+    ctx.flows.end(flow);
   }
 }

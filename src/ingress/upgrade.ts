@@ -9,7 +9,7 @@ import type { ProxyContext } from './context.js';
 import { heldPresence } from './context.js';
 import { checkRequest } from './request-checks.js';
 import type { Ended, RawRequest } from './tunnel-track.js';
-import { judgeAndConnect, relayTracked, tunnelSlot } from './tunnel-track.js';
+import { closedWhileOpening, judgeAndConnect, relayTracked, tunnelSlot } from './tunnel-track.js';
 
 /** `ws:` names the same origin-form request on the same default port as `http:`. */
 const SCHEMES: ReadonlySet<string> = new Set(['http:', 'ws:']);
@@ -17,7 +17,8 @@ const SCHEMES: ReadonlySet<string> = new Set(['http:', 'ws:']);
 /**
  * An HTTP Upgrade through the proxy (RFC 9110 § 7.8), such as WebSocket over plain HTTP. It is
  * checked and judged like any request and sent upstream as one; only the upstream's `101`
- * makes the connection a tunnel, which then follows its session like a CONNECT tunnel. Until
+ * makes the connection a tunnel; from its judgement on it is a flow that follows its session
+ * (while connecting, while waiting for the `101`, relaying). Until
  * then nothing the client sent after the request, but a Content-Length body, goes upstream.
  */
 export async function handleUpgrade(ctx: ProxyContext, raw: RawRequest): Promise<void> {
@@ -66,12 +67,21 @@ async function upgrade(
   socket: Socket,
   url: URL,
 ): Promise<Ended> {
-  const connected = await judgeAndConnect(ctx, ask, socket);
+  const connected = await judgeAndConnect(ctx, ask, socket, 'upgrade');
   if (!('upstream' in connected)) return connected;
-  const { upstream, name, rid } = connected;
-  const answer = await sendUpgrade(socket, req, url, upstream, name, ctx.limits.upstreamTimeout);
-  if (answer.kind === 'answered') return { ...upstreamOutcome(answer.transfer), rid };
+  const { upstream, name, rid, flow } = connected;
+  const limit = ctx.limits.upstreamTimeout;
+  const answer = await sendUpgrade(socket, req, url, upstream, name, limit, flow);
+  if (answer.kind === 'answered') {
+    ctx.flows.end(flow);
+    return { ...upstreamOutcome(answer.transfer), rid };
+  }
+  // Switched: the `101` goes to the agent only while its session runs (held while paused).
+  if (!flow.live && !(await flow.gate())) {
+    upstream.destroy();
+    return closedWhileOpening(ctx, socket, flow);
+  }
   const opening = { toClient: answer.head, toUpstream: [] };
-  const piped = await relayTracked(ctx, ask.session, socket, connected, opening);
+  const piped = await relayTracked(ctx, socket, connected, opening);
   return { status: 101, ...piped, bytesUp: answer.bytesUp + piped.bytesUp, rid };
 }

@@ -46,6 +46,9 @@ export interface DecideParts {
  * request (fail closed) and changes nothing.
  */
 export class Decider {
+  /** Told once a decision set trajectory marks for its session (open flows are judged again). */
+  onMarks: ((session: string) => void) | null = null;
+
   constructor(private readonly p: DecideParts) {}
 
   /**
@@ -104,10 +107,13 @@ export class Decider {
       event = { ...event, denied: check.reason };
       return this.#settle(ask, event, this.p.guard.inspect(event), rid, null, readOnly);
     }
-    // Other requests may have moved the counts during the lookup; an approval counts nothing,
-    // but trajectory rules (eventNo) judge approved events too.
-    if (pending instanceof Promise && (!decision.approved || decision.eventNo !== undefined))
+    // Taken again at the moment of effect: during the lookup other requests moved the counts,
+    // or an operator revoked, blocked or reloaded (replay sees only what is journaled).
+    if (pending instanceof Promise) {
       decision = this.p.guard.inspect(event);
+      if (!this.#mayForward(decision))
+        return this.#settle(ask, event, decision, rid, null, readOnly);
+    }
     const route = check.ok
       ? { address: check.address, port: subject.port }
       : plainRefusal(502, check.reason);
@@ -166,7 +172,7 @@ export class Decider {
   ): Ruling | Hold | typeof CHANGES {
     if (readOnly && changes(decision)) return CHANGES;
     const { verdict } = decision;
-    const pausing = verdict === 'PAUSE' ? this.#holding(ask) : null;
+    const pausing = verdict === 'PAUSE' ? this.#holding(ask.what) : null;
     const id = this.#record(event, decision, rid, false, pausing);
     if (id === null) return failClosed(rid);
     if (verdict === 'PAUSE') {
@@ -209,10 +215,31 @@ export class Decider {
   }
 
   /** The requests a pause record says it holds: this one, unless a pause refuses at once. */
-  #holding(ask: Ask): PauseRecord['held'] {
+  #holding(what: string): PauseRecord['held'] {
     if (this.p.config.policy.pause !== 'hold') return [];
     const since = Date.now();
-    return [{ what: ask.what, since, deadline: since + this.p.config.policy.holdTimeout }];
+    return [{ what, since, deadline: since + this.p.config.policy.holdTimeout }];
+  }
+
+  /**
+   * A live flow's event judged again as if sent now (its session set a trajectory mark, or sent
+   * past a volume limit, since it was admitted). Only a rule that fires for it changes anything:
+   * journaled as an event of its request (`rid`); a PAUSE pauses the session, so its flows
+   * freeze. Returns why the flow may not go on (a refusing REVIEW, a journal that failed), or
+   * null.
+   */
+  rejudge(event: Event, rid: number | null, what: string): string | null {
+    const now = { ...event, ts: Date.now() };
+    const decision = this.p.guard.inspect(now);
+    if (decision.rule === undefined || decision.verdict === 'ALLOW') return null;
+    const pause = decision.verdict === 'PAUSE';
+    const id = this.#record(now, decision, rid, false, pause ? this.#holding(what) : null);
+    if (id === null) return failClosed(rid).refusal.reason;
+    if (pause) {
+      this.p.sessions.paused(event.session);
+      return this.p.config.policy.pause === 'block' ? decision.reason : null;
+    }
+    return this.p.config.policy.review === 'block' ? decision.reason : null;
   }
 
   /**
@@ -248,6 +275,7 @@ export class Decider {
     this.p.review.observe(stamped, event.ts);
     if (pause) this.p.review.announce(pause);
     this.p.metrics.event(event.source, event.kind, decision.verdict);
+    if (decision.marks !== undefined) this.onMarks?.(event.session);
     return rid ?? stamped.seq;
   }
 }

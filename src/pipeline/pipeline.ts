@@ -1,3 +1,5 @@
+import type { FlowRegistry } from '../action/flow-registry.js';
+import type { Flow, FlowKind } from '../action/flows.js';
 import type { HeldRequests } from '../action/hold.js';
 import type { Refusal } from '../action/respond.js';
 import type { Transfer } from '../action/transfer.js';
@@ -12,8 +14,21 @@ import type { DecideParts } from './decide.js';
 import { Decider } from './decide.js';
 import { Refusals } from './refusals.js';
 import { decideShared } from './shared.js';
+import type { BasisParts } from './flow-basis.js';
+import { lapse } from './flow-basis.js';
 import type { Unjudged } from './refusals.js';
-import type { TunnelRuling, Ask, Dial, Hold, NetworkAsk, Ruling, Unforwarded } from './ruling.js';
+import type {
+  TunnelRuling,
+  Ask,
+  Dial,
+  Forward,
+  Hold,
+  NetworkAsk,
+  Ruling,
+  Unforwarded,
+} from './ruling.js';
+
+const NO_ONE: ReadonlySet<string> = new Set();
 
 const isHold = (r: { kind: string }): r is Hold => r.kind === 'hold';
 
@@ -31,8 +46,15 @@ export class Pipeline {
   readonly #held: HeldRequests;
   readonly #review: Review;
   readonly #metrics: Metrics;
+  readonly #basis: BasisParts;
 
-  constructor(parts: Omit<DecideParts, 'refusals'> & { readonly held: HeldRequests }) {
+  constructor(
+    parts: Omit<DecideParts, 'refusals'> & {
+      readonly held: HeldRequests;
+      readonly flows: FlowRegistry;
+    },
+  ) {
+    this.#basis = parts;
     this.#guard = parts.guard;
     this.#journal = parts.journal;
     this.#held = parts.held;
@@ -40,6 +62,41 @@ export class Pipeline {
     this.#metrics = parts.metrics;
     this.#refusals = new Refusals(parts.journal);
     this.#decider = new Decider({ ...parts, refusals: this.#refusals });
+    this.#decider.onMarks = (session) => this.#rulesReach(session);
+    parts.flows.onSent = (flow) => this.#sent(flow);
+  }
+
+  /** A live flow sent more bytes up: the guard counts them now (volume rules fire mid-flow). */
+  #sent(flow: Flow): void {
+    const { session, rid } = flow.basis;
+    flow.reportedUp = flow.bytesUp;
+    // Shared state changes only under the session's lease: the outcome tells the store.
+    if (rid === null || this.#guard.shared !== undefined) return;
+    this.#guard.outcome(session, rid, { failed: false, bytesUp: flow.bytesUp, ts: Date.now() });
+    this.#rulesReach(session);
+  }
+
+  #reaching = false;
+
+  /**
+   * Rules reach open channels: each live flow of the session that carries an event is judged
+   * again as a new one (Decider.rejudge), so a secret read or a volume limit crossed since it
+   * was admitted pauses (freezes it with its session) or closes it, before the change that
+   * caused it is answered.
+   */
+  #rulesReach(session: string): void {
+    if (this.#reaching || this.#guard.policy.sequences.length === 0) return;
+    this.#reaching = true;
+    try {
+      for (const flow of this.#basis.flows.of(session)) {
+        const { event, rid, kind, target } = flow.basis;
+        if (event === null || flow.closed !== null || this.isPaused(session)) continue;
+        const why = this.#decider.rejudge(event, rid, `${kind} ${target}`);
+        if (why !== null) this.#basis.flows.close(flow, why);
+      }
+    } finally {
+      this.#reaching = false;
+    }
   }
 
   /** Decides alone, or with the other gateways sharing the trajectory. */
@@ -49,10 +106,11 @@ export class Pipeline {
     return decideShared(this.#decider, shared, ask, rid, once);
   }
 
-  judge(ask: NetworkAsk): Promise<Ruling<Dial>>;
-  judge(ask: Ask): Promise<Ruling>;
-  async judge(ask: Ask): Promise<Ruling> {
-    const first = await this.#decide(ask, null, false);
+  /** `rid`: a request judged before whose flow was stopped before it was sent (judged again). */
+  judge(ask: NetworkAsk, rid?: number | null): Promise<Ruling<Dial>>;
+  judge(ask: Ask, rid?: number | null): Promise<Ruling>;
+  async judge(ask: Ask, rid: number | null = null): Promise<Ruling> {
+    const first = await this.#decide(ask, rid, false);
     return this.#untilReleased(ask, first, (rid, once) => this.#decide(ask, rid, once));
   }
 
@@ -90,6 +148,35 @@ export class Pipeline {
       ruling = await again(rid, release === 'once');
     }
     return ruling;
+  }
+
+  /**
+   * Registers the channel of a forwarded ruling (action/flow-registry), frozen when its session
+   * paused meanwhile, and checks its basis at once: whatever changed since the decision (a revoke
+   * while an answer was on its way) closes it before a byte goes.
+   */
+  flow(kind: FlowKind, ruling: Forward<Dial>): Flow {
+    const { event, rid, dial } = ruling;
+    const approval = this.#guard.approvalFor(event);
+    const flow = this.#basis.flows.open({
+      session: event.session,
+      kind,
+      target: event.target,
+      rid,
+      event,
+      approved: approval !== undefined,
+      expiresAt: approval?.expiresAt ?? null,
+      dial,
+    });
+    const why = lapse(this.#basis, flow.basis, NO_ONE);
+    if (why !== null) this.#basis.flows.close(flow, `${why} (changed while it was decided)`);
+    return flow;
+  }
+
+  /** Registers a tunnel judged request by request inside: it follows its session only. */
+  tunnelFlow(kind: FlowKind, session: string, target: string, rid: number | null): Flow {
+    const basis = { session, kind, target, rid, event: null, approved: false, expiresAt: null };
+    return this.#basis.flows.open({ ...basis, dial: null });
   }
 
   /** Whether requests inside a CONNECT to `target` must be read to be judged (see Guard). */
@@ -152,6 +239,8 @@ export class Pipeline {
     }
     const failed = transfer.failed === true;
     this.#guard.outcome(session, rid, { failed, bytesUp: transfer.bytesUp, ts });
+    // A failure's marks or the bytes it sent may make the session's open flows drift.
+    if (this.#guard.shared === undefined) this.#rulesReach(session);
   }
 
   /** The session's recent events, oldest first (the operators' ring). */

@@ -1,4 +1,3 @@
-import type { Admission } from '../action/live-tunnels.js';
 import { TrajgateError } from '../errors.js';
 import type { Approval } from '../guard/approvals.js';
 import type { Deny } from '../guard/denies.js';
@@ -7,20 +6,23 @@ import type { Guard } from '../guard/guard.js';
 import type { JournalWriter } from '../journal/writer.js';
 import type { Review } from './review.js';
 
-/** Closes open tunnels that `why` gives a reason for (action/live-tunnels); how many. */
-export type TunnelCloser = (why: (admission: Admission) => string | null) => number;
+/**
+ * Closes the live flows whose basis no longer holds (pipeline/flow-basis), each journaled with
+ * its reason and `cause`; how many.
+ */
+export type FlowJudge = (cause: string) => number;
 
 /**
  * Operators' deny patterns and revokes, each journaled (and synced) before it applies, like
- * approvals. An open tunnel is only as good as what admitted it: one to a destination a new
- * deny refuses, or whose approval was revoked with nothing else approving it, closes.
+ * approvals. A live flow is only as good as what admitted it: one to a destination a new deny
+ * refuses, or whose approval was revoked with nothing else approving it, closes.
  */
 export class Rules {
   constructor(
     private readonly guard: Guard,
     private readonly journal: JournalWriter,
     private readonly review: Review,
-    private readonly closeTunnels: TunnelCloser | null,
+    private readonly rejudge: FlowJudge | null,
     private readonly replica: string | null,
   ) {}
 
@@ -66,27 +68,14 @@ export class Rules {
     return { revoked: rule, closed };
   }
 
-  /** Closes the open tunnels a deny pattern now refuses (one added here or elsewhere). */
+  /** Closes the live flows a deny pattern now refuses (one added here or elsewhere). */
   closeDenied(): number {
-    return (
-      this.closeTunnels?.((a) => {
-        const lapsed = a.event && this.guard.lapsed(a.event, a.approved);
-        return lapsed && lapsed !== 'unapproved'
-          ? `${lapsed.deniedBy} (added after the tunnel opened)`
-          : null;
-      }) ?? 0
-    );
+    return this.rejudge?.('a deny pattern was added after it was admitted') ?? 0;
   }
 
-  /** A tunnel stays open only while something still approves it (after approval `id` went). */
+  /** A flow goes on only while something still approves it (after approval `id` went). */
   closeUnapproved(id: string, by: string): number {
-    return (
-      this.closeTunnels?.((a) =>
-        a.event && this.guard.lapsed(a.event, a.approved) === 'unapproved'
-          ? `the approval ${id} that admitted it was revoked by ${by}`
-          : null,
-      ) ?? 0
-    );
+    return this.rejudge?.(`the approval ${id} was revoked by ${by}`) ?? 0;
   }
 }
 

@@ -3,18 +3,17 @@ import type { Approval, ApprovalSpec } from '../guard/approvals.js';
 import { compileApproval } from '../guard/approvals.js';
 import type { Guard } from '../guard/guard.js';
 import type { Held, HeldRequests } from '../action/hold.js';
-import type { Admission } from '../action/live-tunnels.js';
 import type { JournalWriter } from '../journal/writer.js';
 import type { Review } from './review.js';
 import { ruleId, Rules } from './rules.js';
 
-/** Follows sessions' state changes (open tunnels do: see action/live-tunnels). */
+/** Follows sessions' state changes (live flows do: see action/flow-registry). */
 export interface SessionWatcher {
   paused(session: string): void;
   resumed(session: string): void;
   denied(session: string): void;
-  /** Closes the tunnels `why` gives a reason for (a revoke, a new deny pattern). */
-  closeWhere?(why: (admission: Admission) => string | null): number;
+  /** Closes the flows whose basis a change (`cause`) took away: a revoke, a new deny pattern. */
+  rejudge?(cause: string): number;
 }
 
 /**
@@ -47,8 +46,8 @@ export class Sessions {
     this.#review = review;
     this.#watcher = watcher;
     this.#replica = replica;
-    const closer = watcher?.closeWhere?.bind(watcher);
-    this.rules = new Rules(guard, journal, review, closer ?? null, replica);
+    const rejudge = watcher?.rejudge?.bind(watcher);
+    this.rules = new Rules(guard, journal, review, rejudge ?? null, replica);
   }
 
   /** A decision paused the session (its pause record is on disk). */

@@ -1,0 +1,175 @@
+import type { Socket } from 'node:net';
+import type { Basis, FlowControl, FlowRecorder } from './flows.js';
+import { Flow } from './flows.js';
+
+/** setTimeout's longest delay; a later expiry re-arms. */
+const MAX_DELAY = 2 ** 31 - 1;
+
+/**
+ * Every live flow (requests, CONNECTs, upgrades, read tunnels) by session, from its judgement
+ * to its last byte (README: every channel is a flow that follows its session). A pause freezes
+ * a session's flows, resume thaws them, deny and the hold timeout close them, one admitted by an
+ * approval closes when it expires, and `closeWhere` closes those whose basis no longer holds
+ * (pipeline/flow-basis). Every change is journaled against the flow first; a thaw that cannot be
+ * journaled closes.
+ */
+export class FlowRegistry {
+  readonly #bySession = new Map<string, Set<Flow>>();
+  /** Told of a flow's bytes sent up while it runs (set by the pipeline: volume rules). */
+  onSent: ((flow: Flow) => void) | null = null;
+  readonly #report = (flow: Flow): void => this.onSent?.(flow);
+
+  constructor(
+    private holdTimeoutMs: number,
+    private readonly record: FlowRecorder,
+    private readonly isPaused: (session: string) => boolean,
+  ) {}
+
+  /** A config reload's `policy.holdTimeout`, for flows frozen from now on. */
+  setHoldTimeout(ms: number): void {
+    this.holdTimeoutMs = ms;
+  }
+
+  /** Registers a flow just judged, frozen at once when its session is paused by now. */
+  open(basis: Basis): Flow {
+    const flow = new Flow(basis, basis.event === null ? null : this.#report);
+    let set = this.#bySession.get(basis.session);
+    if (set === undefined) this.#bySession.set(basis.session, (set = new Set()));
+    set.add(flow);
+    if (basis.expiresAt !== null) this.#armExpiry(flow, basis.expiresAt);
+    if (this.isPaused(basis.session)) this.#freeze(flow);
+    return flow;
+  }
+
+  /** The flow's last byte went: it follows its session no more. */
+  end(flow: Flow): void {
+    if (flow.holdTimer !== null) clearTimeout(flow.holdTimer);
+    if (flow.expiryTimer !== null) clearTimeout(flow.expiryTimer);
+    const session = flow.basis.session;
+    const set = this.#bySession.get(session);
+    if (set === undefined || !set.delete(flow) || set.size > 0) return;
+    this.#bySession.delete(session);
+  }
+
+  /** Live flows of a session (all sessions when omitted), tunnels only with `tunnels`. */
+  count(session?: string, tunnels = false): number {
+    let n = 0;
+    const sets = session === undefined ? this.#bySession.values() : [this.#bySession.get(session)];
+    for (const set of sets) {
+      for (const flow of set ?? []) if (!tunnels || flow.basis.kind !== 'request') n++;
+    }
+    return n;
+  }
+
+  /** The session's live flows. */
+  of(session: string): Flow[] {
+    return [...(this.#bySession.get(session) ?? [])];
+  }
+
+  paused(session: string): void {
+    for (const flow of this.of(session)) this.#freeze(flow);
+  }
+
+  resumed(session: string): void {
+    for (const flow of this.of(session)) {
+      if (!flow.frozen) continue;
+      if (!this.record(flow.basis, 'thawed', 'session resumed by an operator')) {
+        this.#close(flow, 'the journal cannot be written, so the flow is not resumed');
+        continue;
+      }
+      if (flow.holdTimer !== null) clearTimeout(flow.holdTimer);
+      flow.holdTimer = null;
+      flow.thaw();
+    }
+  }
+
+  denied(session: string): void {
+    for (const flow of this.of(session)) this.#close(flow, 'denied by an operator');
+  }
+
+  /**
+   * Closes the flows (of `session`, or all) that `why` gives a reason for: an approval revoked,
+   * a deny added, a reload that no longer allows them. Returns how many.
+   */
+  closeWhere(why: (basis: Basis) => string | null, session?: string): number {
+    let closed = 0;
+    const sessions = session === undefined ? [...this.#bySession.keys()] : [session];
+    for (const s of sessions) {
+      for (const flow of this.of(s)) {
+        const reason = why(flow.basis);
+        if (reason === null) continue;
+        if (this.#close(flow, reason)) closed++;
+      }
+    }
+    return closed;
+  }
+
+  /** Closes every flow, each journaled with `reason` (a stop's drain deadline). */
+  closeAll(reason: string): void {
+    this.closeWhere(() => reason);
+  }
+
+  /** Closes one flow for `reason` (a trajectory rule refused it); journaled. */
+  close(flow: Flow, reason: string): boolean {
+    return this.#close(flow, reason);
+  }
+
+  #freeze(flow: Flow): void {
+    // Frozen first: stopping a flow needs no permission, only a record.
+    if (!flow.freeze()) return;
+    this.record(flow.basis, 'frozen', 'session paused');
+    flow.holdTimer = setTimeout(
+      () =>
+        this.#close(flow, `no operator decided within the hold time (${this.holdTimeoutMs} ms)`),
+      this.holdTimeoutMs,
+    );
+  }
+
+  #close(flow: Flow, reason: string): boolean {
+    if (flow.closed !== null) return false;
+    this.record(flow.basis, 'closed', reason);
+    flow.close(reason);
+    this.end(flow);
+    return true;
+  }
+
+  #armExpiry(flow: Flow, expiresAt: number): void {
+    const delay = expiresAt - Date.now();
+    if (delay <= 0) {
+      this.#close(flow, 'the approval that admitted it expired');
+      return;
+    }
+    flow.expiryTimer = setTimeout(
+      () => this.#armExpiry(flow, expiresAt),
+      Math.min(delay, MAX_DELAY),
+    );
+  }
+}
+
+/**
+ * Control of a connection whose HTTP trajgate reads itself (intercepted TLS, inspected plain
+ * HTTP). Node's HTTP server pauses and resumes its sockets for its own flow control, so while
+ * frozen a resume from it is ignored; corked, responses in flight stop reaching the agent.
+ */
+export function socketControl(socket: Socket): FlowControl {
+  let frozen = false;
+  const resume = socket.resume;
+  socket.resume = function (this: Socket) {
+    return frozen ? this : resume.call(this);
+  };
+  return {
+    freeze: () => {
+      if (frozen) return;
+      frozen = true;
+      socket.pause();
+      socket.cork();
+    },
+    thaw: () => {
+      if (!frozen) return;
+      frozen = false;
+      socket.uncork();
+      resume.call(socket);
+    },
+    close: () => socket.destroy(),
+  };
+}
