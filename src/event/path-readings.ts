@@ -75,8 +75,20 @@ function read(text: string, steps: number): string {
   return `/${out.join('/')}`;
 }
 
+/** The last path read: every pattern on a host asks about the same request's path in turn. */
+let lastPath = '';
+let lastReadings: readonly PathReading[] = [{ path: '', how: '' }];
+
 /** Every reading of `path`, the least transformed first; the first one is the path as sent. */
-export function urlPathReadings(path: string): PathReading[] {
+export function urlPathReadings(path: string): readonly PathReading[] {
+  if (path !== lastPath) {
+    lastReadings = readAll(path);
+    lastPath = path;
+  }
+  return lastReadings;
+}
+
+function readAll(path: string): readonly PathReading[] {
   if (PLAIN.test(path)) return [{ path, how: '' }];
   const seen = new Map<string, string>();
   for (const [text, decoded] of decodings(path)) {
