@@ -1,6 +1,8 @@
 import { TrajgateError } from '../errors.js';
 import type { NetworkSubject } from './event.js';
 import { canonicalHost, DEFAULT_PORTS, pathProblem } from './network-target.js';
+import type { PathReading } from './path-readings.js';
+import { everyReadingUnder, prefixReadings, readingUnder } from './path-readings.js';
 
 /**
  * The allowlist and approval grammar: `[METHOD ][scheme://]host[:port][/path-prefix]`.
@@ -20,6 +22,8 @@ export interface NetworkPattern {
   /** The pattern names its port, which lets CONNECT reach a port outside `network.ports`. */
   readonly portNamed: boolean;
   readonly pathPrefix: string | null;
+  /** The prefix in every reading (event/path-readings.ts); null without a prefix. */
+  readonly prefixReadings: readonly string[] | null;
 }
 
 const SHAPE =
@@ -69,7 +73,8 @@ export function parseNetworkPattern(source: string): NetworkPattern {
     if (port === undefined) return fail(`scheme "${scheme}" has no default port: name one`);
     ports = [port];
   }
-  const pathPrefix = pathRaw === undefined ? null : prefixOf(pathRaw, fail);
+  const prefix = pathRaw === undefined ? null : prefixOf(pathRaw, fail);
+  const pathPrefix = prefix === '/' ? null : prefix;
   return {
     source,
     method: method?.toUpperCase() ?? null,
@@ -78,7 +83,8 @@ export function parseNetworkPattern(source: string): NetworkPattern {
     wildcard: star !== undefined,
     ports,
     portNamed: portRaw !== undefined,
-    pathPrefix: pathPrefix === '/' ? null : pathPrefix,
+    pathPrefix,
+    prefixReadings: pathPrefix === null ? null : prefixReadings(pathPrefix),
   };
 }
 
@@ -92,7 +98,8 @@ function prefixOf(raw: string, fail: (why: string) => never): string {
   if (raw.split(/[/\\]/).some((s) => /^(?:\.|%2e){1,2}$/i.test(s))) {
     return fail('a path prefix cannot contain "." or ".." segments');
   }
-  const path = new URL(raw, 'http://x').pathname;
+  // After an authority: resolved against a base, `//admin/` would be a host and the path `/`.
+  const path = new URL(`http://x${raw}`).pathname;
   const problem = pathProblem(path);
   return problem === null ? path : fail(problem);
 }
@@ -103,14 +110,43 @@ export function underPrefix(path: string, prefix: string): boolean {
   return path.length === prefix.length || prefix.endsWith('/') || path[prefix.length] === '/';
 }
 
-/** `anyPort`: a deny pattern without a port covers every port (see guard/denies.ts). */
+/**
+ * An allow's match (`anyPort`: a deny pattern without a port covers every port, see
+ * guard/denies.ts): the path as sent is under the prefix, and so is every other reading of it
+ * (an odd spelling is never allowed where the plain one is not).
+ */
 export function matchesNetwork(p: NetworkPattern, s: NetworkSubject, anyPort = false): boolean {
-  if (!matchesAuthority(p, s, anyPort)) return false;
-  if (p.method !== null && p.method !== s.method) return false;
-  if (p.pathPrefix !== null && (s.path === null || !underPrefix(s.path, p.pathPrefix))) {
-    return false;
-  }
-  return true;
+  if (!matchesAuthorityAndMethod(p, s, anyPort)) return false;
+  if (p.pathPrefix === null) return true;
+  return (
+    s.path !== null &&
+    underPrefix(s.path, p.pathPrefix) &&
+    everyReadingUnder(s.path, p.prefixReadings as readonly string[])
+  );
+}
+
+/** A match without a path to read: the pattern names none. */
+const WHOLE: PathReading = Object.freeze({ path: '', how: '' });
+
+/**
+ * A deny's or a rule's match: the reading of the request's path that the pattern covers (the
+ * first, least transformed one; `how` is empty when the path as sent is under the prefix), or
+ * null. Any reading suffices: what one server reads as the denied path is refused.
+ */
+export function reachesNetwork(
+  p: NetworkPattern,
+  s: NetworkSubject,
+  anyPort = false,
+): PathReading | null {
+  if (!matchesAuthorityAndMethod(p, s, anyPort)) return null;
+  if (p.pathPrefix === null) return WHOLE;
+  if (s.path === null) return null;
+  if (underPrefix(s.path, p.pathPrefix)) return { path: s.path, how: '' };
+  return readingUnder(s.path, p.prefixReadings as readonly string[]);
+}
+
+function matchesAuthorityAndMethod(p: NetworkPattern, s: NetworkSubject, anyPort: boolean) {
+  return matchesAuthority(p, s, anyPort) && (p.method === null || p.method === s.method);
 }
 
 /** Host, port and (where both name one) scheme: what a CONNECT tunnel shows. */

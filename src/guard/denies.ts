@@ -1,6 +1,6 @@
 import type { Event } from '../event/event.js';
 import type { NetworkPattern } from '../event/network-pattern.js';
-import { matchesAuthority, matchesNetwork, parseNetworkPattern } from '../event/network-pattern.js';
+import { matchesAuthority, parseNetworkPattern, reachesNetwork } from '../event/network-pattern.js';
 import type { DenyView } from '../wire.js';
 
 export interface DenySpec {
@@ -22,7 +22,11 @@ export interface Deny extends DenyView {
   /** What a refused event's record says in `denied`. */
   readonly reason: string;
   readonly network: NetworkPattern;
-  test(event: Event): boolean;
+  /**
+   * Why it refuses the event (`reason`, plus the reading of the path it covers when that is
+   * not the path as sent), or null when it does not.
+   */
+  refuses(event: Event): string | null;
   /**
    * A deny naming a method or path covers the event's host and port: a tunnel there cannot be
    * let through blind, its requests must be read for the deny to be checked.
@@ -36,6 +40,10 @@ export function compileDeny(spec: DenySpec): Deny {
   const origin = spec.origin ?? 'operator';
   const id = spec.id ?? spec.pattern;
   const narrow = p.method !== null || p.pathPrefix !== null;
+  const reason =
+    origin === 'config'
+      ? `network.deny: ${spec.pattern}`
+      : `blocked by an operator (${id}): ${spec.pattern}`;
   return {
     id,
     pattern: spec.pattern,
@@ -43,15 +51,42 @@ export function compileDeny(spec: DenySpec): Deny {
     origin,
     source: origin === 'config' ? 'network.deny' : 'operator',
     by: spec.by ?? null,
-    reason:
-      origin === 'config'
-        ? `network.deny: ${spec.pattern}`
-        : `blocked by an operator (${id}): ${spec.pattern}`,
+    reason,
     network: p,
-    test: (e) => e.subject.type === 'network' && matchesNetwork(p, e.subject, true),
+    refuses: (e) => {
+      if (e.subject.type !== 'network') return null;
+      const reading = reachesNetwork(p, e.subject, true);
+      if (reading === null) return null;
+      return reading.how === ''
+        ? reason
+        : `${reason} (the path ${shown(e.subject.path)} is ${JSON.stringify(reading.path)} when read ${reading.how}, as servers may)`;
+    },
     coversAuthority: (e) =>
       narrow && e.subject.type === 'network' && matchesAuthority(p, e.subject, true),
   };
+}
+
+export interface DenyMatch {
+  readonly deny: Deny;
+  /** The deny's reason, and how the path was read when not as sent. */
+  readonly reason: string;
+}
+
+/** Longest path quoted in a reason (agents' paths can be long). */
+const SHOWN = 80;
+
+function shown(path: string | null): string {
+  const p = path ?? '';
+  return JSON.stringify(p.length > SHOWN ? `${p.slice(0, SHOWN)}…` : p);
+}
+
+function first(denies: readonly Deny[], event: Event): DenyMatch | undefined {
+  for (const deny of denies) {
+    if (deny.session !== null && deny.session !== event.session) continue;
+    const reason = deny.refuses(event);
+    if (reason !== null) return { deny, reason };
+  }
+  return undefined;
 }
 
 /** Config and operators' deny patterns, global and per session. */
@@ -72,12 +107,9 @@ export class DenySet {
     this.#config = [...config];
   }
 
-  /** The first deny that refuses the event, config entries first. */
-  match(event: Event): Deny | undefined {
-    if (this.#config.length === 0 && this.#operator.length === 0) return undefined;
-    const applies = (d: Deny) =>
-      (d.session === null || d.session === event.session) && d.test(event);
-    return this.#config.find(applies) ?? this.#operator.find(applies);
+  /** The first deny that refuses the event, config entries first, and why. */
+  match(event: Event): DenyMatch | undefined {
+    return first(this.#config, event) ?? first(this.#operator, event);
   }
 
   coversAuthority(event: Event): boolean {

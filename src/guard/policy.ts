@@ -6,7 +6,7 @@ import type { Deny } from './denies.js';
 import type { TargetMatcher } from './glob.js';
 import { globMatcher } from './glob.js';
 import type { NetworkPattern } from '../event/network-pattern.js';
-import { matchesNetwork, parseNetworkPattern } from '../event/network-pattern.js';
+import { parseNetworkPattern, reachesNetwork } from '../event/network-pattern.js';
 import type { Sequence } from './sequences.js';
 
 export type CountBy = 'boundary' | 'target';
@@ -81,10 +81,13 @@ export function compileTargets(
   return { glob: globMatcher(targets), network: patterns };
 }
 
-/** A path by its real path or its lexical reading, a network destination by pattern. */
+/**
+ * A path by its real path or its lexical reading, a network destination by pattern on any
+ * reading of its path (a rule naming a path fires however it is spelled).
+ */
 export function matchesTargets(targets: Targets, event: Event): boolean {
   const s = event.subject;
-  if (s.type === 'network') return targets.network.some((p) => matchesNetwork(p, s));
+  if (s.type === 'network') return targets.network.some((p) => reachesNetwork(p, s) !== null);
   if (s.type === 'path') {
     const g = targets.glob;
     return g.test(s.path ?? event.target) || (s.alias !== null && g.test(s.alias));
