@@ -159,7 +159,7 @@ export async function startGateway(
     (basis, change, reason) => {
       try {
         journal.append({
-          type: basis.kind === 'request' ? 'flow' : 'tunnel',
+          type: basis.kind === 'request' || basis.kind === 'tool' ? 'flow' : 'tunnel',
           flow: basis.kind,
           session: basis.session,
           target: basis.target,

@@ -32,7 +32,7 @@ export class FlowRegistry {
 
   /** Registers a flow just judged, frozen at once when its session is paused by now. */
   open(basis: Basis): Flow {
-    const flow = new Flow(basis, basis.event === null ? null : this.#report);
+    const flow = new Flow(basis, basis.event === null ? null : this.#report, this.#end);
     let set = this.#bySession.get(basis.session);
     if (set === undefined) this.#bySession.set(basis.session, (set = new Set()));
     set.add(flow);
@@ -41,15 +41,14 @@ export class FlowRegistry {
     return flow;
   }
 
-  /** The flow's last byte went: it follows its session no more. */
-  end(flow: Flow): void {
+  readonly #end = (flow: Flow): void => {
     if (flow.holdTimer !== null) clearTimeout(flow.holdTimer);
     if (flow.expiryTimer !== null) clearTimeout(flow.expiryTimer);
     const session = flow.basis.session;
     const set = this.#bySession.get(session);
     if (set === undefined || !set.delete(flow) || set.size > 0) return;
     this.#bySession.delete(session);
-  }
+  };
 
   /** Live flows of a session (all sessions when omitted), tunnels only with `tunnels`. */
   count(session?: string, tunnels = false): number {
@@ -129,7 +128,7 @@ export class FlowRegistry {
     if (flow.closed !== null) return false;
     this.record(flow.basis, 'closed', reason);
     flow.close(reason);
-    this.end(flow);
+    flow.end();
     return true;
   }
 

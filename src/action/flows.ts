@@ -2,10 +2,10 @@ import type { Event } from '../event/event.js';
 
 /**
  * The channels a decision can let through: one request (its body up and its answer down), a
- * blind CONNECT, an upgrade, and tunnels whose requests trajgate reads itself (each of those
- * requests is a `request` flow of its own).
+ * blind CONNECT, an upgrade, tunnels whose requests trajgate reads itself (each of those
+ * requests is a `request` flow of its own), and a tool call on the bridge (its answer down).
  */
-export type FlowKind = 'request' | 'connect' | 'upgrade' | 'inspected' | 'intercepted';
+export type FlowKind = 'request' | 'connect' | 'upgrade' | 'inspected' | 'intercepted' | 'tool';
 
 /** What admitted a flow, and so what must still hold for it to go on (pipeline/flow-basis). */
 export interface Basis {
@@ -67,8 +67,14 @@ export class Flow {
 
   constructor(
     readonly basis: Basis,
-    private readonly report: ((flow: Flow) => void) | null = null,
+    private readonly report: ((flow: Flow) => void) | null,
+    private readonly ended: (flow: Flow) => void,
   ) {}
+
+  /** Its last byte went: it follows its session no more. */
+  end(): void {
+    this.ended(this);
+  }
 
   /** Counts bytes sent upstream; every REPORT_STEP of them reach the guard while it runs. */
   up(bytes: number): void {

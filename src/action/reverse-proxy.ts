@@ -3,6 +3,7 @@ import { Agent as HttpsAgent } from 'node:https';
 import type { ClientRequest, IncomingMessage, ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
 import httpProxy from 'http-proxy';
+import type { Flow } from './flows.js';
 import type { Transfer } from './transfer.js';
 import { upstreamFailure } from './transfer.js';
 
@@ -121,15 +122,24 @@ export class ReverseProxy {
   /**
    * Sends the request on; resolves when the response is done, or with the failure to report.
    * The transfer is `failed` when the upstream failed: no answer, one cut short, or one that
-   * `watcher` reads as a failure (the answer passes unchanged and undelayed either way).
+   * `watcher` reads as a failure (the answer passes unchanged and undelayed either way). `flow`:
+   * the call's, which a pause freezes and a deny closes.
    */
   forward(
     req: IncomingMessage,
     res: ServerResponse,
     body: Buffer | null,
     watcher?: Watcher,
+    flow?: Flow,
   ): Promise<{ transfer: Transfer; failure?: Failure }> {
     const flight: Flight = { body, watcher, bytesDown: 0 };
+    // Frozen, the answer stays corked with trajgate (the upstream is held back by the pipe's
+    // backpressure); closed, the agent's connection and with it the upstream request go.
+    flow?.attach({
+      freeze: () => res.socket?.cork(),
+      thaw: () => res.socket?.uncork(),
+      close: () => res.destroy(),
+    });
     this.#flights.set(req, flight);
     const bytesUp = body?.length ?? 0;
     const started = Date.now();

@@ -99,10 +99,16 @@ async function call(
       error: refusal.reason,
     };
   } else {
-    const forwarded = await proxy.forward(req, res, body, statusWatch);
-    if (forwarded.failure)
-      sendRefusal(res, plainRefusal(forwarded.failure.status, forwarded.failure.reason));
-    transfer = forwarded.transfer;
+    const what = `${req.method ?? 'GET'} ${req.url ?? '/'}`;
+    const flow = ctx.pipeline.sessionFlow('tool', who.session, what, ruling.rids[0] ?? null);
+    try {
+      const forwarded = await proxy.forward(req, res, body, statusWatch, flow);
+      if (forwarded.failure)
+        sendRefusal(res, plainRefusal(forwarded.failure.status, forwarded.failure.reason));
+      transfer = forwarded.transfer;
+    } finally {
+      flow.end();
+    }
   }
   callOutcome(ctx.pipeline, ruling.rids, who.session, transfer, start);
 }

@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Flow } from '../action/flows.js';
 import type { ReverseProxy, Watcher } from '../action/reverse-proxy.js';
 import { readJson } from '../http/body.js';
 import type { BridgeContext, BridgeRequest } from './bridge-calls.js';
@@ -129,8 +130,15 @@ async function call(
     return callOutcome(ctx.pipeline, ruling.rids, who.session, transfer, start);
   }
   // A JSON-RPC error or isError answer is a failed call (a refusal above is not).
-  const transfer = await forward(ctx, proxy, req, res, body, message.id, who, mcpAnswerWatch);
-  callOutcome(ctx.pipeline, ruling.rids, who.session, transfer, start);
+  const what = `tools/call ${message.tool}`;
+  const flow = ctx.pipeline.sessionFlow('tool', who.session, what, ruling.rids[0] ?? null);
+  try {
+    const watch = mcpAnswerWatch;
+    const transfer = await forward(ctx, proxy, req, res, body, message.id, who, watch, flow);
+    callOutcome(ctx.pipeline, ruling.rids, who.session, transfer, start);
+  } finally {
+    flow.end();
+  }
 }
 
 async function forward(
@@ -142,8 +150,9 @@ async function forward(
   id: JsonRpcId,
   who: Who,
   watcher?: Watcher,
+  flow?: Flow,
 ) {
-  const { transfer, failure } = await proxy.forward(req, res, body, watcher);
+  const { transfer, failure } = await proxy.forward(req, res, body, watcher, flow);
   if (failure) {
     ctx.pipeline.refusal(
       { source: 'bridge', ...who, method: req.method ?? '', target: req.url ?? '/' },

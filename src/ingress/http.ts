@@ -72,7 +72,7 @@ export async function serveHttp(
     const flow = ctx.pipeline.flow('request', ruling);
     const capture = ctx.capture ? new Capture(ctx.capture, method, url, req.rawHeaders) : undefined;
     const sent = await ctx.forwarder.forward(req, res, url, ruling.dial.address, capture, flow);
-    ctx.flows.end(flow);
+    flow.end();
     if (sent.stopped === 'held') {
       rid = ruling.rid;
       continue;

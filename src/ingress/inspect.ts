@@ -36,11 +36,11 @@ export async function openInspected(
   const rid = admitted.rid;
   const intercepted = ctx.intercept?.matches(subject) === true;
   const kind = intercepted ? 'intercepted' : 'inspected';
-  const flow = ctx.pipeline.tunnelFlow(kind, ask.session, ask.input.target, rid);
+  const flow = ctx.pipeline.sessionFlow(kind, ask.session, ask.input.target, rid);
   try {
     return await inspected(ctx, ask, socket, subject, plain, flow);
   } finally {
-    ctx.flows.end(flow);
+    flow.end();
   }
 }
 
@@ -54,7 +54,7 @@ async function inspected(
 ): Promise<Ended> {
   const rid = flow.basis.rid;
   // The `200` and every byte after it only while the session runs.
-  if (!flow.live && !(await flow.gate())) return closedWhileOpening(ctx, socket, flow);
+  if (!flow.live && !(await flow.gate())) return closedWhileOpening(socket, flow);
   socket.write('HTTP/1.1 200 Connection Established\r\n\r\n');
   const tunnel: Tunnel = {
     session: ask.session,

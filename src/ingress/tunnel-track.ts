@@ -104,8 +104,8 @@ export async function judgeAndConnect(
   try {
     upstream = await connectUpstream(address, port, ctx.limits.connectTimeout, flow);
   } catch (err) {
-    if (flow.closed !== null) return closedWhileOpening(ctx, socket, flow);
-    ctx.flows.end(flow);
+    if (flow.closed !== null) return closedWhileOpening(socket, flow);
+    flow.end();
     // Unreachable: the request was let through and failed upstream.
     const failure = upstreamFailure(err, name);
     const transfer = refused(socket, plainRefusal(failure.status, failure.reason));
@@ -113,14 +113,14 @@ export async function judgeAndConnect(
   }
   if (!flow.live && !(await flow.gate())) {
     upstream.destroy();
-    return closedWhileOpening(ctx, socket, flow);
+    return closedWhileOpening(socket, flow);
   }
   return { event, rid, upstream, name, flow };
 }
 
 /** A flow closed before it relayed a byte: its client is answered 403 with the reason. */
-export function closedWhileOpening(ctx: ProxyContext, socket: Socket, flow: Flow): Ended {
-  ctx.flows.end(flow);
+export function closedWhileOpening(socket: Socket, flow: Flow): Ended {
+  flow.end();
   const reason = `trajgate closed this request before it was relayed: ${flow.closed ?? ''}`;
   return { ...refused(socket, plainRefusal(403, reason)), rid: flow.basis.rid };
 }
@@ -145,6 +145,6 @@ export async function relayTracked(
       { onUp: (n) => flow.up(n) },
     );
   } finally {
-    ctx.flows.end(flow);
+    flow.end();
   }
 }

@@ -73,13 +73,13 @@ async function upgrade(
   const limit = ctx.limits.upstreamTimeout;
   const answer = await sendUpgrade(socket, req, url, upstream, name, limit, flow);
   if (answer.kind === 'answered') {
-    ctx.flows.end(flow);
+    flow.end();
     return { ...upstreamOutcome(answer.transfer), rid };
   }
   // Switched: the `101` goes to the agent only while its session runs (held while paused).
   if (!flow.live && !(await flow.gate())) {
     upstream.destroy();
-    return closedWhileOpening(ctx, socket, flow);
+    return closedWhileOpening(socket, flow);
   }
   const opening = { toClient: answer.head, toUpstream: [] };
   const piped = await relayTracked(ctx, socket, connected, opening);

@@ -79,12 +79,12 @@ export interface RefusalRecord extends RecordBase {
  * A live flow followed its session: frozen by a pause, thawed by a resume, closed by a deny,
  * the hold timeout, its approval's expiry or a change that took its basis away (revoke, deny
  * pattern, reload). `tunnel` for a CONNECT, an upgrade or a tunnel read inside, `flow` for one
- * request (its body and answer); `flow` names which kind. `ref` is its request id, absent for
+ * request (its body and answer) or tool call; `flow` names which kind. `ref` is its request id, absent for
  * tunnels judged request by request inside (intercepted or inspected).
  */
 export interface TunnelRecord extends RecordBase {
   readonly type: 'tunnel' | 'flow';
-  readonly flow?: 'request' | 'connect' | 'upgrade' | 'inspected' | 'intercepted';
+  readonly flow?: 'request' | 'connect' | 'upgrade' | 'inspected' | 'intercepted' | 'tool';
   readonly session: string;
   readonly target: string;
   readonly ref?: number;

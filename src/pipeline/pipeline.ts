@@ -173,8 +173,11 @@ export class Pipeline {
     return flow;
   }
 
-  /** Registers a tunnel judged request by request inside: it follows its session only. */
-  tunnelFlow(kind: FlowKind, session: string, target: string, rid: number | null): Flow {
+  /**
+   * Registers a channel whose own decision is not the basis (a tunnel judged request by request
+   * inside, a tool call's answer): it follows its session and its agent's credentials.
+   */
+  sessionFlow(kind: FlowKind, session: string, target: string, rid: number | null): Flow {
     const basis = { session, kind, target, rid, event: null, approved: false, expiresAt: null };
     return this.#basis.flows.open({ ...basis, dial: null });
   }

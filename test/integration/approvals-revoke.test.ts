@@ -88,7 +88,7 @@ describe('revoking an approval', () => {
     expect(of(g, 'tunnel').at(-1)).toMatchObject({
       change: 'closed',
       target: UP,
-      reason: `the approval ${approval.id} that admitted it was revoked by operator`,
+      reason: `no approval or allowlist entry covers it any more (the approval ${approval.id} was revoked by operator)`,
     });
     // Revoked twice: it is gone.
     expect((await api.call('DELETE', `/api/approvals/${approval.id}`)).status).toBe(404);
