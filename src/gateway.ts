@@ -240,6 +240,9 @@ export async function startGateway(
     get limits() {
       return config.limits;
     },
+    get upgrades() {
+      return config.network.upgrades;
+    },
     log,
     tunnels: new Map(),
     get capture() {

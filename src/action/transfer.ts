@@ -11,6 +11,8 @@ export interface Transfer {
   readonly error?: string;
   /** The upstream failed: it answered a failure or none (a refusal by trajgate is not one). */
   readonly failed?: true;
+  /** A blind tunnel's TLS server name (SNI), null when it named none or carried no TLS. */
+  readonly sni?: string | null;
 }
 
 /**

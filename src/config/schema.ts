@@ -6,6 +6,7 @@ import { parseNetworkPattern } from '../event/network-pattern.js';
 import { parseCidr, parseDuration, parseHostPort } from './formats.js';
 import { checkCrossings, sequencesSchema } from './sequences-schema.js';
 import { journalSchema } from './journal-schema.js';
+import { protocolName } from '../http/upgrade-protocols.js';
 
 /**
  * The YAML schema; key names are the contract (README § Configuration, and
@@ -37,6 +38,14 @@ const networkPattern = z.string().superRefine((s, ctx) => {
     ctx.addIssue({ code: 'custom', message: isTrajgateError(err) ? err.message : String(err) });
   }
 });
+
+/** A protocol-name (RFC 9110 § 7.8), lower-cased: a listed name admits any of its versions. */
+const upgradeProtocol = z
+  .string()
+  .refine((s) => !s.includes('/') && protocolName(s) !== null, {
+    message: 'expected a protocol name (an HTTP token, no version), e.g. websocket',
+  })
+  .transform((s) => s.toLowerCase());
 
 const name = (what: string) =>
   z.string().regex(NAME, `${what} must start with a letter and use only letters, digits, _ and -`);
@@ -190,6 +199,8 @@ const fields = z.strictObject({
         )
         .default([]),
       ports: z.array(z.number().int().min(1).max(65535)).min(1).default([80, 443]),
+      // What an HTTP Upgrade may switch to; the relay after a 101 is blind (http/upgrade-protocols).
+      upgrades: z.array(upgradeProtocol).default(['websocket']),
     })
     .prefault({}),
   limits: z

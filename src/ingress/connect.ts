@@ -8,7 +8,8 @@ import { heldPresence, PROXY_AUTHENTICATE } from './context.js';
 import { clientAddress } from './identity.js';
 import { openInspected } from './inspect.js';
 import type { Ended, RawRequest } from './tunnel-track.js';
-import { judgeAndConnect, relayTracked, tunnelSlot } from './tunnel-track.js';
+import { closesBoth, judgeAndConnect, relayTracked, tunnelSlot } from './tunnel-track.js';
+import { openBlind } from './tunnel-sni.js';
 
 const CONNECT_FORM = 'CONNECT takes an authority, host:port (RFC 9110 § 9.3.6)';
 
@@ -48,7 +49,7 @@ export async function handleConnect(ctx: ProxyContext, raw: RawRequest): Promise
     const transfer =
       plain || ctx.intercept?.matches(subject) === true
         ? await openInspected(ctx, ask, socket, subject, plain)
-        : await blind(ctx, ask, socket);
+        : await blind(ctx, ask, socket, subject, raw.start);
     if (transfer.rid !== null)
       ctx.pipeline.outcome(transfer.rid, who.session, transfer, performance.now() - raw.start);
   } finally {
@@ -56,10 +57,39 @@ export async function handleConnect(ctx: ProxyContext, raw: RawRequest): Promise
   }
 }
 
-async function blind(ctx: ProxyContext, ask: NetworkAsk, socket: Socket): Promise<Ended> {
+async function blind(
+  ctx: ProxyContext,
+  ask: NetworkAsk,
+  socket: Socket,
+  subject: NetworkSubject,
+  start: number,
+): Promise<Ended> {
   const connected = await judgeAndConnect(ctx, ask, socket, 'connect');
   if (!('upstream' in connected)) return connected;
-  const opening = { toClient: 'HTTP/1.1 200 Connection Established\r\n\r\n', toUpstream: [] };
-  const piped = await relayTracked(ctx, socket, connected, opening);
-  return { status: 200, ...piped, rid: connected.rid };
+  // Closed while its first bytes are awaited: both ends go, nothing is relayed.
+  closesBoth(connected.flow, connected.upstream, socket);
+  // Sends the 200 and checks the ClientHello's server name before anything is relayed.
+  const opened = await openBlind(ctx, ask, socket, subject, connected, start);
+  if ('ended' in opened) {
+    connected.flow.end();
+    return opened.ended;
+  }
+  const { flow, upstream, rid } = opened.connected;
+  // The first byte came: relayed only while the session runs.
+  if (!flow.live && !(await flow.gate())) {
+    upstream.destroy();
+    socket.destroy();
+    flow.end();
+    return {
+      status: 200,
+      bytesUp: 0,
+      bytesDown: 0,
+      error: flow.closed ?? '',
+      rid,
+      sni: opened.sni,
+    };
+  }
+  const opening = { toClient: null, toUpstream: [] };
+  const piped = await relayTracked(ctx, socket, opened.connected, opening);
+  return { status: 200, ...piped, rid, sni: opened.sni };
 }

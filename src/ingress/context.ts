@@ -21,6 +21,8 @@ export interface ProxyContext {
   readonly identity: Identity;
   readonly forwarder: Forwarder;
   readonly limits: Config['limits'];
+  /** `network.upgrades`: the protocols an HTTP Upgrade may switch to, lower-cased. */
+  readonly upgrades: readonly string[];
   readonly log: Logger;
   /** Open tunnels per session, for `limits.tunnelsPerSession`. */
   readonly tunnels: Map<string, number>;

@@ -118,6 +118,18 @@ export async function judgeAndConnect(
   return { event, rid, upstream, name, flow };
 }
 
+/** Until the relay takes over, a close of `flow` ends both sides (nothing was relayed yet). */
+export function closesBoth(flow: Flow, upstream: Socket, client: Socket): void {
+  flow.attach({
+    freeze: () => undefined,
+    thaw: () => undefined,
+    close: () => {
+      upstream.destroy();
+      client.destroy();
+    },
+  });
+}
+
 /** A flow closed before it relayed a byte: its client is answered 403 with the reason. */
 export function closedWhileOpening(socket: Socket, flow: Flow): Ended {
   flow.end();

@@ -4,6 +4,7 @@ import { performance } from 'node:perf_hooks';
 import { expectationProblem } from '../action/headers.js';
 import { upstreamOutcome } from '../action/transfer.js';
 import { sendUpgrade } from '../action/upgrade.js';
+import { upgradeRefusal } from '../http/upgrade-protocols.js';
 import type { NetworkAsk } from '../pipeline/ruling.js';
 import type { ProxyContext } from './context.js';
 import { heldPresence } from './context.js';
@@ -26,6 +27,9 @@ export async function handleUpgrade(ctx: ProxyContext, raw: RawRequest): Promise
   const checked = checkRequest(ctx, req, SCHEMES);
   if (!checked.ok) return refuse(checked.status, checked.reason, undefined, checked.headers);
   const { session, client, url } = checked;
+  // Before judging: a protocol whose traffic could not be judged is never asked for.
+  const protocol = upgradeRefusal(req.rawHeaders, ctx.upgrades);
+  if (protocol !== null) return refuse(protocol.status, protocol.reason, session);
   if (req.headers['transfer-encoding'] !== undefined) {
     // Node hands the connection over where the head ends; the end of a chunked body is only
     // known to a chunked parser, and a guess would let the next bytes pass as body.

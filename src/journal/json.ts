@@ -35,7 +35,7 @@ function outcomeFields(r: Unstamped<OutcomeRecord>): string {
   return (
     `"type":"outcome","ref":${num(r.ref)},"session":${text(r.session)},"status":${num(r.status)}` +
     `,"bytesUp":${num(r.bytesUp)},"bytesDown":${num(r.bytesDown)}${opt('error', r.error)}` +
-    `${opt('failed', r.failed)}` +
+    `${opt('failed', r.failed)}${opt('sni', r.sni)}` +
     `,"durationMs":${num(r.durationMs)}}`
   );
 }

@@ -24,6 +24,8 @@ export interface OutcomeRecord extends RecordBase {
   readonly error?: string;
   /** The upstream failed (status ≥ 400, no answer, a tool's error): trajectory rules see it. */
   readonly failed?: true;
+  /** A blind tunnel's TLS server name (SNI); null when its ClientHello named none, or no TLS. */
+  readonly sni?: string | null;
 }
 
 /**

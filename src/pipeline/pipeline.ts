@@ -232,6 +232,7 @@ export class Pipeline {
           bytesDown: transfer.bytesDown,
           error: transfer.error,
           failed: transfer.failed,
+          sni: transfer.sni,
           durationMs: Math.round(durationMs),
         },
         ts,

@@ -242,9 +242,9 @@ export function refusals(records: readonly JournalRecord[]): RefusalRecord[] {
 
 /**
  * The first bytes a Node TLS client sends (its ClientHello record), captured from a
- * loopback listener that never answers.
+ * loopback listener that never answers; `servername` null sends none.
  */
-export async function captureClientHello(servername = 'localhost'): Promise<Buffer> {
+export async function captureClientHello(servername: string | null = 'localhost'): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const server = createNetServer((socket) => {
       socket.once('data', (d: Buffer) => {
@@ -255,7 +255,9 @@ export async function captureClientHello(servername = 'localhost'): Promise<Buff
     });
     server.listen(0, '127.0.0.1', () => {
       const { port } = server.address() as AddressInfo;
-      const client = tlsConnect({ host: '127.0.0.1', port, servername });
+      // Without a servername Node sends no SNI to an IP address.
+      const name = servername === null ? {} : { servername };
+      const client = tlsConnect({ host: '127.0.0.1', port, ...name });
       client.on('error', () => {});
       setTimeout(() => {
         client.destroy();

@@ -88,6 +88,7 @@ describe('valid configs', () => {
     const config = parseConfig('version: 1\npolicy: { countBy: target }\n', 'test', '/srv/x');
     expect(config.policy).toMatchObject({ review: 'block', pause: 'hold', holdTimeout: 55_000 });
     expect(config.network.ports).toEqual([80, 443]);
+    expect(config.network.upgrades).toEqual(['websocket']);
     expect(config.limits.bodyTimeout).toBe(30_000);
     expect(config.capture).toEqual({ bodies: false, maxBytes: 65_536, redact: true });
   });

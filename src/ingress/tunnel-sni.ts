@@ -1,0 +1,191 @@
+import type { Socket } from 'node:net';
+import { performance } from 'node:perf_hooks';
+import { authority } from '../action/forward.js';
+import type { NetworkSubject } from '../event/event.js';
+import { canonicalHost } from '../event/network-target.js';
+import type { NetworkAsk } from '../pipeline/ruling.js';
+import type { Hello } from '../tls/client-hello.js';
+import { MAX_HELLO, parseClientHello, TLS_HANDSHAKE } from '../tls/client-hello.js';
+import type { ProxyContext } from './context.js';
+import { heldPresence } from './context.js';
+import type { Connected, Ended } from './tunnel-track.js';
+import { closesBoth, gone } from './tunnel-track.js';
+
+/** What is buffered at most while waiting for a hello (tiny records cost 5 bytes each). */
+const BUFFER_MAX = 2 * MAX_HELLO;
+/** RFC 8446 § 6.2 fatal alerts, what a TLS client understands once its hello is sent. */
+const ACCESS_DENIED = 49;
+const DECODE_ERROR = 50;
+/** How long a refused client's unread bytes are drained so the alert is not lost to a reset. */
+const LINGER_MS = 2_000;
+
+/** What the client's first bytes through a blind tunnel were, left unread. */
+export type First =
+  | Hello
+  | { readonly kind: 'not-tls' }
+  | { readonly kind: 'server-first' }
+  | { readonly kind: 'closed' }
+  | { readonly kind: 'timeout' };
+
+/** A blind tunnel ready to relay (`connected` is the basis it relays under), or how it ended. */
+export type Opened =
+  { readonly connected: Connected; readonly sni: string | null } | { readonly ended: Ended };
+
+/**
+ * A blind tunnel may carry TLS that names another server than its CONNECT host: on a shared
+ * front end that reaches the other server (domain fronting). So after the `200` its ClientHello
+ * is read before a byte is relayed (within `limits.headerTimeout`): a server name that is the
+ * CONNECT host (compared canonically) opens the tunnel; another name is judged as
+ * `CONNECT name:port` itself, and the tunnel opens under that decision or is refused by it. A
+ * hello that cannot be read or judged is refused, and so is anything but TLS on port 443. An
+ * upstream that speaks first (SMTP, SSH banners) shows the tunnel is not TLS from the client:
+ * it is relayed as before.
+ */
+export async function openBlind(
+  ctx: ProxyContext,
+  ask: NetworkAsk,
+  socket: Socket,
+  subject: NetworkSubject,
+  connected: Connected,
+  start: number,
+): Promise<Opened> {
+  const written = new Promise<void>((resolve) =>
+    socket.write('HTTP/1.1 200 Connection Established\r\n\r\n', () => resolve()),
+  );
+  const first = await readClientHello(socket, connected.upstream, ctx.limits.headerTimeout);
+  await written;
+  const { rid, upstream } = connected;
+  const refuse = (status: number, reason: string, alert: number | null, sni: string | null) => {
+    upstream.destroy();
+    if (alert === null) socket.destroy();
+    else {
+      socket.end(Buffer.from([0x15, 3, 3, 0, 2, 2, alert]));
+      socket.resume();
+      socket.setTimeout(LINGER_MS, () => socket.destroy());
+    }
+    return { ended: { status, bytesUp: 0, bytesDown: 0, error: reason, rid, sni } };
+  };
+  const journaled = (status: number, reason: string, alert: number | null) => {
+    const { client, session } = ask;
+    ctx.pipeline.refusal(
+      { source: 'proxy', client, session, target: ask.input.target },
+      status,
+      reason,
+    );
+    return refuse(status, reason, alert, null);
+  };
+  switch (first.kind) {
+    case 'closed':
+      upstream.destroy();
+      socket.destroy();
+      return { ended: { status: 200, bytesUp: 0, bytesDown: 0, rid, sni: null } };
+    case 'timeout':
+      return journaled(
+        408,
+        `no TLS ClientHello through the tunnel within ${ctx.limits.headerTimeout} ms`,
+        null,
+      );
+    case 'server-first':
+      return { connected, sni: null };
+    case 'not-tls':
+      if (subject.port !== 443) return { connected, sni: null };
+      return journaled(
+        400,
+        'a tunnel to port 443 must carry TLS: its first bytes are not a TLS ClientHello',
+        null,
+      );
+    case 'more':
+    case 'malformed':
+      return journaled(
+        400,
+        `the TLS ClientHello cannot be read: ${helloReason(first)}`,
+        DECODE_ERROR,
+      );
+    case 'unjudgeable':
+      return journaled(403, `the TLS ClientHello cannot be judged: ${first.reason}`, ACCESS_DENIED);
+  }
+  if (first.sni === null) return { connected, sni: null };
+  const sni = first.sni;
+  let host: string;
+  try {
+    host = canonicalHost(sni);
+  } catch {
+    return journaled(
+      400,
+      `the TLS server name ${JSON.stringify(sni)} is not a host name`,
+      DECODE_ERROR,
+    );
+  }
+  if (host === subject.host) return { connected, sni };
+  const target = authority(host, subject.port);
+  const ruling = await ctx.pipeline.judge({
+    ...ask,
+    input: { kind: 'network', target },
+    what: `CONNECT ${target} (the TLS server name in a tunnel to ${ask.input.target})`,
+    waiting: heldPresence(socket),
+  });
+  if (ruling.kind === 'gone') {
+    upstream.destroy();
+    return { ended: { ...gone(socket, rid), sni } };
+  }
+  if (ruling.kind === 'refuse') {
+    const why = `TLS in the tunnel names ${sni}, not ${subject.host}: ${ruling.refusal.reason}`;
+    return refuse(ruling.refusal.status, why, ACCESS_DENIED, sni);
+  }
+  // The tunnel goes on as the name it carries: its bytes and its basis are that event's.
+  ctx.pipeline.outcome(
+    rid,
+    ask.session,
+    { status: 200, bytesUp: 0, bytesDown: 0, sni },
+    performance.now() - start,
+  );
+  // Its flow follows that event from now on, to the address already connected.
+  connected.flow.end();
+  const flow = ctx.pipeline.flow('connect', {
+    ...ruling,
+    dial: connected.flow.basis.dial ?? ruling.dial,
+  });
+  closesBoth(flow, upstream, socket);
+  return { connected: { ...connected, event: ruling.event, rid: ruling.rid, flow }, sni };
+}
+
+const helloReason = (h: Hello): string =>
+  h.kind === 'malformed' || h.kind === 'unjudgeable' ? h.reason : `larger than ${BUFFER_MAX} bytes`;
+
+/**
+ * The client's first bytes through the tunnel: a ClientHello read whole (it may span records
+ * and TCP segments), or what came instead. Whatever was read is put back unread for the relay.
+ * An upstream that speaks (or closes) before the client sent anything ends the wait.
+ */
+export function readClientHello(client: Socket, upstream: Socket, ms: number): Promise<First> {
+  return new Promise((resolve) => {
+    let got = Buffer.alloc(0);
+    const ignore = () => {};
+    const done = (first: First) => {
+      clearTimeout(timer);
+      client.off('readable', readable).off('end', closed).off('close', closed).off('error', ignore);
+      upstream.off('readable', spoke).off('error', ignore);
+      if (got.length > 0 && !client.destroyed) client.unshift(got);
+      resolve(first);
+    };
+    const readable = () => {
+      for (let chunk: Buffer | null; (chunk = client.read() as Buffer | null) !== null;) {
+        got = Buffer.concat([got, chunk]);
+      }
+      if (got.length === 0) return;
+      if (got[0] !== TLS_HANDSHAKE) return done({ kind: 'not-tls' });
+      const hello = parseClientHello(got);
+      if (hello.kind !== 'more') return done(hello);
+      if (got.length > BUFFER_MAX) done(hello);
+    };
+    const spoke = () => {
+      if (got.length === 0) done({ kind: 'server-first' });
+    };
+    const closed = () => done({ kind: 'closed' });
+    const timer = setTimeout(() => done({ kind: 'timeout' }), ms);
+    client.on('readable', readable).once('end', closed).once('close', closed).on('error', ignore);
+    upstream.on('readable', spoke).on('error', ignore);
+    if (client.destroyed) closed();
+    else readable();
+  });
+}
