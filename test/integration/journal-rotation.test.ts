@@ -145,7 +145,7 @@ function rotatingJournal(n: number): { path: string; config: string } {
   const w = new JournalWriter(path, {
     lastSeq: 0,
     fsyncMs: 60_000,
-    rotate: { bytes: 4096, keep: 100, snapshot: () => ({ note: 'test' }) },
+    rotate: { bytes: 4096, keep: 100, keepFor: 0, snapshot: () => ({ note: 'test' }) },
   });
   for (let i = 0; i < n; i++)
     w.append({ type: 'deny', session: `agent-${i}`, by: 't', released: i });
