@@ -10,6 +10,14 @@ import { createHash } from 'node:crypto';
 
 /** Bytes of a target kept in a journal record. */
 export const TARGET_BYTES = 512;
+/**
+ * Bytes kept of a record's free text (`reason`, `error`, `denied`): trajgate writes them, but
+ * they may quote what the agent chose (a host name of thousands of characters, an upstream's
+ * error). Past this a text is cut between characters and ends with `…`. Above a runner's
+ * result error (1,024 characters, ingest-result.ts), which stays as it is.
+ */
+export const TEXT_BYTES = 4096;
+const TEXTS = ['reason', 'error', 'denied'] as const;
 
 /** A record's target as journaled: whole, or a prefix with the whole's size and digest. */
 export interface JournaledTarget {
@@ -21,34 +29,53 @@ export interface JournaledTarget {
 }
 
 const encoder = new TextEncoder();
-const scratch = new Uint8Array(TARGET_BYTES);
+const scratch = new Uint8Array(Math.max(TARGET_BYTES, TEXT_BYTES));
+
+/** Whether `text` is at most `bytes` of UTF-8. */
+function fits(text: string, bytes: number): boolean {
+  // Three UTF-8 bytes at most per UTF-16 unit: the common short text is not measured.
+  return text.length * 3 <= bytes || Buffer.byteLength(text) <= bytes;
+}
+
+/** The first `bytes` of `text`'s UTF-8 at most, cut between characters. */
+function prefix(text: string, bytes: number): string {
+  // encodeInto stops before a character that does not fit whole.
+  return text.slice(0, encoder.encodeInto(text, scratch.subarray(0, bytes)).read);
+}
 
 /** Whether `target` is journaled whole (at most TARGET_BYTES of UTF-8). */
-export function fitsWhole(target: string): boolean {
-  // Three UTF-8 bytes at most per UTF-16 unit: the common short target is not measured.
-  return target.length * 3 <= TARGET_BYTES || Buffer.byteLength(target) <= TARGET_BYTES;
-}
+export const fitsWhole = (target: string): boolean => fits(target, TARGET_BYTES);
 
 export function journaledTarget(target: string): JournaledTarget {
   if (fitsWhole(target)) return { target };
   const whole = Buffer.from(target);
-  // encodeInto stops before a character that does not fit whole.
-  const { read } = encoder.encodeInto(target, scratch);
   return {
-    target: target.slice(0, read),
+    target: prefix(target, TARGET_BYTES),
     targetBytes: whole.length,
     targetSha256: createHash('sha256').update(whole).digest('hex'),
   };
 }
 
 /**
- * `record` with its `target` as journaled: the same object when the target fits (the hot
- * path), else a copy. Every record the writer stamps passes here, whatever its type.
+ * `record` as journaled: its `target` as journaledTarget says, a free text that quotes the whole
+ * target quoting the prefix instead (`…` after it), any free text cut at TEXT_BYTES. The same
+ * object when all fit (the hot path), else a copy whose fields keep their order. Every record
+ * the writer stamps passes here, whatever its type.
  */
 export function withJournaledTarget<R extends object>(record: R): R {
-  const target = (record as { target?: unknown }).target;
-  if (typeof target !== 'string' || fitsWhole(target)) return record;
-  return { ...record, ...journaledTarget(target) };
+  const fields = record as Record<string, unknown>;
+  const target = fields.target;
+  const long = typeof target === 'string' && !fitsWhole(target);
+  const texts = TEXTS.filter((k) => typeof fields[k] === 'string');
+  if (!long && texts.every((k) => fits(fields[k] as string, TEXT_BYTES))) return record;
+  const out: Record<string, unknown> = { ...fields };
+  if (long) Object.assign(out, journaledTarget(target));
+  for (const k of texts) {
+    let text = fields[k] as string;
+    if (long && text.includes(target)) text = text.replaceAll(target, `${out.target}…`);
+    out[k] = fits(text, TEXT_BYTES) ? text : `${prefix(text, TEXT_BYTES - 3)}…`;
+  }
+  return out as R;
 }
 
 /** Whether a record's journaled target stands for `target` (a long one by its digest). */

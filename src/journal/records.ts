@@ -2,7 +2,7 @@ import type { Event } from '../event/event.js';
 import type { Decision } from '../guard/guard.js';
 import type { EventRecord, PauseRecord, RecordBase } from '../wire.js';
 import type { JournaledTarget } from './long-target.js';
-import { fitsWhole, journaledTarget } from './long-target.js';
+import { withJournaledTarget } from './long-target.js';
 
 /**
  * Journal records, one JSON object per line. `seq` and `ts` (ISO 8601) lead every record;
@@ -187,23 +187,23 @@ export type Unstamped<R extends RecordBase> = R extends RecordBase
 
 /**
  * The event record of a decision; absent fields are left undefined, which JSON omits. A long
- * target is journaled as its prefix and digest here, not only by the writer: what the gateway
- * keeps of the event (recent events, a pause record, event pages) is what the file holds.
+ * target (and text) is bounded here, not only by the writer: what the gateway keeps of the
+ * event (recent events, a pause record, event pages) is what the file holds.
  */
 export function eventRecord(
   event: Event,
   decision: Decision,
   request: { rid?: number | undefined; held?: true | undefined } = {},
 ): Unstamped<EventRecord> {
-  const long = fitsWhole(event.target) ? undefined : journaledTarget(event.target);
-  return {
+  return withJournaledTarget({
     type: 'event',
     session: event.session,
     source: event.source,
     kind: event.kind,
-    target: long?.target ?? event.target,
-    targetBytes: long?.targetBytes,
-    targetSha256: long?.targetSha256,
+    target: event.target,
+    // Declared here so that a long target's fields come in this order (json.ts writes it so).
+    targetBytes: undefined,
+    targetSha256: undefined,
     method: event.method,
     approved: decision.approved,
     verdict: decision.verdict,
@@ -220,5 +220,5 @@ export function eventRecord(
     marks: decision.marks,
     onFailure: decision.onFailure,
     eventNo: decision.eventNo,
-  };
+  });
 }

@@ -9,6 +9,7 @@ import {
   isJournaledTarget,
   journaledTarget,
   TARGET_BYTES,
+  TEXT_BYTES,
   withJournaledTarget,
 } from '../../src/journal/long-target.js';
 import type { JournalRecord, Unstamped } from '../../src/journal/records.js';
@@ -57,6 +58,29 @@ describe('journaledTarget', () => {
     expect(withJournaledTarget(none)).toBe(none);
     const long = { type: 'tunnel', target: 'h'.repeat(600), reason: 'r' };
     expect(withJournaledTarget(long)).toEqual({ ...long, ...journaledTarget(long.target) });
+  });
+
+  it('a free text quoting the whole target quotes its prefix; any free text is bounded', () => {
+    const target = `/w/${'道'.repeat(400)}`;
+    const quoted = withJournaledTarget({ type: 'event', target, reason: `read of ${target}: x` });
+    expect(quoted.reason).toBe(`read of ${journaledTarget(target).target}…: x`);
+    // Text that quotes something else the agent chose (a long host name, an upstream's error).
+    const host = `${'h'.repeat(5000)}.example`;
+    const outcome = {
+      type: 'outcome',
+      error: `cannot resolve ${host}`,
+      denied: host,
+      reason: 'é'.repeat(3000),
+    };
+    const bounded = withJournaledTarget(outcome);
+    for (const k of ['error', 'denied', 'reason'] as const) {
+      expect(Buffer.byteLength(bounded[k])).toBeLessThanOrEqual(TEXT_BYTES);
+      expect(Buffer.byteLength(bounded[k])).toBeGreaterThan(TEXT_BYTES - 6);
+      expect(bounded[k].endsWith('…')).toBe(true);
+      expect(outcome[k].startsWith(bounded[k].slice(0, -1))).toBe(true);
+    }
+    const short = { type: 'outcome', error: 'e'.repeat(TEXT_BYTES) };
+    expect(withJournaledTarget(short)).toBe(short);
   });
 });
 
