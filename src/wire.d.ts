@@ -27,7 +27,12 @@ export interface EventRecord extends RecordBase {
   readonly session: string;
   readonly source: Source;
   readonly kind: string;
+  /** The whole target, or past 512 bytes of UTF-8 its first 512 (journal/long-target.ts). */
   readonly target: string;
+  /** UTF-8 bytes of the whole target, when `target` is only its prefix. */
+  readonly targetBytes?: number;
+  /** SHA-256 (hex) of the whole target, when `target` is only its prefix. */
+  readonly targetSha256?: string;
   readonly method?: string;
   readonly approved: boolean;
   readonly verdict: Verdict;

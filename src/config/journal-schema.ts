@@ -1,16 +1,19 @@
 import { z } from 'zod';
+import { duration } from './duration-schema.js';
 import { parseBytes } from './formats.js';
 
 /**
- * The `journal` key: a path, or `{ path, rotate, keep, chain }`. Either way it becomes the
+ * The `journal` key: a path, or `{ path, rotate, keep, keepFor, chain }`. Either way it becomes the
  * object form (README § Journal), so that every reader sees one shape.
  */
 export interface RawJournal {
   readonly path: string;
   /** Bytes at which the live file is rotated; 0: never. */
   readonly rotate: number;
-  /** Rotated files kept; older ones are deleted. */
+  /** Rotated files kept; older ones are deleted once older than `keepFor`. */
   readonly keep: number;
+  /** Milliseconds a rotated file is kept at least, whatever `keep` says (evidence). */
+  readonly keepFor: number;
   /** Whether each line carries `prev` (off only to measure what the chain costs). */
   readonly chain: boolean;
 }
@@ -33,6 +36,8 @@ const object = z.strictObject({
   path: z.string().min(1).default(DEFAULT_JOURNAL),
   rotate: size.default(0),
   keep: z.number().int().min(0).default(20),
+  // A week: an agent filling the journal cannot rotate its own records out before anyone looks.
+  keepFor: duration.default(7 * 86_400_000),
   chain: z.boolean().default(true),
 });
 

@@ -3,10 +3,11 @@ import { stateSchema } from './state-schema.js';
 import { BUILTIN_KINDS, PATH_KINDS } from '../event/event.js';
 import { isTrajgateError } from '../errors.js';
 import { parseNetworkPattern } from '../event/network-pattern.js';
-import { parseCidr, parseDuration, parseHostPort } from './formats.js';
+import { parseCidr, parseHostPort } from './formats.js';
 import { checkCrossings, sequencesSchema } from './sequences-schema.js';
 import { journalSchema } from './journal-schema.js';
 import { protocolName } from '../http/upgrade-protocols.js';
+import { duration } from './duration-schema.js';
 
 /**
  * The YAML schema; key names are the contract (README § Configuration, and
@@ -14,18 +15,6 @@ import { protocolName } from '../http/upgrade-protocols.js';
  * silently ignored setting.
  */
 const NAME = /^[A-Za-z][A-Za-z0-9_-]{0,63}$/;
-
-const duration = z.string().transform((text, ctx) => {
-  const ms = parseDuration(text);
-  if (ms === undefined) {
-    ctx.addIssue({
-      code: 'custom',
-      message: `expected a duration like 100ms, 55s, 2m or 1h, got ${JSON.stringify(text)}`,
-    });
-    return z.NEVER;
-  }
-  return ms;
-});
 
 const hostPort = z.string().refine((s) => parseHostPort(s) !== undefined, {
   message: 'expected host:port, e.g. 127.0.0.1:8080 or [::1]:8080',

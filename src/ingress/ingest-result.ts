@@ -1,5 +1,6 @@
 import { isTrajgateError, TrajgateError } from '../errors.js';
 import { describeValue, validateEventInput } from '../event/validate.js';
+import { isJournaledTarget } from '../journal/long-target.js';
 import type { EventRecord, ResultRecord, Unstamped } from '../journal/records.js';
 import { sendError, sendJson } from '../http/json.js';
 import type { BridgeContext, BridgeRequest } from './bridge-calls.js';
@@ -43,7 +44,7 @@ export async function handleResult(
 /** The request id of the newest ingest event the report can be about, or null. */
 function callOf(recent: readonly EventRecord[], report: Report): number | null {
   const event = recent.findLast(
-    (e) => e.source === 'ingest' && e.kind === report.kind && e.target === report.target,
+    (e) => e.source === 'ingest' && e.kind === report.kind && isJournaledTarget(e, report.target),
   );
   return event === undefined ? null : (event.rid ?? event.seq);
 }

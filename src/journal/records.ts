@@ -1,6 +1,8 @@
 import type { Event } from '../event/event.js';
 import type { Decision } from '../guard/guard.js';
 import type { EventRecord, PauseRecord, RecordBase } from '../wire.js';
+import type { JournaledTarget } from './long-target.js';
+import { withJournaledTarget } from './long-target.js';
 
 /**
  * Journal records, one JSON object per line. `seq` and `ts` (ISO 8601) lead every record;
@@ -33,12 +35,11 @@ export interface OutcomeRecord extends RecordBase {
  * Code PostToolUse hook). It decides nothing. `ref` is the request id of the call's event: the
  * session's newest ingest event of that kind and target among its recent events, else null.
  */
-export interface ResultRecord extends RecordBase {
+export interface ResultRecord extends RecordBase, JournaledTarget {
   readonly type: 'result';
   readonly session: string;
   readonly ref: number | null;
   readonly kind: string;
-  readonly target: string;
   readonly ok: boolean;
   readonly error?: string;
   readonly tool?: string;
@@ -60,9 +61,9 @@ export interface RootsRecord extends RecordBase {
 
 /**
  * A request refused before it became an event: malformed, or no valid credentials. Bounded
- * (see journal/refusal-limits.ts): `truncated` and summaries with `suppressed`.
+ * (see journal/refusal-limits.ts): summaries with `suppressed`.
  */
-export interface RefusalRecord extends RecordBase {
+export interface RefusalRecord extends RecordBase, Partial<JournaledTarget> {
   readonly type: 'refusal';
   readonly source: Event['source'];
   readonly client: string;
@@ -70,9 +71,6 @@ export interface RefusalRecord extends RecordBase {
   readonly reason: string;
   readonly session?: string;
   readonly method?: string;
-  readonly target?: string;
-  /** The target was longer than 512 bytes: only its first 512 are kept. */
-  readonly truncated?: true;
   /** A summary standing for this many refusals from `client` left out in one second. */
   readonly suppressed?: number;
 }
@@ -84,11 +82,10 @@ export interface RefusalRecord extends RecordBase {
  * request (its body and answer) or tool call; `flow` names which kind. `ref` is its request id, absent for
  * tunnels judged request by request inside (intercepted or inspected).
  */
-export interface TunnelRecord extends RecordBase {
+export interface TunnelRecord extends RecordBase, JournaledTarget {
   readonly type: 'tunnel' | 'flow';
   readonly flow?: 'request' | 'connect' | 'upgrade' | 'inspected' | 'intercepted' | 'tool';
   readonly session: string;
-  readonly target: string;
   readonly ref?: number;
   readonly change: 'frozen' | 'thawed' | 'closed';
   readonly reason: string;
@@ -193,18 +190,25 @@ export type Unstamped<R extends RecordBase> = R extends RecordBase
   ? Omit<R, 'seq' | 'ts' | 'prev'>
   : never;
 
-/** The event record of a decision; absent fields are left undefined, which JSON omits. */
+/**
+ * The event record of a decision; absent fields are left undefined, which JSON omits. A long
+ * target (and text) is bounded here, not only by the writer: what the gateway keeps of the
+ * event (recent events, a pause record, event pages) is what the file holds.
+ */
 export function eventRecord(
   event: Event,
   decision: Decision,
   request: { rid?: number | undefined; held?: true | undefined } = {},
 ): Unstamped<EventRecord> {
-  return {
+  return withJournaledTarget({
     type: 'event',
     session: event.session,
     source: event.source,
     kind: event.kind,
     target: event.target,
+    // Declared here so that a long target's fields come in this order (json.ts writes it so).
+    targetBytes: undefined,
+    targetSha256: undefined,
     method: event.method,
     approved: decision.approved,
     verdict: decision.verdict,
@@ -221,5 +225,5 @@ export function eventRecord(
     marks: decision.marks,
     onFailure: decision.onFailure,
     eventNo: decision.eventNo,
-  };
+  });
 }

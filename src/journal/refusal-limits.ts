@@ -3,12 +3,11 @@ import type { Source } from '../event/event.js';
 /**
  * Keeps refusal records from filling the disk. A refusal made before a request has an identity
  * (malformed, no credentials, headers too large or too slow) costs its sender nothing, so its
- * record is bounded in size (TARGET_BYTES of target) and in rate (PER_SECOND records a second
- * from one client address; past that, one summary record a second says how many were left out).
+ * record is bounded in size (its target, like every record's: long-target.ts) and in rate
+ * (PER_SECOND records a second from one client address; past that, one summary record a second
+ * says how many were left out).
  */
 
-/** Bytes of a refusal's target kept in its record. */
-export const TARGET_BYTES = 512;
 /** Refusal records a second from one client address before they are summarised. */
 export const PER_SECOND = 20;
 /** Client addresses followed at once; any further ones share one window (key OTHERS). */
@@ -17,18 +16,6 @@ export const MAX_CLIENTS = 1024;
 export const OTHERS = '*';
 
 const SECOND = 1_000;
-const encoder = new TextEncoder();
-const scratch = new Uint8Array(TARGET_BYTES);
-
-/** The target as journaled: at most TARGET_BYTES of UTF-8, cut between characters. */
-export function boundedTarget(target: string): { target: string; truncated?: true } {
-  // Three UTF-8 bytes at most per UTF-16 unit: the common short target is not measured.
-  if (target.length * 3 <= TARGET_BYTES || Buffer.byteLength(target) <= TARGET_BYTES) {
-    return { target };
-  }
-  const { read } = encoder.encodeInto(target, scratch);
-  return { target: target.slice(0, read), truncated: true };
-}
 
 /** A refusal left out of the journal, as its summary names the last one. */
 export interface Unwritten {

@@ -1,6 +1,7 @@
 import {
   closeSync,
   existsSync,
+  statSync,
   fdatasyncSync,
   openSync,
   renameSync,
@@ -15,8 +16,13 @@ export const SNAPSHOT_VERSION = 1;
 export interface RotateOptions {
   /** The live file is rotated once it holds this many bytes (0: never). */
   readonly bytes: number;
-  /** Rotated files kept; the oldest beyond are deleted. */
+  /** Rotated files kept; the oldest beyond are deleted once older than `keepFor`. */
   readonly keep: number;
+  /**
+   * Milliseconds since its last write before a rotated file beyond `keep` may be deleted: an
+   * agent that fills the journal cannot rotate its own records out before anyone looks.
+   */
+  readonly keepFor: number;
   /**
    * The whole state a restart rebuilds, as of the last record written (JSON-ready): the new
    * file's first line. Given by the gateway: the writer knows nothing of what it holds.
@@ -24,6 +30,8 @@ export interface RotateOptions {
   readonly snapshot: () => unknown;
   /** Told of a rotation that failed (the journal goes on in the same file). */
   readonly warn?: (message: string) => void;
+  /** The clock files' ages are measured by. */
+  readonly now?: () => number;
 }
 
 /** Where the next live file is prepared before it takes the live file's name. */
@@ -53,13 +61,32 @@ export function rotateFile(path: string, fd: number, first: string, n: number): 
   return nfd;
 }
 
-/** Deletes the oldest rotated files beyond `keep`. */
-export function pruneRotated(path: string, keep: number, segments: Segments): void {
+/**
+ * Deletes the oldest rotated files beyond `keep` that are older than `keepFor`; returns how
+ * many beyond `keep` are still there (too young). A file's age is the time since its last
+ * write (its mtime): the writer writes nothing to it after the rename, so that is its newest
+ * record, and it costs a stat, not a read. Only the oldest go, in order: the files kept are
+ * one unbroken chain (verify), even if a later file's mtime is older.
+ */
+export function pruneRotated(
+  path: string,
+  { keep, keepFor }: { keep: number; keepFor: number },
+  segments: Segments,
+  now: number,
+): number {
   const rotated = listRotated(path);
-  for (const r of rotated.slice(0, Math.max(0, rotated.length - keep))) {
-    unlinkSync(r.path);
+  const beyond = rotated.slice(0, Math.max(0, rotated.length - keep));
+  let gone = 0;
+  for (const r of beyond) {
+    const stat = statSync(r.path, { throwIfNoEntry: false });
+    if (stat !== undefined) {
+      if (now - stat.mtimeMs < keepFor) break;
+      unlinkSync(r.path);
+    }
     segments.deleted(r.path);
+    gone++;
   }
+  return beyond.length - gone;
 }
 
 /**
@@ -102,6 +129,9 @@ export class Rotation {
   /** Size at which to try again after a failed rotation. */
   #retryAt = 0;
   #next: number;
+  /** Rotated files beyond `keep` that `keepFor` held at the last prune, and when it ran. */
+  #held = 0;
+  #prunedAt = -Infinity;
 
   constructor(path: string, options: RotateOptions | undefined) {
     this.#path = path;
@@ -148,11 +178,46 @@ export class Rotation {
     this.base += size;
     this.#fresh = Buffer.byteLength(text) + 1;
     this.#retryAt = 0;
+    this.#prune(o);
+    return { fd: nfd, text };
+  }
+
+  /**
+   * After a write failed for want of space: deletes what `keep` and `keepFor` allow now (files
+   * age past `keepFor` while the journal is refused), at most once a second, and says why no
+   * more could go — or null when `keepFor` holds nothing back (the disk is simply full).
+   */
+  outOfSpace(): string | null {
+    const o = this.#options;
+    if (o === undefined) return null;
+    if ((o.now ?? Date.now)() - this.#prunedAt >= 1_000) this.#prune(o);
+    if (this.#held === 0) return null;
+    return (
+      `rotation could not free space: the ${this.#held} rotated file(s) beyond journal.keep ` +
+      `(${o.keep}) are younger than journal.keepFor (${formatMs(o.keepFor)}) and are kept`
+    );
+  }
+
+  #prune(o: RotateOptions): void {
+    const now = (o.now ?? Date.now)();
+    this.#prunedAt = now;
     try {
-      pruneRotated(this.#path, o.keep, this.#segments);
+      this.#held = pruneRotated(this.#path, o, this.#segments, now);
     } catch (err) {
       o.warn?.(`${this.#path}: could not delete an old rotated file: ${(err as Error).message}`);
     }
-    return { fd: nfd, text };
   }
+}
+
+/** `7d`, `90m`, `1500ms`: the largest unit that divides `ms`, as the config writes durations. */
+function formatMs(ms: number): string {
+  for (const [unit, size] of [
+    ['d', 86_400_000],
+    ['h', 3_600_000],
+    ['m', 60_000],
+    ['s', 1_000],
+  ] as const) {
+    if (ms >= size && ms % size === 0) return `${ms / size}${unit}`;
+  }
+  return `${ms}ms`;
 }

@@ -8,11 +8,12 @@ import {
   writeSync,
 } from 'node:fs';
 import { performance } from 'node:perf_hooks';
-import { TrajgateError } from '../errors.js';
+import { errnoCode, TrajgateError } from '../errors.js';
 import { digestOf, GENESIS } from './chain.js';
 import type { RotateOptions } from './rotate.js';
 import { Rotation, SNAPSHOT_VERSION } from './rotate.js';
 import { recordFields } from './json.js';
+import { withJournaledTarget } from './long-target.js';
 import { PendingLines } from './pending-lines.js';
 import type { JournalRecord, Unstamped } from './records.js';
 
@@ -174,7 +175,9 @@ export class JournalWriter {
    * Takes the next seq and returns the record's line: `{"seq":N,"ts":"…","prev":"…",` then its
    * own fields (seq, ts and the chain's prev lead every line).
    */
-  #stamp(record: Unstamped<JournalRecord>, ts: number | undefined): void {
+  #stamp(given: Unstamped<JournalRecord>, ts: number | undefined): void {
+    // Whoever built it, an agent's long target is not the agent's to spend the disk on.
+    const record = withJournaledTarget(given);
     if (this.#fd < 0) throw new TrajgateError('E_JOURNAL_WRITE', `${this.path}: journal is closed`);
     // Before the line is added: a rotation writes the lines stamped so far to the old file.
     if (this.#rotation.due(this.#size)) this.#rotateNow();
@@ -254,11 +257,9 @@ export class JournalWriter {
       // The file was cut back to its last whole line: the chain goes on from that one.
       this.#prev = this.#prevWritten;
       this.#failing = true;
-      this.#health?.failed((err as Error).message);
-      throw new TrajgateError(
-        'E_JOURNAL_WRITE',
-        `${this.path}: journal write failed: ${(err as Error).message}`,
-      );
+      const error = this.#whyFailed(err);
+      this.#health?.failed(error);
+      throw new TrajgateError('E_JOURNAL_WRITE', `${this.path}: journal write failed: ${error}`);
     }
     this.#prevWritten = this.#prev;
     if (this.#failing) {
@@ -275,6 +276,18 @@ export class JournalWriter {
     this.#dirty = true;
     if (this.#fsyncMs > 0)
       this.#timer ??= setTimeout(() => this.#flushLater(), this.#fsyncMs).unref();
+  }
+
+  /**
+   * A failed write's message; out of space, rotation tries to free some and says why it could
+   * not (files kept for `journal.keepFor`): refused until then, as on any full disk.
+   */
+  #whyFailed(err: unknown): string {
+    const message = (err as Error).message;
+    const code = errnoCode(err);
+    if (code !== 'ENOSPC' && code !== 'EDQUOT') return message;
+    const held = this.#rotation.outOfSpace();
+    return held === null ? message : `${message}; ${held}`;
   }
 
   /** The batched sync runs on the thread pool, so a slow disk never stalls the proxy. */

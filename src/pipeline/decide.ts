@@ -269,7 +269,8 @@ export class Decider {
       if (isTrajgateError(err)) return null;
       throw err;
     }
-    const { kind, target } = event;
+    // As the journal has it, so that a restart rebuilds the same state (marks name the target).
+    const { kind, target } = record;
     const ref = { seq: stamped.seq, rid: rid ?? undefined, kind, target };
     this.p.guard.commit(event.session, event.ts, decision, ref);
     this.p.review.observe(stamped, event.ts);

@@ -2,7 +2,7 @@ import type { Refusal } from '../action/respond.js';
 import { plainRefusal } from '../action/respond.js';
 import type { Source } from '../event/event.js';
 import type { RefusalRecord, Unstamped } from '../journal/records.js';
-import { boundedTarget, PER_SECOND, RefusalLimiter } from '../journal/refusal-limits.js';
+import { PER_SECOND, RefusalLimiter } from '../journal/refusal-limits.js';
 import type { JournalWriter } from '../journal/writer.js';
 
 /** A request refused before it became an event, as the journal names it. */
@@ -19,7 +19,8 @@ export interface Unjudged {
  * session a request came before any identity, from whoever can reach a listener, so past
  * PER_SECOND a second from one address it is counted into a summary, not written. With one it
  * belongs to an identified agent's (or, without agents, a client address's) trajectory, whose
- * judged requests write uncapped records anyway: kept. Targets are bounded (TARGET_BYTES).
+ * judged requests write uncapped records anyway: kept. Targets are bounded by the writer, as in
+ * every record (journal/long-target.ts).
  */
 export class Refusals {
   readonly #limiter = new RefusalLimiter((client, suppressed, last) =>
@@ -40,8 +41,7 @@ export class Refusals {
       ask.session !== undefined ||
       this.#limiter.admit(ask.client, { source: ask.source, status, reason })
     ) {
-      const bounded = ask.target === undefined ? ask : { ...ask, ...boundedTarget(ask.target) };
-      this.#append({ type: 'refusal', ...bounded, status, reason });
+      this.#append({ type: 'refusal', ...ask, status, reason });
     }
     return plainRefusal(status, reason);
   }

@@ -73,7 +73,10 @@ function entry(
   o: OutcomeRecord | undefined,
   c: CapturedExchange | null,
 ): object {
-  const url = new URL(e.target);
+  // A long target was journaled as its prefix (journal/long-target.ts): the capture, if any,
+  // has the whole URL; a prefix may not even parse.
+  const href = e.targetSha256 !== undefined && c ? c.request.url : e.target;
+  const url = URL.parse(href);
   const time = o?.durationMs ?? 0;
   const req = c?.request;
   const res = c?.response ?? null;
@@ -83,11 +86,11 @@ function entry(
     time,
     request: {
       method: e.method,
-      url: e.target,
+      url: href,
       httpVersion: 'HTTP/1.1',
       cookies: [],
       headers: headers(req),
-      queryString: [...url.searchParams].map(([name, value]) => ({ name, value })),
+      queryString: [...(url?.searchParams ?? [])].map(([name, value]) => ({ name, value })),
       headersSize: -1,
       bodySize: req?.size ?? o?.bytesUp ?? 0,
       ...(req && req.size > 0 ? { postData: { mimeType: mime(req), ...body(req) } } : {}),
@@ -119,6 +122,9 @@ function entry(
       reason: e.reason,
       approved: e.approved,
       ...(e.denied ? { denied: e.denied } : {}),
+      ...(e.targetSha256 !== undefined
+        ? { targetBytes: e.targetBytes, targetSha256: e.targetSha256 }
+        : {}),
       ...(o?.error ? { error: o.error } : {}),
       ...(c && !c.forwarded ? { forwarded: false } : {}),
       ...(req?.truncated || res?.truncated

@@ -137,9 +137,10 @@ export function snapshotOptions(
   parts: SnapshotParts & { readonly index?: SessionIndex; readonly recentEvents: number },
   warn: (message: string) => void,
 ): { rotate?: RotateOptions; chain: boolean; restore: (state: unknown) => void } {
-  const { rotate: bytes, keep, chain } = journal;
+  const { rotate: bytes, keep, keepFor, chain } = journal;
+  const snapshot = () => captureState(parts);
   return {
-    ...(bytes > 0 ? { rotate: { bytes, keep, snapshot: () => captureState(parts), warn } } : {}),
+    ...(bytes > 0 ? { rotate: { bytes, keep, keepFor, snapshot, warn } } : {}),
     chain,
     restore: (state) => restoreState(state, parts),
   };

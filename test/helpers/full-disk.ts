@@ -7,8 +7,11 @@ import {
   realpathSync,
 } from 'node:fs';
 
-/** O_APPEND in /proc/self/fdinfo's octal `flags`: the journal writer's descriptor, not readers'. */
-const O_APPEND = 0o2000;
+/**
+ * The access mode in /proc/self/fdinfo's octal `flags` (O_WRONLY 1, O_RDWR 2): the journal
+ * writer's descriptor (appending, or the live file a rotation started), not readers' (O_RDONLY).
+ */
+const O_ACCMODE = 0o3;
 
 /**
  * Points the journal writer's open descriptor for `path` at /dev/full, so that every write
@@ -32,9 +35,9 @@ function writerFd(path: string): number {
     }
     if (target !== path) continue;
     const flags = /^flags:\s+([0-7]+)$/m.exec(readFileSync(`/proc/self/fdinfo/${name}`, 'utf8'));
-    if (flags && (Number.parseInt(flags[1] as string, 8) & O_APPEND) !== 0) return Number(name);
+    if (flags && (Number.parseInt(flags[1] as string, 8) & O_ACCMODE) !== 0) return Number(name);
   }
-  throw new Error(`${path} is not open for appending in this process`);
+  throw new Error(`${path} is not open for writing in this process`);
 }
 
 function reopen(fd: number, target: string): void {

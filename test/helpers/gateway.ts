@@ -7,6 +7,7 @@ import type { Lookup } from '../../src/action/egress.js';
 import { parseConfig } from '../../src/config/load.js';
 import type { RunningGateway } from '../../src/gateway.js';
 import { startGateway } from '../../src/gateway.js';
+import { journalFiles } from '../../src/journal/files.js';
 import type { JournalRecord } from '../../src/journal/records.js';
 import type { Tunnel } from './raw.js';
 import { tempDir } from './tmp.js';
@@ -62,6 +63,11 @@ export function readRecords(path: string): JournalRecord[] {
     .split('\n')
     .filter(Boolean)
     .map((l) => JSON.parse(l) as JournalRecord);
+}
+
+/** Every record of the journal at `path`: its rotated files oldest first, then the live one. */
+export function readAllRecords(path: string): JournalRecord[] {
+  return journalFiles(path).flatMap(readRecords);
 }
 
 /**

@@ -3,13 +3,13 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { journalFiles, listRotated } from '../../src/journal/files.js';
-import type { EventRecord, JournalRecord } from '../../src/journal/records.js';
+import type { EventRecord } from '../../src/journal/records.js';
 import { JournalWriter } from '../../src/journal/writer.js';
 import type { AdminClient } from '../helpers/admin.js';
 import { adminClient, viaProxy } from '../helpers/admin.js';
 import { exportHar, runCli, runCliAsync } from '../helpers/cli.js';
 import type { TestGateway } from '../helpers/gateway.js';
-import { startTestGateway } from '../helpers/gateway.js';
+import { readAllRecords, startTestGateway } from '../helpers/gateway.js';
 import { ADMIN, AGENTS, auth } from '../helpers/review-story.js';
 import { tempDir } from '../helpers/tmp.js';
 import { startUpstream } from '../helpers/upstream.js';
@@ -24,13 +24,7 @@ import { waitFor } from '../helpers/wait.js';
 const allowed = await startUpstream();
 const other = await startUpstream();
 
-const records = (path: string): JournalRecord[] =>
-  journalFiles(path).flatMap((f) =>
-    readFileSync(f, 'utf8')
-      .split('\n')
-      .filter(Boolean)
-      .map((l) => JSON.parse(l) as JournalRecord),
-  );
+const records = readAllRecords;
 const lines = (path: string) => readFileSync(path, 'utf8').split('\n').slice(0, -1);
 
 function stage(dir: string) {
@@ -145,7 +139,7 @@ function rotatingJournal(n: number): { path: string; config: string } {
   const w = new JournalWriter(path, {
     lastSeq: 0,
     fsyncMs: 60_000,
-    rotate: { bytes: 4096, keep: 100, snapshot: () => ({ note: 'test' }) },
+    rotate: { bytes: 4096, keep: 100, keepFor: 0, snapshot: () => ({ note: 'test' }) },
   });
   for (let i = 0; i < n; i++)
     w.append({ type: 'deny', session: `agent-${i}`, by: 't', released: i });

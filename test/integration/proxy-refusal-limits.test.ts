@@ -1,7 +1,9 @@
+import { createHash } from 'node:crypto';
 import { statSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import type { RefusalRecord } from '../../src/journal/records.js';
-import { PER_SECOND, TARGET_BYTES } from '../../src/journal/refusal-limits.js';
+import { TARGET_BYTES } from '../../src/journal/long-target.js';
+import { PER_SECOND } from '../../src/journal/refusal-limits.js';
 import type { TestGateway } from '../helpers/gateway.js';
 import { gatewayPerTest } from '../helpers/gateway.js';
 import { exchange } from '../helpers/raw.js';
@@ -53,12 +55,15 @@ describe('unauthenticated refusals', () => {
     // At most PER_SECOND written one by one for each second a summary covers (and the last).
     expect(single.length).toBeLessThanOrEqual(PER_SECOND * (summaries.length + 1));
     for (const r of single) {
-      expect(r).toMatchObject({ status: 407, truncated: true });
+      expect(r).toMatchObject({
+        status: 407,
+        targetSha256: expect.stringMatching(/^[0-9a-f]{64}$/),
+      });
       expect(Buffer.byteLength(r.target ?? '')).toBeLessThanOrEqual(TARGET_BYTES);
     }
   });
 
-  it('a single 400 with a 15 KB target keeps 512 bytes of it, flagged truncated', async () => {
+  it('a single 400 with a 15 KB target keeps 512 bytes of it, with its size and SHA-256', async () => {
     const g = await start();
     const res = await exchange(
       g.gw.proxy.port,
@@ -67,7 +72,9 @@ describe('unauthenticated refusals', () => {
     expect(res.status).toBe(400);
     await waitFor(() => refusals(g.records()).length === 1);
     const [record] = refusals(g.records()) as [RefusalRecord];
-    expect(record).toMatchObject({ status: 400, truncated: true });
+    const whole = `/${'b'.repeat(15 * 1024)}`;
+    const sha256 = createHash('sha256').update(whole).digest('hex');
+    expect(record).toMatchObject({ status: 400, targetBytes: whole.length, targetSha256: sha256 });
     expect(record.target).toBe(`/${'b'.repeat(TARGET_BYTES - 1)}`);
   });
 });

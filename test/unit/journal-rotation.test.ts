@@ -276,7 +276,9 @@ describe('journal rotation with snapshots', () => {
 
   it('keep: rotated files beyond it are deleted, oldest first; verify starts at the oldest kept', () => {
     const dir = tempDir();
-    const config = configFor(dir, { path: './journal.jsonl', rotate: 4096, keep: 3 });
+    // keepFor: 0ms, so that files of this one instant may go (journal-keep-for.test.ts).
+    const journal = { path: './journal.jsonl', rotate: 4096, keep: 3, keepFor: '0ms' };
+    const config = configFor(dir, journal);
     const live = partsFor(config);
     const { writer } = open(config, live);
     history(writer, live, 600);
@@ -380,12 +382,14 @@ describe('journal rotation with snapshots', () => {
       path: join(dir, 'x.jsonl'),
       rotate: 0,
       keep: 20,
+      keepFor: 7 * 86_400_000,
       chain: true,
     });
-    expect(configFor(dir, { rotate: '64MB', keep: 3 }).journal).toEqual({
+    expect(configFor(dir, { rotate: '64MB', keep: 3, keepFor: '36h' }).journal).toEqual({
       path: join(dir, 'data/journal.jsonl'),
       rotate: 64_000_000,
       keep: 3,
+      keepFor: 36 * 3_600_000,
       chain: true,
     });
     expect(configFor(dir, { path: './y.jsonl', rotate: '1MiB' }).journal.rotate).toBe(1 << 20);
@@ -402,6 +406,8 @@ describe('journal rotation with snapshots', () => {
     );
     expect(bad({ rotate: 100 })).toMatch(/journal\.rotate: /);
     expect(bad({ keep: -1 })).toMatch(/journal\.keep: /);
+    expect(bad({ keepFor: 'a week' })).toMatch(/journal\.keepFor: .*expected a duration/);
+    expect(bad({ keepFor: 7 })).toMatch(/journal\.keepFor: /);
     expect(bad({ chain: 'no' })).toMatch(/journal\.chain: /);
     expect(bad({ rotat: 1 })).toMatch(/journal\.rotat.*unknown key/);
   });

@@ -1,12 +1,10 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { Unwritten } from '../../src/journal/refusal-limits.js';
 import {
-  boundedTarget,
   MAX_CLIENTS,
   OTHERS,
   PER_SECOND,
   RefusalLimiter,
-  TARGET_BYTES,
 } from '../../src/journal/refusal-limits.js';
 
 const REFUSAL: Unwritten = { source: 'proxy', status: 407, reason: 'no credentials' };
@@ -25,28 +23,6 @@ function admitted(limits: RefusalLimiter, client: string, count: number, now: nu
 }
 
 afterEach(() => vi.useRealTimers());
-
-describe('boundedTarget', () => {
-  it('keeps a short target whole and unflagged', () => {
-    expect(boundedTarget('http://example.com/x')).toEqual({ target: 'http://example.com/x' });
-    const exact = 'é'.repeat(TARGET_BYTES / 2);
-    expect(boundedTarget(exact)).toEqual({ target: exact });
-  });
-
-  it.each([
-    ['ASCII', 'a'.repeat(15 * 1024)],
-    ['two-byte characters', 'é'.repeat(1000)],
-    ['three-byte characters', '道'.repeat(1000)],
-    ['surrogate pairs', `a${'😀'.repeat(1000)}`],
-  ])('cuts %s between characters, within TARGET_BYTES', (_name, target) => {
-    const bounded = boundedTarget(target);
-    expect(bounded.truncated).toBe(true);
-    expect(Buffer.byteLength(bounded.target)).toBeLessThanOrEqual(TARGET_BYTES);
-    expect(Buffer.byteLength(bounded.target)).toBeGreaterThan(TARGET_BYTES - 4);
-    expect(target.startsWith(bounded.target)).toBe(true);
-    expect(Buffer.from(bounded.target).toString()).toBe(bounded.target);
-  });
-});
 
 describe('RefusalLimiter', () => {
   it('admits PER_SECOND a second per address and summarises the rest once the second ends', () => {
