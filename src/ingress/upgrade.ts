@@ -1,7 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
-import { expectationProblem } from '../action/headers.js';
 import { upstreamOutcome } from '../action/transfer.js';
 import { sendUpgrade } from '../action/upgrade.js';
 import type { NetworkAsk } from '../pipeline/ruling.js';
@@ -23,7 +22,7 @@ const SCHEMES: ReadonlySet<string> = new Set(['http:', 'ws:']);
 export async function handleUpgrade(ctx: ProxyContext, raw: RawRequest): Promise<void> {
   const { req, socket, head, refuse } = raw;
   const checked = checkRequest(ctx, req, SCHEMES);
-  if (!checked.ok) return refuse(checked.status, checked.reason, undefined, checked.headers);
+  if (!checked.ok) return refuse(checked.status, checked.reason, checked.session, checked.headers);
   const { session, client, url } = checked;
   if (req.headers['transfer-encoding'] !== undefined) {
     // Node hands the connection over where the head ends; the end of a chunked body is only
@@ -34,8 +33,6 @@ export async function handleUpgrade(ctx: ProxyContext, raw: RawRequest): Promise
       session,
     );
   }
-  const expectation = expectationProblem(req);
-  if (expectation !== null) return refuse(417, expectation, session);
   const release = tunnelSlot(ctx, session);
   if (typeof release === 'string') return refuse(429, release, session);
   if (head.length > 0) socket.unshift(head);
