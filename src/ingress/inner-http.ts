@@ -8,7 +8,7 @@ import type { Config } from '../config/load.js';
 import { canonicalHost } from '../event/network-target.js';
 import type { Drain } from './drain.js';
 import { HeaderDeadlines } from './header-deadline.js';
-import { parseErrorProblem, requestProblem } from './request-rules.js';
+import { CLOSE, parseErrorProblem, requestProblem } from './request-rules.js';
 
 /** One tunnel whose HTTP trajgate reads: who opened it and the authority its CONNECT named. */
 export interface Tunnel {
@@ -115,12 +115,14 @@ export class InnerHttp {
     const origin = `${tunnel.scheme}://${authority}${tunnel.port === defaultPort ? '' : `:${tunnel.port}`}`;
     const target = req.url ?? '/';
     const url = target.startsWith('/') ? safeUrl(origin + target) : safeUrl(target);
-    const refuse = (status: number, reason: string) =>
-      sendRefusal(res, this.#hooks.refuse(tunnel, status, reason, target));
+    const refuse = (status: number, reason: string, headers: Record<string, string> = {}) => {
+      const refusal = this.#hooks.refuse(tunnel, status, reason, target);
+      sendRefusal(res, { ...refusal, headers: { ...refusal.headers, ...headers } });
+    };
     // The same rules as on the listener, word for word; Host is required whatever the version,
     // as it is checked against the tunnel.
     const problem = url === null ? null : requestProblem(req, url, true);
-    if (problem !== null) return refuse(problem.status, problem.reason);
+    if (problem !== null) return refuse(problem.status, problem.reason, CLOSE);
     const host = hostOf(req.headers.host, defaultPort);
     if (url === null || url.origin !== origin || host !== `${tunnel.host}:${tunnel.port}`) {
       const reason = `Host ${JSON.stringify(req.headers.host ?? '')} and target ${JSON.stringify(target.slice(0, 200))} do not match the tunnel to ${authority}:${tunnel.port}`;

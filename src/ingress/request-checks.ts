@@ -2,7 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import type { ProxyContext } from './context.js';
 import { PROXY_AUTHENTICATE } from './context.js';
 import { clientAddress } from './identity.js';
-import { requestProblem } from './request-rules.js';
+import { CLOSE, requestProblem } from './request-rules.js';
 
 const ABSOLUTE = /^[a-zA-Z][a-zA-Z0-9+.-]*:\/\//;
 
@@ -55,6 +55,6 @@ export function checkRequest(
   const who = ctx.identity.fromProxyAuthorization(req.headers['proxy-authorization'], client);
   if (!who.ok) return { ok: false, status: 407, reason: who.reason, headers: PROXY_AUTHENTICATE };
   const problem = requestProblem(req, url, req.httpVersion === '1.1');
-  if (problem !== null) return { ok: false, ...problem, session: who.session };
+  if (problem !== null) return { ok: false, ...problem, session: who.session, headers: CLOSE };
   return { ok: true, url, session: who.session, client };
 }

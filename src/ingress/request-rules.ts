@@ -10,6 +10,13 @@ export interface Problem {
 }
 
 /**
+ * Sent with a requestProblem refusal: a request that broke a rule may be framed in a way
+ * nothing here trusts (`Transfer-Encoding: identity`), so what follows it on the connection is
+ * never read as another request (RFC 9112 § 9.6).
+ */
+export const CLOSE: Readonly<Record<string, string>> = { connection: 'close' };
+
+/**
  * What every request passes before it is judged, wherever it was read — absolute-form on the
  * proxy listener, an Upgrade, or a request inside a tunnel trajgate reads — so no path skips
  * one. What depends on the path stays with it (absolute-form and credentials on the listener,
