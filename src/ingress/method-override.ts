@@ -17,6 +17,13 @@ const PARAM = '_method';
 /** How many rounds of percent-decoding a name gets: servers that decode twice exist. */
 const DECODE_ROUNDS = 3;
 
+/** Why a request carrying an override is refused, in one line for the model; null if none. */
+export function methodOverrideProblem(raw: readonly string[], search: string): string | null {
+  const override = methodOverride(raw, search);
+  if (override === null) return null;
+  return `method overrides are not allowed (${override}): send the request with the method you mean, e.g. DELETE instead of POST`;
+}
+
 /** The override a request carries, named as the agent spelled it; null when none. */
 export function methodOverride(raw: readonly string[], search: string): string | null {
   for (let i = 0; i < raw.length; i += 2) {

@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import { errnoCode } from '../errors.js';
 import { expectationProblem, hostFieldProblem } from '../action/headers.js';
-import { methodOverride } from './method-override.js';
+import { methodOverrideProblem } from './method-override.js';
 
 /** Why a request is refused before it is judged: its status and a one-line reason. */
 export interface Problem {
@@ -52,13 +52,8 @@ export function requestProblem(
   }
   const expectation = expectationProblem(req);
   if (expectation !== null) return { status: 417, reason: expectation };
-  const override = methodOverride(req.rawHeaders, url.search);
-  if (override !== null) {
-    return {
-      status: 400,
-      reason: `method overrides are not allowed (${override}): send the request with the method you mean, e.g. DELETE instead of POST`,
-    };
-  }
+  const override = methodOverrideProblem(req.rawHeaders, url.search);
+  if (override !== null) return { status: 400, reason: override };
   return null;
 }
 
