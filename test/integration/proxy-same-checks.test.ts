@@ -241,6 +241,12 @@ describe('what one path accepts, the other does too', () => {
     });
   }
 
+  it('absolute-form inside the tunnel passes the same rules: gzip, chunked → 501', async () => {
+    const bytes: Bytes = (t, h) =>
+      `POST http://${UP}${t} HTTP/1.1\r\n${h}Transfer-Encoding: gzip, chunked\r\n\r\n${CHUNKED}`;
+    await expectRefused('tunnel', bytes, 501, /^transfer coding "gzip, chunked"/);
+  });
+
   it('an absolute-form request naming the tunnel’s own origin is served inside it', async () => {
     const seen = up.seen.length;
     const bytes: Bytes = (_t, h) =>
