@@ -9,6 +9,7 @@ import { readJson } from '../http/body.js';
 import type { BridgeContext, BridgeRequest } from './bridge-calls.js';
 import { callOutcome, judgeCall } from './bridge-calls.js';
 import { presence } from './context.js';
+import { methodOverrideProblem } from './method-override.js';
 import { judgedPaths } from './tool-paths.js';
 import type { Route, RouteMatch } from './route-path.js';
 import { matchRoute, queryValue } from './route-path.js';
@@ -27,14 +28,18 @@ export async function handleHttpTool(
   const { req, res, who } = request;
   const raw = req.url ?? '/';
   const method = req.method ?? 'GET';
-  const match = matchRoute(raw, method, routes);
-  if (!match.ok) {
-    const reason = `${method} ${match.reason}`;
-    return sendRefusal(
+  const unmatched = (reason: string) =>
+    sendRefusal(
       res,
       ctx.pipeline.refusal({ source: 'bridge', ...who, method, target: raw }, 400, reason),
     );
-  }
+  // A route is chosen by method: a tool server honouring an override would run another one.
+  // Everything after `?` is scanned, a fragment too: more than the server reads, never less.
+  const query = raw.indexOf('?');
+  const override = methodOverrideProblem(req.rawHeaders, query < 0 ? '' : raw.slice(query));
+  if (override !== null) return unmatched(override);
+  const match = matchRoute(raw, method, routes);
+  if (!match.ok) return unmatched(`${method} ${match.reason}`);
   // The server gets the path judged: normalised, with the query as sent.
   req.url = match.url;
   const path = match.path;

@@ -2,7 +2,6 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { Capture } from '../action/capture.js';
 import { readUnforwarded } from '../action/capture-unforwarded.js';
-import { expectationProblem } from '../action/headers.js';
 import { sendRefusal } from '../action/respond.js';
 import { upstreamOutcome } from '../action/transfer.js';
 import type { ProxyContext } from './context.js';
@@ -20,8 +19,8 @@ export async function handleHttp(
   const start = performance.now();
   const checked = checkRequest(ctx, req);
   if (!checked.ok) {
-    const { status, reason, headers } = checked;
-    return sendRefusal(res, earlyRefusal(ctx, req, status, reason, undefined, headers));
+    const { status, reason, session, headers } = checked;
+    return sendRefusal(res, earlyRefusal(ctx, req, status, reason, session, headers));
   }
   const { url, session, client } = checked;
   await serveHttp(ctx, req, res, url, req.url ?? '', { session, client }, start);
@@ -32,8 +31,8 @@ export async function handleHttp(
  * TLS tunnel; `target` is the URL as the agent wrote it, for the journal) and forwards, refuses
  * or holds it; journals its outcome (`failed` when the upstream answered ≥ 400 or could not be
  * reached; a refusal is not a failure), and its capture when `capture.bodies` is on (a refused
- * request's too, with the body it tried to send, read but never forwarded). An
- * expectation other than 100-continue is refused (417) before judging: nothing would meet it.
+ * request's too, with the body it tried to send, read but never forwarded). The request
+ * passed requestProblem first, on whichever path it came (checkRequest, InnerHttp).
  */
 export async function serveHttp(
   ctx: ProxyContext,
@@ -45,11 +44,6 @@ export async function serveHttp(
   start: number,
 ): Promise<void> {
   const method = req.method ?? 'GET';
-  const expectation = expectationProblem(req);
-  if (expectation !== null) {
-    const ask = { source: 'proxy' as const, ...who, method, target };
-    return sendRefusal(res, ctx.pipeline.refusal(ask, 417, expectation));
-  }
   const ask = {
     session: who.session,
     client: who.client,

@@ -2,13 +2,13 @@ import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { hostFieldProblem } from '../action/headers.js';
 import type { Refusal } from '../action/respond.js';
 import { dropIfAnswered, sendRefusal, writeRawRefusal } from '../action/respond.js';
 import type { Config } from '../config/load.js';
 import { canonicalHost } from '../event/network-target.js';
 import type { Drain } from './drain.js';
 import { HeaderDeadlines } from './header-deadline.js';
+import { CLOSE, parseErrorProblem, requestProblem } from './request-rules.js';
 
 /** One tunnel whose HTTP trajgate reads: who opened it and the authority its CONNECT named. */
 export interface Tunnel {
@@ -35,7 +35,8 @@ const DEFAULT_PORT = { http: 80, https: 443 } as const;
  * HTTP sent through CONNECT as undici does for `http://` URLs), so each is judged with its
  * method and URL like an absolute-form request. Names must agree with the tunnel: an inner Host
  * or absolute-form target other than the CONNECT authority is answered 421 (RFC 9110
- * § 15.5.20), so no request is judged as one host and sent to another.
+ * § 15.5.20), so no request is judged as one host and sent to another. Every other rule is
+ * requestProblem's, the listener's own: no path into judgement skips one.
  */
 export class InnerHttp {
   readonly #hooks: InnerHooks;
@@ -73,11 +74,11 @@ export class InnerHttp {
     this.#server.on('checkExpectation', onRequest);
     this.#server.on('clientError', (err: Error & { code?: string }, socket: Duplex) => {
       const tunnel = this.#tunnels.get(socket);
-      if (!tunnel || socket.writableEnded || socket.destroyed || err.code === 'ECONNRESET')
+      const { status, reason } = parseErrorProblem(err, tunnel ? where(tunnel) : '');
+      if (!tunnel || status === 0 || socket.writableEnded || socket.destroyed)
         return socket.destroy();
       if (dropIfAnswered(socket)) return;
-      const why = `malformed request${where(tunnel)} (${err.code ?? err.message})`;
-      writeRawRefusal(socket, hooks.refuse(tunnel, 400, why));
+      writeRawRefusal(socket, hooks.refuse(tunnel, status, reason));
     });
     // A tunnel within a tunnel would hide its requests again (Node would drop it unanswered).
     this.#server.on('connect', (req: IncomingMessage, socket: Duplex) => {
@@ -113,28 +114,19 @@ export class InnerHttp {
     const defaultPort = DEFAULT_PORT[tunnel.scheme];
     const origin = `${tunnel.scheme}://${authority}${tunnel.port === defaultPort ? '' : `:${tunnel.port}`}`;
     const target = req.url ?? '/';
-    // Inside a tunnel Host is required whatever the version: it is checked against the tunnel.
-    const hostProblem = hostFieldProblem(req.rawHeaders, true);
-    if (hostProblem) {
-      sendRefusal(
-        res,
-        this.#hooks.refuse(tunnel, 400, `${hostProblem} in a request${where(tunnel)}`, target),
-      );
-      return;
-    }
     const url = target.startsWith('/') ? safeUrl(origin + target) : safeUrl(target);
+    const refuse = (status: number, reason: string, headers: Record<string, string> = {}) => {
+      const refusal = this.#hooks.refuse(tunnel, status, reason, target);
+      sendRefusal(res, { ...refusal, headers: { ...refusal.headers, ...headers } });
+    };
+    // The same rules as on the listener, word for word; Host is required whatever the version,
+    // as it is checked against the tunnel.
+    const problem = url === null ? null : requestProblem(req, url, true);
+    if (problem !== null) return refuse(problem.status, problem.reason, CLOSE);
     const host = hostOf(req.headers.host, defaultPort);
-    if (
-      url === null ||
-      url.origin !== origin ||
-      url.username !== '' ||
-      url.password !== '' ||
-      host === null ||
-      host !== `${tunnel.host}:${tunnel.port}`
-    ) {
+    if (url === null || url.origin !== origin || host !== `${tunnel.host}:${tunnel.port}`) {
       const reason = `Host ${JSON.stringify(req.headers.host ?? '')} and target ${JSON.stringify(target.slice(0, 200))} do not match the tunnel to ${authority}:${tunnel.port}`;
-      sendRefusal(res, this.#hooks.refuse(tunnel, 421, reason, target));
-      return;
+      return refuse(421, reason);
     }
     const served = this.#hooks.serve(req, res, url, tunnel);
     this.#drain.track('request', served);

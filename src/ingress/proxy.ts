@@ -4,11 +4,11 @@ import type { Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import type { Duplex } from 'node:stream';
 import { dropIfAnswered, writeRawRefusal } from '../action/respond.js';
-import { errnoCode } from '../errors.js';
 import { handleConnect } from './connect.js';
 import type { ProxyContext } from './context.js';
 import { handleHttp } from './http.js';
 import { clientAddress } from './identity.js';
+import { parseErrorProblem } from './request-rules.js';
 import type { RawRequest } from './tunnel-track.js';
 import { rawRefuser } from './tunnel-track.js';
 import { handleUpgrade } from './upgrade.js';
@@ -63,7 +63,7 @@ export function createProxyServer(ctx: ProxyContext): Server {
   server.on('connect', onRaw('CONNECT', handleConnect));
   server.on('upgrade', onRaw('upgrade', handleUpgrade));
   server.on('clientError', (err: Error & { code?: string; reason?: string }, socket: Duplex) => {
-    const { status, reason } = clientErrorStatus(err);
+    const { status, reason } = parseErrorProblem(err);
     // A connection that went away, or that was already answered (the parser then reports the
     // close as a second error), has nobody to answer and nothing new to record.
     if (status === 0 || socket.writableEnded || socket.destroyed) {
@@ -80,18 +80,4 @@ export function createProxyServer(ctx: ProxyContext): Server {
     writeRawRefusal(socket, refusal);
   });
   return server;
-}
-
-function clientErrorStatus(err: Error & { code?: string; reason?: string }): {
-  status: number;
-  reason: string;
-} {
-  const code = err.code ?? errnoCode(err) ?? '';
-  if (code === 'ECONNRESET' || code === 'EPIPE') return { status: 0, reason: '' };
-  if (code === 'HPE_HEADER_OVERFLOW')
-    return { status: 431, reason: 'request header fields too large' };
-  if (code === 'ERR_HTTP_REQUEST_TIMEOUT')
-    return { status: 408, reason: 'request headers not received in time' };
-  const detail = (err.reason ?? err.message).replace(/\s+/g, ' ').slice(0, 200);
-  return { status: 400, reason: `malformed request (${code}: ${detail})` };
 }

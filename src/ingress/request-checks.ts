@@ -1,8 +1,8 @@
 import type { IncomingMessage } from 'node:http';
-import { hostFieldProblem } from '../action/headers.js';
 import type { ProxyContext } from './context.js';
 import { PROXY_AUTHENTICATE } from './context.js';
 import { clientAddress } from './identity.js';
+import { CLOSE, requestProblem } from './request-rules.js';
 
 const ABSOLUTE = /^[a-zA-Z][a-zA-Z0-9+.-]*:\/\//;
 
@@ -15,14 +15,16 @@ export type Checked =
       readonly ok: false;
       readonly status: number;
       readonly reason: string;
+      /** The agent, once its credentials were checked. */
+      readonly session?: string;
       readonly headers?: Record<string, string>;
     };
 
 /**
- * What every absolute-form request passes before it is judged, plain or Upgrade, in one place
- * so that neither can skip a check: the target's form and scheme, no userinfo, exactly one
- * Host, no transfer coding that would go on undecoded, and the agent's credentials. `schemes`
- * lets an upgrade name `ws:` as well (same default port, sent upstream in origin-form).
+ * What an absolute-form request on the proxy listener passes before it is judged, plain or
+ * Upgrade: the target's form and scheme and the agent's credentials, then every rule a
+ * request read anywhere passes (requestProblem). `schemes` lets an upgrade name `ws:` as well
+ * (same default port, sent upstream in origin-form).
  */
 export function checkRequest(
   ctx: ProxyContext,
@@ -49,18 +51,10 @@ export function checkRequest(
       `scheme ${url.protocol} cannot be proxied as plain HTTP: use CONNECT (HTTPS_PROXY)`,
     );
   }
-  if (url.username !== '' || url.password !== '') {
-    return refuse(400, 'credentials in the request URL are not allowed (RFC 9110 § 4.2.4)');
-  }
-  const hostProblem = hostFieldProblem(req.rawHeaders, req.httpVersion === '1.1');
-  if (hostProblem) return refuse(400, hostProblem);
-  const te = req.headers['transfer-encoding'];
-  if (te !== undefined && te.trim().toLowerCase() !== 'chunked') {
-    // RFC 9112 § 6.1: a coding we would have to pass on undecoded is refused, not guessed at.
-    return refuse(501, `transfer coding ${JSON.stringify(te)} is not supported (only chunked)`);
-  }
   const client = clientAddress(req.socket.remoteAddress);
   const who = ctx.identity.fromProxyAuthorization(req.headers['proxy-authorization'], client);
   if (!who.ok) return { ok: false, status: 407, reason: who.reason, headers: PROXY_AUTHENTICATE };
+  const problem = requestProblem(req, url, req.httpVersion === '1.1');
+  if (problem !== null) return { ok: false, ...problem, session: who.session, headers: CLOSE };
   return { ok: true, url, session: who.session, client };
 }

@@ -1,7 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
-import { expectationProblem } from '../action/headers.js';
 import { upstreamOutcome } from '../action/transfer.js';
 import { sendUpgrade } from '../action/upgrade.js';
 import { upgradeRefusal } from '../http/upgrade-protocols.js';
@@ -25,7 +24,7 @@ const SCHEMES: ReadonlySet<string> = new Set(['http:', 'ws:']);
 export async function handleUpgrade(ctx: ProxyContext, raw: RawRequest): Promise<void> {
   const { req, socket, head, refuse } = raw;
   const checked = checkRequest(ctx, req, SCHEMES);
-  if (!checked.ok) return refuse(checked.status, checked.reason, undefined, checked.headers);
+  if (!checked.ok) return refuse(checked.status, checked.reason, checked.session, checked.headers);
   const { session, client, url } = checked;
   // Before judging: a protocol whose traffic could not be judged is never asked for.
   const protocol = upgradeRefusal(req.rawHeaders, ctx.upgrades);
@@ -39,8 +38,6 @@ export async function handleUpgrade(ctx: ProxyContext, raw: RawRequest): Promise
       session,
     );
   }
-  const expectation = expectationProblem(req);
-  if (expectation !== null) return refuse(417, expectation, session);
   const release = tunnelSlot(ctx, session);
   if (typeof release === 'string') return refuse(429, release, session);
   if (head.length > 0) socket.unshift(head);

@@ -127,3 +127,33 @@ describe('route spellings another server reads differently', () => {
     expect(tools.seen.length).toBe(before);
   });
 });
+
+describe('method overrides at an HTTP tool server', () => {
+  // The route is chosen by method: a server honouring an override would run another route.
+  it.each([
+    ['/fs/write', 'X-HTTP-Method-Override: DELETE', /the X-HTTP-Method-Override header/],
+    ['/fs/write', 'x_http_method: GET', /the x_http_method header/],
+    ['/fs/write?_method=DELETE', '', /the query parameter "_method"/],
+    ['/fs/write?a=1&%5FMethod=GET', '', /the query parameter "%5FMethod"/],
+  ])('POST %s %s → 400, one record, nothing forwarded', async (path, field, says) => {
+    const before = tools.seen.length;
+    const records = journal().length;
+    const head = [
+      `POST ${path} HTTP/1.1`,
+      'Host: tools',
+      `Authorization: Bearer ${TOKEN}`,
+      ...(field === '' ? [] : [field]),
+      'Content-Type: application/json',
+      `Content-Length: ${body.length}`,
+      'Connection: close',
+    ];
+    const res = await exchange(g.gw.bridge.port, `${head.join('\r\n')}\r\n\r\n${body}`);
+    expect(res.status).toBe(400);
+    expect(res.body).toMatch(/^trajgate: method overrides are not allowed \(/);
+    expect(res.body).toMatch(says);
+    expect(journal().slice(records)).toEqual([
+      expect.objectContaining({ type: 'refusal', source: 'bridge', status: 400 }),
+    ]);
+    expect(tools.seen.length).toBe(before);
+  });
+});
