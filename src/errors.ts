@@ -57,6 +57,7 @@ export const ERRORS = {
   E_INTERNAL: { status: 500, exit: null },
   // The proxy: an intercepted upstream's address refused at connect.
   E_EGRESS: { status: 502, exit: null },
+  E_FLOW_CLOSED: { status: 403, exit: null },
   // The review page: the API answered without JSON (shown on the page, never sent).
   E_NOT_JSON: { status: null, exit: null },
 } as const satisfies Record<`E_${string}`, Answer>;

@@ -15,6 +15,7 @@ const MAX_DELAY = 2 ** 31 - 1;
  */
 export class FlowRegistry {
   readonly #bySession = new Map<string, Set<Flow>>();
+  #generation = 0;
   /** Told of a flow's bytes sent up while it runs (set by the pipeline: volume rules). */
   onSent: ((flow: Flow) => void) | null = null;
   readonly #report = (flow: Flow): void => this.onSent?.(flow);
@@ -24,6 +25,14 @@ export class FlowRegistry {
     private readonly record: FlowRecorder,
     private readonly isPaused: (session: string) => boolean,
   ) {}
+
+  /**
+   * Moves with every judgement of what still holds (`closeWhere`: a revoke, a deny, a reload):
+   * a flow registered at the generation its decision saw has nothing to catch up on.
+   */
+  get generation(): number {
+    return this.#generation;
+  }
 
   /** A config reload's `policy.holdTimeout`, for flows frozen from now on. */
   setHoldTimeout(ms: number): void {
@@ -91,6 +100,7 @@ export class FlowRegistry {
    * a deny added, a reload that no longer allows them. Returns how many.
    */
   closeWhere(why: (basis: Basis) => string | null, session?: string): number {
+    this.#generation++;
     let closed = 0;
     const sessions = session === undefined ? [...this.#bySession.keys()] : [session];
     for (const s of sessions) {
@@ -103,9 +113,12 @@ export class FlowRegistry {
     return closed;
   }
 
-  /** Closes every flow, each journaled with `reason` (a stop's drain deadline). */
+  /**
+   * Closes every tunnel, each journaled with `reason` (a stop's drain deadline; requests still
+   * running are cut with their connections, as the drain counts them).
+   */
   closeAll(reason: string): void {
-    this.closeWhere(() => reason);
+    this.closeWhere((b) => (b.kind === 'request' || b.kind === 'tool' ? null : reason));
   }
 
   /** Closes one flow for `reason` (a trajectory rule refused it); journaled. */

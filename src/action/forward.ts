@@ -28,15 +28,8 @@ export interface ForwardLimits {
 const bodyStalled = (ms: number) =>
   new TrajgateError('E_BODY_TIMEOUT', `request body stalled: no bytes from the agent for ${ms} ms`);
 
-/** The flow of a request was frozen (held: judged again) or closed (refused) before its end. */
-class FlowStopped extends Error {
-  constructor(
-    readonly stopped: 'held' | 'closed',
-    reason: string,
-  ) {
-    super(reason);
-  }
-}
+/** Why undici was told to abort: the flow was held before it was sent (judged again) or closed. */
+const flowStopped = (reason: string) => new TrajgateError('E_FLOW_CLOSED', reason);
 
 /** `host:port` as it appears in a URL: IPv6 in brackets. */
 export function authority(address: string, port: number): string {
@@ -140,6 +133,8 @@ class ResponseRelay implements Dispatcher.DispatchHandler, FlowControl {
   #later: (() => void)[] = [];
   #thawed: (() => void) | null = null;
   #completed = false;
+  /** Set before undici is told to abort for the flow's sake. */
+  #stopped: 'held' | 'closed' | null = null;
 
   constructor(
     private readonly res: ServerResponse,
@@ -182,8 +177,8 @@ class ResponseRelay implements Dispatcher.DispatchHandler, FlowControl {
   onConnect(abort: (err: Error) => void): void {
     const flow = this.flow;
     if (!flow.live) {
-      const stopped = flow.closed === null ? 'held' : 'closed';
-      return abort(new FlowStopped(stopped, flow.closed ?? 'session paused'));
+      this.#stopped = flow.closed === null ? 'held' : 'closed';
+      return abort(flowStopped(flow.closed ?? 'session paused'));
     }
     this.#abort = abort;
     flow.attach(this);
@@ -212,7 +207,8 @@ class ResponseRelay implements Dispatcher.DispatchHandler, FlowControl {
 
   close(reason: string): void {
     this.#thawed?.();
-    this.#abort?.(new FlowStopped('closed', reason));
+    this.#stopped = 'closed';
+    this.#abort?.(flowStopped(reason));
   }
 
   onHeaders(statusCode: number, raw: Buffer[], resume: () => void): boolean {
@@ -262,7 +258,7 @@ class ResponseRelay implements Dispatcher.DispatchHandler, FlowControl {
 
   onError(err: Error): void {
     const res = this.res;
-    if (err instanceof FlowStopped) return this.#stopped(err);
+    if (this.#stopped !== null) return this.#flowStopped(err.message);
     if (res.destroyed && !res.writableFinished) return this.#done('client closed');
     const failure =
       isTrajgateError(err) && err.code === 'E_BODY_TIMEOUT'
@@ -272,9 +268,9 @@ class ResponseRelay implements Dispatcher.DispatchHandler, FlowControl {
   }
 
   /** Held before it was sent: nothing answered, it is judged again. Closed: refused. */
-  #stopped(err: FlowStopped): void {
-    if (err.stopped === 'held') return this.#done(undefined, 'held');
-    this.#fail(403, `trajgate closed this request: ${err.message}`, 'closed');
+  #flowStopped(reason: string): void {
+    if (this.#stopped === 'held') return this.#done(undefined, 'held');
+    this.#fail(403, `trajgate closed this request: ${reason}`, 'closed');
   }
 
   #fail(status: number, reason: string, stopped?: 'closed'): void {

@@ -1,5 +1,6 @@
 import { connect } from 'node:net';
 import type { Socket } from 'node:net';
+import { TrajgateError } from '../errors.js';
 import { moveHandle } from './socket-internals.js';
 import type { Flow, FlowControl } from './flows.js';
 import type { Transfer } from './transfer.js';
@@ -22,7 +23,7 @@ export function connectUpstream(
       close: (reason) => {
         clearTimeout(timer);
         socket.destroy();
-        reject(Object.assign(new Error(reason), { code: 'E_FLOW_CLOSED' }));
+        reject(new TrajgateError('E_FLOW_CLOSED', reason));
       },
     });
     const timer = setTimeout(() => {

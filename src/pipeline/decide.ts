@@ -1,4 +1,5 @@
 import type { Egress } from '../action/egress.js';
+import type { FlowRegistry } from '../action/flow-registry.js';
 import type { HoldEnd, Refusal } from '../action/respond.js';
 import { plainRefusal, verdictRefusal } from '../action/respond.js';
 import type { Config } from '../config/load.js';
@@ -38,6 +39,7 @@ export interface DecideParts {
   readonly review: Review;
   readonly metrics: Metrics;
   readonly refusals: Refusals;
+  readonly flows: FlowRegistry;
 }
 
 /**
@@ -189,7 +191,8 @@ export class Decider {
       return this.refuse(id, decision, ask, 'blocked');
     }
     if (route !== null && 'status' in route) return { kind: 'refuse', rid: id, refusal: route };
-    return { kind: 'forward', rid: id, event, decision, dial: route };
+    const generation = this.p.flows.generation;
+    return { kind: 'forward', rid: id, event, decision, dial: route, generation };
   }
 
   #holdOrBlock(ask: Ask, rid: number, decision: Decision): Hold | Refuse {

@@ -1,4 +1,3 @@
-import type { FlowRegistry } from '../action/flow-registry.js';
 import type { Flow, FlowKind } from '../action/flows.js';
 import type { HeldRequests } from '../action/hold.js';
 import type { Refusal } from '../action/respond.js';
@@ -48,12 +47,7 @@ export class Pipeline {
   readonly #metrics: Metrics;
   readonly #basis: BasisParts;
 
-  constructor(
-    parts: Omit<DecideParts, 'refusals'> & {
-      readonly held: HeldRequests;
-      readonly flows: FlowRegistry;
-    },
-  ) {
+  constructor(parts: Omit<DecideParts, 'refusals'> & { readonly held: HeldRequests }) {
     this.#basis = parts;
     this.#guard = parts.guard;
     this.#journal = parts.journal;
@@ -152,8 +146,8 @@ export class Pipeline {
 
   /**
    * Registers the channel of a forwarded ruling (action/flow-registry), frozen when its session
-   * paused meanwhile, and checks its basis at once: whatever changed since the decision (a revoke
-   * while an answer was on its way) closes it before a byte goes.
+   * paused meanwhile; when anything was judged again since the decision (a revoke while its
+   * answer was on its way), its basis is checked at once and it closes before a byte goes.
    */
   flow(kind: FlowKind, ruling: Forward<Dial>): Flow {
     const { event, rid, dial } = ruling;
@@ -168,6 +162,7 @@ export class Pipeline {
       expiresAt: approval?.expiresAt ?? null,
       dial,
     });
+    if (ruling.generation === this.#basis.flows.generation) return flow;
     const why = lapse(this.#basis, flow.basis, NO_ONE);
     if (why !== null) this.#basis.flows.close(flow, `${why} (changed while it was decided)`);
     return flow;

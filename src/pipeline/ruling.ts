@@ -33,6 +33,8 @@ export interface Forward<D extends Dial | null = Dial | null> {
   readonly decision: Decision;
   /** The checked address to connect to; null for events that name no host (tool calls). */
   readonly dial: D;
+  /** The flows' generation when it was decided (FlowRegistry.generation). */
+  readonly generation: number;
 }
 
 export interface Refuse {

@@ -1,21 +1,17 @@
 import { createHash } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { pino } from 'pino';
-import { afterEach, describe, expect, it } from 'vitest';
-import { stringify } from 'yaml';
-import { loadConfigFile } from '../../src/config/load.js';
-import type { RunningGateway } from '../../src/gateway.js';
-import { startGateway } from '../../src/gateway.js';
-import type { ConfigRecord, JournalRecord, TunnelRecord } from '../../src/journal/records.js';
+import { dirname } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import type { ConfigRecord, TunnelRecord } from '../../src/journal/records.js';
 import { adminClient } from '../helpers/admin.js';
 import { spawnGateway, writeConfig } from '../helpers/child-gateway.js';
 import { runCliAsync } from '../helpers/cli.js';
 import { curl } from '../helpers/curl.js';
 import { fillDisk } from '../helpers/full-disk.js';
 import { readRecords } from '../helpers/gateway.js';
+import type { FileGateway } from '../helpers/file-gateway.js';
+import { fileGateway as startFileGateway } from '../helpers/file-gateway.js';
 import { connectTunnel, roundTrip, startEchoServer } from '../helpers/raw.js';
-import { tempDir } from '../helpers/tmp.js';
 import { makeLocalCa } from '../helpers/tls.js';
 import { startUpstream, TEST_CA_PATH } from '../helpers/upstream.js';
 
@@ -27,42 +23,7 @@ const ADMIN = 'admin-token-for-reload-0123456789';
 const TOKEN_A = 'agent-a-token-0123456789abcdef';
 const TOKEN_B = 'agent-a-new-token-0123456789abc';
 
-interface FileGateway {
-  readonly gw: RunningGateway;
-  readonly file: string;
-  readonly journal: string;
-  write(extra: Record<string, unknown>): void;
-  records(): JournalRecord[];
-}
-
-let running: RunningGateway | undefined;
-afterEach(async () => {
-  await running?.stop();
-  running = undefined;
-});
-
-/** A gateway started from a config file it can read again; `write` replaces the file's keys. */
-async function fileGateway(extra: Record<string, unknown>): Promise<FileGateway> {
-  const dir = tempDir();
-  const file = join(dir, 'trajgate.yaml');
-  const journal = join(dir, 'journal.jsonl');
-  const write = (keys: Record<string, unknown>) =>
-    writeFileSync(
-      file,
-      stringify({
-        version: 1,
-        workspace: dir,
-        journal,
-        listen: { proxy: '127.0.0.1:0', bridge: '127.0.0.1:0', admin: '127.0.0.1:0' },
-        admin: { token: ADMIN },
-        policy: { pause: 'block' },
-        ...keys,
-      }),
-    );
-  write(extra);
-  running = await startGateway(loadConfigFile(file), { log: pino({ level: 'silent' }) });
-  return { gw: running, file, journal, write, records: () => readRecords(journal) };
-}
+const fileGateway = (extra: Record<string, unknown>) => startFileGateway(ADMIN, extra);
 
 const network = (allow: string[]) => ({ network: { allow, allowPrivate: ['127.0.0.1/32'] } });
 const get = (g: FileGateway, url: string, auth = '') =>

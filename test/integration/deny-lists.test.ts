@@ -106,7 +106,7 @@ describe('deny patterns', () => {
     const reason = `blocked by an operator (${id}): ${UP2}`;
     expect(of(g, 'tunnel').at(-1)).toMatchObject({
       change: 'closed',
-      reason: `${reason} (added after the tunnel opened)`,
+      reason: `${reason} refuses it now (a deny pattern was added after it was admitted)`,
     });
     expect((await viaProxy(g.proxyUrl, `${up2.url}/one`, auth(0))).status).toBe(403);
     const second = await viaProxy(g.proxyUrl, `${up2.url}/two`, auth(0));

@@ -146,7 +146,9 @@ describe('webhook text and url', () => {
     const hostile = `/@here/[click](http://evil.example/)/${'x'.repeat(3000)}`;
     const body = await pauseOn(s, `${other.url}/a`, `${other.url}${hostile}`);
     const { text } = body;
-    expect(body.trigger.target).toBe(`${other.url}${hostile}`);
+    // Past 512 bytes a target is journaled (and announced) as its prefix.
+    expect(`${other.url}${hostile}`.startsWith(body.trigger.target)).toBe(true);
+    expect(body.trigger.target.length).toBe(512);
     expect(text.length).toBeLessThan(1200);
     expect(text).toContain('…');
     expect(text).not.toMatch(/@here|\]\(|evil\.example|http:\/\/evil/);

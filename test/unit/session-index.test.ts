@@ -42,12 +42,19 @@ function rebuilt(path: string, ring: number): SessionIndex {
   return index;
 }
 
-const event = (session: string, target: string, rid?: number): Unstamped<EventRecord> => ({
+/** `method` pads a line: targets past 512 bytes are journaled as a prefix, methods are not. */
+const event = (
+  session: string,
+  target: string,
+  rid?: number,
+  method?: string,
+): Unstamped<EventRecord> => ({
   type: 'event',
   session,
   source: 'proxy',
   kind: 'network',
   target,
+  ...(method === undefined ? {} : { method }),
   approved: false,
   verdict: 'ALLOW',
   boundary: null,
@@ -57,8 +64,14 @@ const event = (session: string, target: string, rid?: number): Unstamped<EventRe
 });
 
 /** One request as the pipeline writes it: its event, then its outcome with the next record. */
-function request(w: JournalWriter, session: string, target: string, status: number | null) {
-  const seq = w.append(event(session, target));
+function request(
+  w: JournalWriter,
+  session: string,
+  target: string,
+  status: number | null,
+  method?: string,
+) {
+  const seq = w.append(event(session, target, undefined, method));
   w.appendLater({
     type: 'outcome',
     ref: seq,
@@ -187,9 +200,10 @@ describe('session index', () => {
       i === 3 ? 'y'.repeat(200 << 10) : i === 10 ? 'z'.repeat(3 << 19) : '';
     const [path, index] = written(4, (w) => {
       for (let i = 0; i < 12; i++) {
-        request(w, 'rare', `https://rare.example/${i}${long(i)}`, 200);
+        request(w, 'rare', `https://rare.example/${i}`, 200, `GET${long(i)}`);
         // ~1.5 MiB of another session between two of rare's events
-        for (let k = 0; k < 192; k++) w.append(event('noisy', `https://noisy.example/${padding}`));
+        for (let k = 0; k < 192; k++)
+          w.append(event('noisy', 'https://noisy.example/', undefined, `GET${padding}`));
       }
     });
     const { sizes, events } = await apiPages(path, index, 'rare', 100);
