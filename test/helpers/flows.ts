@@ -2,6 +2,8 @@ import { createServer } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { afterAll } from 'vitest';
 import type { EventRecord, JournalRecord, TunnelRecord } from '../../src/journal/records.js';
+import { runCliAsync } from './cli.js';
+import { readRecords } from './gateway.js';
 import { roundTrip, startTcpServer } from './raw.js';
 import type { TcpServer } from './raw.js';
 
@@ -88,3 +90,20 @@ export async function startStreamingUpstream(): Promise<StreamingUpstream> {
 
 /** One HTTP/1.1 chunk (RFC 9112 § 7.1). */
 export const chunk = (text: string): string => `${text.length.toString(16)}\r\n${text}\r\n`;
+
+/**
+ * Each event record's verdict and boundary, as journaled (`live`) and as `trajgate replay
+ * --config config` of the journal decides them again (`again`).
+ */
+export async function replayVerdicts(
+  journal: string,
+  config: string,
+): Promise<{ live: unknown[][]; again: unknown[][] }> {
+  const records = readRecords(journal).filter((r): r is EventRecord => r.type === 'event');
+  const live = records.filter((e) => e.held !== true).map((e) => [e.verdict, e.boundary]);
+  const r = await runCliAsync(['replay', journal, '--json', '--config', config]);
+  if (r.stderr !== '') throw new Error(`replay failed: ${r.stderr}`);
+  const lines = r.stdout.trim().split('\n');
+  const again = lines.map((l) => JSON.parse(l) as EventRecord).map((d) => [d.verdict, d.boundary]);
+  return { live, again };
+}

@@ -7,12 +7,10 @@ import type { Lookup } from '../../src/action/egress.js';
 import { loadConfigFile } from '../../src/config/load.js';
 import type { RunningGateway } from '../../src/gateway.js';
 import { startGateway } from '../../src/gateway.js';
-import type { EventRecord } from '../../src/journal/records.js';
 import type { AdminClient } from '../helpers/admin.js';
 import { adminClient } from '../helpers/admin.js';
-import { runCliAsync } from '../helpers/cli.js';
 import { curl } from '../helpers/curl.js';
-import { eventsOf } from '../helpers/flows.js';
+import { eventsOf, replayVerdicts } from '../helpers/flows.js';
 import { readRecords } from '../helpers/gateway.js';
 import { connectTunnel } from '../helpers/raw.js';
 import { tempDir } from '../helpers/tmp.js';
@@ -104,15 +102,11 @@ async function changeDuringLookup(g: DnsGateway, path: string, change: () => Pro
   return { res, events };
 }
 
-/** Each event record's verdict and boundary, as journaled and as `trajgate replay` decides. */
+/** Replays the journal against the config file as it is now; the live decisions refused it. */
 async function replayed(g: DnsGateway) {
-  const live = eventsOf(readRecords(g.journal), SESSION).map((e) => [e.verdict, e.boundary]);
-  const r = await runCliAsync(['replay', g.journal, '--json', '--config', g.file]);
-  expect(r.stderr).toBe('');
-  const lines = r.stdout.trim().split('\n');
-  const again = lines.map((l) => JSON.parse(l) as EventRecord).map((d) => [d.verdict, d.boundary]);
-  expect(live).toContainEqual(['REVIEW', 'network']);
-  return { live, again };
+  const verdicts = await replayVerdicts(g.journal, g.file);
+  expect(verdicts.live).toContainEqual(['REVIEW', 'network']);
+  return verdicts;
 }
 
 /** The refusal as the agent reads it, and what reached the upstream. */

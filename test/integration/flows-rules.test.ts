@@ -1,7 +1,9 @@
 import { connect } from 'node:net';
 import type { Socket } from 'node:net';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { stringify } from 'yaml';
 import type { EventRecord, PauseJournalRecord } from '../../src/journal/records.js';
 import {
   chunk,
@@ -9,6 +11,7 @@ import {
   flowRecords,
   proxyBasic,
   quietFor,
+  replayVerdicts,
   startHeldEcho,
   startStreamingUpstream,
 } from '../helpers/flows.js';
@@ -32,7 +35,7 @@ const AGENT = 'agent-1';
 const AUTH = { 'Proxy-Authorization': proxyBasic(AGENT, agentToken(AGENT)) };
 const SECRET = join(tempDir(), 'home', '.ssh', 'id_rsa');
 
-const { start, keep } = gatewayPerTest({
+const CONFIG = {
   agents: [{ id: AGENT, token: agentToken(AGENT) }],
   network: { allow: [echo.authority, UPLOAD], allowPrivate: ['127.0.0.1/32'] },
   policy: {
@@ -48,7 +51,8 @@ const { start, keep } = gatewayPerTest({
       },
     ],
   },
-});
+};
+const { start, keep } = gatewayPerTest(CONFIG);
 
 const sockets: Socket[] = [];
 afterEach(() => {
@@ -137,6 +141,16 @@ describe('a secret read reaches channels opened before it', () => {
       change: 'closed',
       reason: 'denied by an operator',
     });
+    // Offline, the journal decides the same: the re-judged event pauses after the read.
+    const config = join(tempDir(), 'replay.yaml');
+    writeFileSync(config, stringify({ version: 1, ...CONFIG }));
+    const { live, again } = await replayVerdicts(g.journalPath, config);
+    expect(live).toEqual([
+      ['ALLOW', null],
+      ['ALLOW', null],
+      ['PAUSE', 'secret-then-egress'],
+    ]);
+    expect(again).toEqual(live);
   });
 
   it('a streaming upload mid-body freezes: later chunks do not reach the upstream until resumed', async () => {
