@@ -153,6 +153,21 @@ describe('a secret read reaches channels opened before it', () => {
     expect(again).toEqual(live);
   });
 
+  it('with policy.pause: block the rule closes the tunnel at once, with its reason', async () => {
+    const g = await start({ policy: { ...CONFIG.policy, pause: 'block' } });
+    const { socket, event } = await openEchoTunnel(g);
+    const closed = new Promise<void>((r) => socket.once('close', () => r()));
+    const marking = await readSecret(g);
+    const again = eventsOf(g.records(), AGENT).find((e) => e.rid === event.seq);
+    expect(again).toMatchObject({ verdict: 'PAUSE', rule: { name: 'secret-then-egress' } });
+    expect(flowRecords(g.records()).map((r) => [r.ref, r.change])).toEqual([
+      [event.seq, 'frozen'],
+      [event.seq, 'closed'],
+    ]);
+    expect(flowRecords(g.records())[1]?.reason).toContain(`after #${marking.seq} read ${SECRET}`);
+    await closed;
+  });
+
   it('a streaming upload mid-body freezes: later chunks do not reach the upstream until resumed', async () => {
     const g = await start();
     const head =

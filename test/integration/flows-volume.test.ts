@@ -1,8 +1,17 @@
+import { connect } from 'node:net';
 import type { Socket } from 'node:net';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import type { EventRecord, OutcomeRecord } from '../../src/journal/records.js';
 import { curl } from '../helpers/curl.js';
-import { eventsOf, flowRecords, proxyBasic, quietFor, startHeldEcho } from '../helpers/flows.js';
+import {
+  chunk,
+  eventsOf,
+  flowRecords,
+  proxyBasic,
+  quietFor,
+  startHeldEcho,
+  startStreamingUpstream,
+} from '../helpers/flows.js';
 import type { TestGateway } from '../helpers/gateway.js';
 import { gatewayPerTest } from '../helpers/gateway.js';
 import { agentToken } from '../helpers/ingest.js';
@@ -18,6 +27,8 @@ import { waitFor } from '../helpers/wait.js';
  */
 const up = await startUpstream();
 const echo = await startHeldEcho();
+const upload = await startStreamingUpstream();
+const UPLOAD = `127.0.0.1:${upload.port}`;
 const AGENT = 'agent-1';
 const TOKEN = agentToken(AGENT);
 /** Each GET carries this much header; five of them pass 40 KB, four do not. */
@@ -25,7 +36,10 @@ const PAD = 'p'.repeat(8_000);
 
 const { start, keep } = gatewayPerTest({
   agents: [{ id: AGENT, token: TOKEN }],
-  network: { allow: [`127.0.0.1:${up.port}`, echo.authority], allowPrivate: ['127.0.0.1/32'] },
+  network: {
+    allow: [`127.0.0.1:${up.port}`, echo.authority, UPLOAD],
+    allowPrivate: ['127.0.0.1/32'],
+  },
 });
 
 const volumeRule = (upTo: string) => [
@@ -34,6 +48,11 @@ const volumeRule = (upTo: string) => [
 /** The tunnels' limit: 100KB (1000-based). */
 const LIMIT = 100_000;
 const sequences = volumeRule('100KB');
+
+const sockets: Socket[] = [];
+afterEach(() => {
+  for (const s of sockets.splice(0)) s.destroy();
+});
 
 describe('volume rules count every byte sent up', () => {
   it('bodiless GETs with 8 KB of headers each pause the session past 40 KB', async () => {
@@ -94,6 +113,47 @@ describe('volume rules count every byte sent up', () => {
     const closed = new Promise<void>((r) => t.socket.once('close', () => r()));
     g.gw.sessions.deny(AGENT);
     await closed;
+    expect(flowRecords(g.records()).map((r) => [r.change, r.reason])).toEqual([
+      ['frozen', 'session paused'],
+      ['closed', 'denied by an operator'],
+    ]);
+  });
+
+  it('a streaming upload freezes mid-body past the limit; deny refuses it, the rest never sent', async () => {
+    const g = await start({ policy: { pause: 'hold', holdTimeout: '30s', sequences } });
+    const socket = connect({ host: '127.0.0.1', port: g.gw.proxy.port });
+    socket.on('error', () => undefined);
+    sockets.push(socket);
+    const i = upload.bodies.length;
+    const body = 300_000;
+    socket.write(
+      `POST http://${UPLOAD}/bulk HTTP/1.1\r\nHost: ${UPLOAD}\r\n` +
+        `Proxy-Authorization: ${proxyBasic(AGENT, TOKEN)}\r\n` +
+        `Transfer-Encoding: chunked\r\n\r\n${chunk('u'.repeat(body))}`,
+    );
+    await waitFor(() => g.gw.sessions.isPaused(AGENT), 5_000, 'the volume rule to pause');
+    const admitted = eventsOf(g.records(), AGENT)[0] as EventRecord;
+    expect(admitted).toMatchObject({ target: `http://${UPLOAD}/bulk`, verdict: 'ALLOW' });
+    expect(eventsOf(g.records(), AGENT).find((e) => e.rid === admitted.seq)).toMatchObject({
+      verdict: 'PAUSE',
+      boundary: 'big-upload',
+    });
+    expect(flowRecords(g.records())).toEqual([
+      expect.objectContaining({
+        type: 'flow',
+        flow: 'request',
+        ref: admitted.seq,
+        change: 'frozen',
+      }),
+    ]);
+    // The body stops short of its end, and stays so.
+    expect(await upload.next(i, 400)).toBe('');
+    const through = upload.bodies[i]?.length ?? 0;
+    expect(through).toBeLessThan(body);
+    const answer = roundTrip(socket, '0\r\n\r\n', (got) => got.includes('\r\n\r\n'));
+    g.gw.sessions.deny(AGENT);
+    expect((await answer).got).toMatch(/^HTTP\/1\.1 403 /);
+    expect(upload.bodies[i]?.length).toBe(through);
     expect(flowRecords(g.records()).map((r) => [r.change, r.reason])).toEqual([
       ['frozen', 'session paused'],
       ['closed', 'denied by an operator'],
