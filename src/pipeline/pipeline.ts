@@ -66,8 +66,27 @@ export class Pipeline {
     flow.reportedUp = flow.bytesUp;
     // Shared state changes only under the session's lease: the outcome tells the store.
     if (rid === null || this.#guard.shared !== undefined) return;
-    this.#guard.outcome(session, rid, { failed: false, bytesUp: flow.bytesUp, ts: Date.now() });
+    if (!this.#reported.has(rid)) this.#reported.set(rid, { base: 0, last: 0 });
+    const bytesUp = this.#counted(session, rid, flow.bytesUp);
+    this.#guard.outcome(session, rid, { failed: false, bytesUp, ts: Date.now() });
     this.#rulesReach(session);
+  }
+
+  /** Flows that reported bytes mid-flow, by request id: what the guard let go of their total. */
+  readonly #reported = new Map<number, { base: number; last: number }>();
+
+  /**
+   * What of request `rid`'s `total` bytes sent counts now. Bytes it reported that the guard let
+   * go since (a resume forgave them, or they aged out of the volume window) do not come back
+   * with its next report: a resumed tunnel would pause again at once on what was reviewed.
+   */
+  #counted(session: string, rid: number, total: number): number {
+    const seen = this.#reported.get(rid);
+    if (seen === undefined) return total;
+    if (seen.last > seen.base && this.#guard.session(session)?.sent.has(rid) !== true)
+      seen.base = seen.last;
+    seen.last = total;
+    return total - seen.base;
   }
 
   #reaching = false;
@@ -215,6 +234,8 @@ export class Pipeline {
     if (transfer.status === 502 || transfer.status === 504) {
       this.#metrics.upstreamErrors.inc({ status: String(transfer.status) });
     }
+    const bytesUp = this.#counted(session, rid, transfer.bytesUp);
+    this.#reported.delete(rid);
     const ts = Date.now();
     try {
       this.#journal.appendLater(
@@ -237,7 +258,7 @@ export class Pipeline {
       return;
     }
     const failed = transfer.failed === true;
-    this.#guard.outcome(session, rid, { failed, bytesUp: transfer.bytesUp, ts });
+    this.#guard.outcome(session, rid, { failed, bytesUp, ts });
     // A failure's marks or the bytes it sent may make the session's open flows drift.
     if (this.#guard.shared === undefined) this.#rulesReach(session);
   }
