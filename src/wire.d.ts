@@ -60,6 +60,11 @@ export interface EventRecord extends RecordBase {
   readonly onFailure?: readonly string[];
   /** The session's count of judged events, this one included (with `policy.sequences` only). */
   readonly eventNo?: number;
+  /**
+   * A live flow judged again mid-flow (a trajectory rule reached it): the bytes its request had
+   * sent up by then, as the guard counted them (replay and restart count them before judging).
+   */
+  readonly sentUp?: number;
 }
 
 /** An event as the events route pages it: with the status its request ended, when journaled. */

@@ -139,6 +139,10 @@ function judgeLine(
     },
     paths,
   );
+  // A flow judged again mid-flow had sent `sentUp` bytes by then, as the live guard counted.
+  const { sentUp } = value as { sentUp?: unknown };
+  if (typeof sentUp === 'number' && sentUp > 0 && typeof rid === 'number')
+    guard.outcome(session, rid, { failed: false, bytesUp: sentUp, ts: event.ts });
   const decision = guard.inspect(event);
   // Offline nothing is written: each decision takes effect at once. A journal's event is named
   // by its seq (and request id), as the live gateway named it; a bare line by its line number.

@@ -23,6 +23,11 @@ export function applyRecord(guard: Guard, record: JournalRecord): void {
       }
       if (record.eventNo !== undefined && !isCount(record.eventNo))
         throw bad('has a bad "eventNo"');
+      // A flow judged again mid-flow: the bytes it had sent were counted before it was judged.
+      if (isCount(record.sentUp) && isCount(record.rid)) {
+        const ts = Date.parse(record.ts);
+        guard.outcome(record.session, record.rid, { failed: false, bytesUp: record.sentUp, ts });
+      }
       // What the live gateway installed once this line was written: the same call.
       guard.commit(record.session, Date.parse(record.ts), record, {
         seq: record.seq,

@@ -198,7 +198,7 @@ export type Unstamped<R extends RecordBase> = R extends RecordBase
 export function eventRecord(
   event: Event,
   decision: Decision,
-  request: { rid?: number | undefined; held?: true | undefined } = {},
+  request: { rid?: number | undefined; held?: true | undefined; sentUp?: number | undefined } = {},
 ): Unstamped<EventRecord> {
   return withJournaledTarget({
     type: 'event',
@@ -225,5 +225,6 @@ export function eventRecord(
     marks: decision.marks,
     onFailure: decision.onFailure,
     eventNo: decision.eventNo,
+    sentUp: request.sentUp,
   });
 }

@@ -236,7 +236,9 @@ export class Decider {
     const decision = this.p.guard.inspect(now);
     if (decision.rule === undefined || decision.verdict === 'ALLOW') return null;
     const pause = decision.verdict === 'PAUSE';
-    const id = this.#record(now, decision, rid, false, pause ? this.#holding(what) : null);
+    const sent = rid === null ? undefined : this.p.guard.session(event.session)?.sent.get(rid);
+    const holding = pause ? this.#holding(what) : null;
+    const id = this.#record(now, decision, rid, false, holding, sent?.bytes);
     if (id === null) return failClosed(rid).refusal.reason;
     if (pause) {
       this.p.sessions.paused(event.session);
@@ -257,9 +259,11 @@ export class Decider {
     rid: number | null,
     held: boolean,
     pausing: PauseRecord['held'] | null,
+    sentUp?: number,
   ): number | null {
     const { journal } = this.p;
-    const record = eventRecord(event, decision, { rid: rid ?? undefined, held: held || undefined });
+    const request = { rid: rid ?? undefined, held: held || undefined, sentUp };
+    const record = eventRecord(event, decision, request);
     // Stamped as the writer will stamp it, so that the pause record can name it.
     const stamped: EventRecord = { seq: journal.lastSeq + 1, ts: journal.iso(event.ts), ...record };
     const pause = pausing && this.p.review.pauseFor(stamped, pausing);

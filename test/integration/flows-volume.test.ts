@@ -1,6 +1,9 @@
 import { connect } from 'node:net';
 import type { Socket } from 'node:net';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { stringify } from 'yaml';
 import type { EventRecord, OutcomeRecord } from '../../src/journal/records.js';
 import { curl } from '../helpers/curl.js';
 import {
@@ -9,6 +12,7 @@ import {
   flowRecords,
   proxyBasic,
   quietFor,
+  replayVerdicts,
   startHeldEcho,
   startStreamingUpstream,
 } from '../helpers/flows.js';
@@ -17,6 +21,7 @@ import { gatewayPerTest } from '../helpers/gateway.js';
 import { agentToken } from '../helpers/ingest.js';
 import { connectTunnel, roundTrip } from '../helpers/raw.js';
 import { startUpstream } from '../helpers/upstream.js';
+import { tempDir } from '../helpers/tmp.js';
 import { waitFor } from '../helpers/wait.js';
 
 /**
@@ -117,6 +122,19 @@ describe('volume rules count every byte sent up', () => {
       ['frozen', 'session paused'],
       ['closed', 'denied by an operator'],
     ]);
+    // The re-judged event carries the bytes counted when it fired: offline it pauses too.
+    expect(again?.sentUp).toBeGreaterThanOrEqual(LIMIT);
+    const config = join(tempDir(), 'replay.yaml');
+    writeFileSync(
+      config,
+      stringify({ version: 1, agents: [{ id: AGENT, token: TOKEN }], policy: { sequences } }),
+    );
+    const verdicts = await replayVerdicts(g.journalPath, config);
+    expect(verdicts.live).toEqual([
+      ['ALLOW', null],
+      ['PAUSE', 'big-upload'],
+    ]);
+    expect(verdicts.again).toEqual(verdicts.live);
   });
 
   it('a streaming upload freezes mid-body past the limit; deny refuses it, the rest never sent', async () => {
