@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { Capture } from '../action/capture.js';
 import { readUnforwarded } from '../action/capture-unforwarded.js';
-import { expectationProblem } from '../action/headers.js';
+import { announcedLength, expectationProblem } from '../action/headers.js';
 import { sendRefusal } from '../action/respond.js';
 import { upstreamOutcome } from '../action/transfer.js';
 import type { ProxyContext } from './context.js';
@@ -56,6 +56,7 @@ export async function serveHttp(
     input: { kind: 'network', target, method, url },
     what: `${method} ${target}`,
     connect: false,
+    bytes: announcedLength(req.headers),
     waiting: presence(req.socket),
   });
   if (ruling.kind === 'gone') {

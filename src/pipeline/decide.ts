@@ -166,7 +166,7 @@ export class Decider {
   ): Ruling | Hold | typeof CHANGES {
     if (readOnly && changes(decision)) return CHANGES;
     const { verdict } = decision;
-    const pausing = verdict === 'PAUSE' ? this.#holding(ask) : null;
+    const pausing = verdict === 'PAUSE' ? this.#holding(ask, rid) : null;
     const id = this.#record(event, decision, rid, false, pausing);
     if (id === null) return failClosed(rid);
     if (verdict === 'PAUSE') {
@@ -208,11 +208,16 @@ export class Decider {
     );
   }
 
-  /** The requests a pause record says it holds: this one, unless a pause refuses at once. */
-  #holding(ask: Ask): PauseRecord['held'] {
+  /**
+   * The requests a pause record says it holds: this one (`rid`: its id, or the seq its event
+   * record is about to take), unless a pause refuses at once.
+   */
+  #holding(ask: Ask, rid: number | null): PauseRecord['held'] {
     if (this.p.config.policy.pause !== 'hold') return [];
     const since = Date.now();
-    return [{ what: ask.what, since, deadline: since + this.p.config.policy.holdTimeout }];
+    const deadline = since + this.p.config.policy.holdTimeout;
+    const id = rid ?? this.p.journal.lastSeq + 1;
+    return [{ rid: id, what: ask.what, bytes: ask.bytes ?? null, since, deadline }];
   }
 
   /**

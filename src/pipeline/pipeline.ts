@@ -80,7 +80,7 @@ export class Pipeline {
     while (isHold(ruling)) {
       const { rid, decision } = ruling;
       const release = await this.#held.hold(
-        { session: ask.session, what: ask.what, rid },
+        { session: ask.session, what: ask.what, rid, bytes: ask.bytes },
         ask.waiting,
       );
       if (release === 'gone') return { kind: 'gone', rid };

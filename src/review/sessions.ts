@@ -4,9 +4,50 @@ import { compileApproval } from '../guard/approvals.js';
 import type { Guard } from '../guard/guard.js';
 import type { Held, HeldRequests } from '../action/hold.js';
 import type { Admission } from '../action/live-tunnels.js';
+import type { ResumeRecord } from '../journal/records.js';
 import type { JournalWriter } from '../journal/writer.js';
 import type { Review } from './review.js';
 import { ruleId, Rules } from './rules.js';
+
+/** A held request as a resume reports it. */
+export interface HeldBrief {
+  readonly rid: number;
+  readonly what: string;
+  readonly bytes: number | null;
+}
+
+export interface ResumeOptions {
+  readonly reset?: boolean;
+  /** Approve once: the rids of the held requests forwarded as approved. */
+  readonly once?: readonly number[];
+  readonly onceAt?: string | null;
+  readonly keepMarks?: boolean;
+  readonly by?: string;
+}
+
+/** What a resume let go: forwarded as approved this once, or judged again. */
+export interface Resumed {
+  readonly released: number;
+  readonly once: readonly HeldBrief[];
+  readonly judged: readonly HeldBrief[];
+}
+
+const brief = ({ rid, what, bytes }: Held): HeldBrief => ({ rid, what, bytes });
+
+/** `POST http://h/x (12 bytes)`: a held request as operators are shown it. */
+export function describeHeld(h: Pick<HeldBrief, 'what' | 'bytes'>): string {
+  return h.bytes === null ? h.what : `${h.what} (${h.bytes} byte${h.bytes === 1 ? '' : 's'})`;
+}
+
+/** `once`: the rids approved once; null: every request let go was. */
+function resumed(held: readonly Held[], once: ReadonlySet<number> | null): Resumed {
+  const approved = (h: Held) => once === null || once.has(h.rid);
+  return {
+    released: held.length,
+    once: held.filter(approved).map(brief),
+    judged: held.filter((h) => !approved(h)).map(brief),
+  };
+}
 
 /** Follows sessions' state changes (open tunnels do: see action/live-tunnels). */
 export interface SessionWatcher {
@@ -98,36 +139,53 @@ export class Sessions {
 
   /**
    * Unpauses (counts kept unless `reset`, trajectory marks cleared unless `keepMarks`); each
-   * held request is then judged again, or with `once` forwarded as approved this once (its
-   * event journaled approved, so a replay counts nothing for it either); later requests are
-   * judged as usual.
+   * held request is then judged again, but those `once` names by rid are forwarded as approved
+   * this once (their events journaled approved, so a replay counts nothing for them either).
+   * `onceAt`: the gateway whose rids they are (a decision link made by another replica); a rid
+   * no longer held lets nothing extra go. Later requests are judged as usual.
    */
-  resume(
-    id: string,
-    options: { reset?: boolean; once?: boolean; keepMarks?: boolean; by?: string } = {},
-  ): number {
+  resume(id: string, options: ResumeOptions = {}): number {
+    return this.resumeReport(id, options).released;
+  }
+
+  /** `resume`, answering which held requests went as approved and which are judged again. */
+  resumeReport(id: string, options: ResumeOptions = {}): Resumed {
     // An active session's counts may still be reset: a fresh start once its work is reviewed.
     const reset = options.reset === true;
     if (!reset) this.#mustBePaused(id, 'resume');
-    const once = options.once === true ? { once: true as const } : {};
+    const onceAt = options.onceAt ?? this.#replica;
+    const once =
+      options.once === undefined
+        ? {}
+        : { once: [...options.once], ...(onceAt === null ? {} : { onceAt }) };
     const keep = options.keepMarks === true ? { keepMarks: true as const } : {};
-    this.#journal.append(
-      { type: 'resume', session: id, reset, ...once, ...keep, by: options.by ?? 'operator' },
-      { sync: true },
-    );
+    const record = {
+      type: 'resume' as const,
+      session: id,
+      reset,
+      ...once,
+      ...keep,
+      by: options.by ?? 'operator',
+    };
+    this.#journal.append(record, { sync: true });
     this.#guard.resume(id, reset, options.keepMarks === true);
-    return this.resumedElsewhere(id, options.once === true);
+    return this.resumedElsewhere(record);
   }
 
   /**
    * A resume journaled (here, or by another gateway sharing the state): the session's held
-   * requests here are judged again (or forwarded, `once`).
+   * requests here are judged again, except those it approves once: the rids it names when
+   * they are this gateway's, or all of them for an older journal's `once: true`.
    */
-  resumedElsewhere(id: string, once: boolean): number {
+  resumedElsewhere(record: Pick<ResumeRecord, 'session' | 'once' | 'onceAt'>): Resumed {
+    const id = record.session;
     this.#review.resumed(id);
     this.#review.answered(id);
     this.#watcher?.resumed(id);
-    return this.#held.release(id, once ? 'once' : 'resume');
+    if (record.once === true) return resumed(this.#held.release(id, 'once'), null);
+    const mine = (record.onceAt ?? null) === this.#replica && Array.isArray(record.once);
+    const once = new Set(mine ? (record.once as readonly number[]) : []);
+    return resumed(this.#held.release(id, 'resume', once), once);
   }
 
   /** Answers every held request 403; the session stays paused. */
@@ -145,7 +203,12 @@ export class Sessions {
   deniedElsewhere(id: string): number {
     this.#review.answered(id);
     this.#watcher?.denied(id);
-    return this.#held.release(id, 'deny');
+    return this.#held.release(id, 'deny').length;
+  }
+
+  /** This gateway's name among those sharing the state (null: it is alone). */
+  get replica(): string | null {
+    return this.#replica;
   }
 
   /** Sessions with requests held here. */

@@ -1,0 +1,52 @@
+import { TrajgateError } from '../errors.js';
+import type { HeldBrief, Resumed } from '../review/sessions.js';
+import { describeHeld } from '../review/sessions.js';
+import type { HeldView, SessionDetail } from '../wire.js';
+import { terminalText } from './table.js';
+
+type Call = (method: 'GET' | 'POST', path: string, body?: object) => Promise<unknown>;
+
+/** One line per request; targets come from agents, so each is made safe for a terminal. */
+const listed = (held: readonly HeldBrief[]) =>
+  held.map((h) => `  #${h.rid} ${terminalText(describeHeld(h))}`).join('\n');
+
+/**
+ * `trajgate approve SESSION --once [RID…]`: forwards the held requests named by rid as approved,
+ * this once, and resumes the session; the others it holds are judged again. Without RIDs only
+ * a single held request is approved: with several, the user is shown them and picks.
+ */
+export async function approveOnce(
+  call: Call,
+  session: string,
+  args: readonly string[],
+  print: (line: string) => void,
+): Promise<Resumed> {
+  const path = `/api/sessions/${encodeURIComponent(session)}`;
+  let once = args.map((arg) => {
+    if (!/^[1-9]\d{0,15}$/.test(arg))
+      throw new TrajgateError(
+        'E_USAGE',
+        `approve --once: ${JSON.stringify(arg)} is not a request id (rid: a held request's number, as \`trajgate approve ${session} --once\` lists them)`,
+      );
+    return Number(arg);
+  });
+  if (once.length === 0) {
+    const detail = (await call('GET', path)) as SessionDetail;
+    const held: readonly HeldView[] = detail.heldRequests;
+    if (held.length !== 1) {
+      const which =
+        held.length === 0
+          ? `session ${session} holds no request: nothing to approve once`
+          : `session ${session} holds ${held.length} requests; name the ones to approve once (trajgate approve ${session} --once RID…):\n${listed(held)}`;
+      throw new TrajgateError('E_USAGE', which);
+    }
+    once = [(held[0] as HeldView).rid];
+  }
+  const result = (await call('POST', `${path}/resume`, { once })) as Resumed;
+  const forwarded = result.once.length ? `:\n${listed(result.once)}` : ': none';
+  const judged = result.judged.length
+    ? `; judged again (held until they are allowed, or paused again):\n${listed(result.judged)}`
+    : '; nothing else was held';
+  print(`approved once and resumed ${session}; forwarded as approved${forwarded}${judged}`);
+  return result;
+}

@@ -1,0 +1,56 @@
+// "Approve once" on one held request: forwards that request as approved, this once, and
+// resumes the session; every other held request is judged again, as on resume. The
+// confirmation lists every held request and marks the one the action covers.
+
+import type { Actions } from './actions.js';
+import { call, sessionPath } from './api.js';
+import { confirmAction } from './confirm.js';
+import type { HeldView } from '../../wire.js';
+
+interface Brief {
+  readonly rid: number;
+  readonly what: string;
+  readonly bytes: number | null;
+}
+
+/** `POST http://h/x (12 bytes)`, as the gateway describes a held request. */
+export const describeHeld = (h: Pick<Brief, 'what' | 'bytes'>): string =>
+  h.bytes === null ? h.what : `${h.what} (${h.bytes} byte${h.bytes === 1 ? '' : 's'})`;
+
+const listed = (hs: readonly Brief[]) =>
+  hs.length === 0 ? 'none' : hs.map((h) => `#${h.rid} ${describeHeld(h)}`).join(', ');
+
+export async function approveOnce(
+  actions: Actions,
+  session: string,
+  chosen: HeldView,
+  held: readonly HeldView[],
+): Promise<void> {
+  const others = held.filter((h) => h.rid !== chosen.rid).length;
+  const ok = await confirmAction({
+    title: 'Approve this request once?',
+    lines: [
+      ['Session', session],
+      ...held.map((h): [string, string] => [
+        h.rid === chosen.rid ? 'Approved once' : 'Stays held',
+        `#${h.rid} ${describeHeld(h)}`,
+      ]),
+    ],
+    note:
+      `Forwards the 1 request marked "Approved once" as approved, this once, and resumes the session.` +
+      (others === 0
+        ? ''
+        : ` The other ${others} held request${others === 1 ? '' : 's'} stay held and are judged again on resume: an unapproved one counts and may pause the session again.`),
+    confirm: 'Approve once',
+    tone: 'go',
+  });
+  if (!ok) return;
+  await actions.run(async () => {
+    const r = await call<{ once: Brief[]; judged: Brief[] }>(
+      'POST',
+      `${sessionPath(session)}/resume`,
+      { once: [chosen.rid] },
+    );
+    return `Approved once, forwarded: ${listed(r.once)}; judged again: ${listed(r.judged)}.`;
+  });
+}
