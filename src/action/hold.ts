@@ -100,7 +100,9 @@ export class HeldRequests {
    */
   release(session: string, release: Release, once: ReadonlySet<number> = NONE): Held[] {
     const entries = [...(this.#bySession.get(session) ?? [])];
-    for (const entry of entries) entry.settle(once.has(entry.rid) ? 'once' : release);
+    // The approved first: judged before a request judged again can pause the session anew.
+    for (const entry of entries) if (once.has(entry.rid)) entry.settle('once');
+    for (const entry of entries) if (!once.has(entry.rid)) entry.settle(release);
     return entries;
   }
 

@@ -43,10 +43,14 @@ export async function approveOnce(
     once = [(held[0] as HeldView).rid];
   }
   const result = (await call('POST', `${path}/resume`, { once })) as Resumed;
-  const forwarded = result.once.length ? `:\n${listed(result.once)}` : ': none';
-  const judged = result.judged.length
-    ? `; judged again (held until they are allowed, or paused again):\n${listed(result.judged)}`
-    : '; nothing else was held';
-  print(`approved once and resumed ${session}; forwarded as approved${forwarded}${judged}`);
+  const section = (title: string, held: readonly HeldBrief[]) =>
+    held.length === 0 ? `${title}: none` : `${title}:\n${listed(held)}`;
+  print(
+    [
+      `approved once and resumed ${session}`,
+      section('forwarded as approved', result.once),
+      section('judged again (they stay held if the session pauses again)', result.judged),
+    ].join('\n'),
+  );
   return result;
 }
