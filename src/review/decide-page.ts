@@ -103,7 +103,9 @@ function onceNote(held: readonly Shown[]): string {
   const rest =
     others === 0
       ? ''
-      : ` The other ${requests(others)} stay held and are judged again on resume, as any later request is.`;
+      : others === 1
+        ? ' The other held request stays held and is judged again on resume, as any later request is.'
+        : ` The other ${requests(others)} stay held and are judged again on resume, as any later request is.`;
   if (marked === 0)
     return `The request this link was made for is no longer held: approve once forwards nothing as approved and resumes the session.${rest}`;
   return `Forward the ${marked === 1 ? 'request' : `${marked} requests`} marked as approved, this once, and resume the session.${rest}`;

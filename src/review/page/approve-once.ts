@@ -40,7 +40,9 @@ export async function approveOnce(
       `Forwards the 1 request marked "Approved once" as approved, this once, and resumes the session.` +
       (others === 0
         ? ''
-        : ` The other ${others} held request${others === 1 ? '' : 's'} stay held and are judged again on resume: an unapproved one counts and may pause the session again.`),
+        : others === 1
+          ? ' The other held request stays held and is judged again on resume: if unapproved, it counts and may pause the session again.'
+          : ` The other ${others} held requests stay held and are judged again on resume: an unapproved one counts and may pause the session again.`),
     confirm: 'Approve once',
     tone: 'go',
   });
