@@ -48,6 +48,7 @@ export const ERRORS = {
   E_UNKNOWN_APPROVAL: { status: 404, exit: null },
   E_CONFIG_APPROVAL: { status: 409, exit: null },
   E_NOT_PAUSED: { status: 409, exit: null },
+  E_NOT_HELD: { status: 409, exit: null },
   E_NO_CAPTURE: { status: 404, exit: null },
   E_CAPTURE_READ: { status: 500, exit: null },
   E_LINK_INVALID: { status: 403, exit: null },

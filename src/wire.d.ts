@@ -78,6 +78,17 @@ export interface EventsPage {
   readonly next: number | null;
 }
 
+/** A request a pause record holds. `rid` and `bytes` are absent in older journals. */
+export interface PauseHeld {
+  /** The request's id: the seq of its first event record. */
+  readonly rid?: number;
+  readonly what: string;
+  /** The request body's size (its Content-Length), null when not known. */
+  readonly bytes?: number | null;
+  readonly since: number;
+  readonly deadline: number;
+}
+
 /** What an operator is handed when a session pauses (README § The review loop). */
 export interface PauseRecord {
   readonly session: string;
@@ -88,8 +99,8 @@ export interface PauseRecord {
   readonly trigger: EventRecord;
   /** The session's last `policy.recentEvents` events, oldest first, the trigger last. */
   readonly recent: readonly EventRecord[];
-  /** Requests held when it paused (ms timestamps). */
-  readonly held: readonly { what: string; since: number; deadline: number }[];
+  /** Requests held when it paused (ms timestamps); an approve-once link names their rids. */
+  readonly held: readonly PauseHeld[];
   /** Read back after a restart: the held connections were lost with the old process. */
   readonly restored: boolean;
   /**
@@ -207,7 +218,11 @@ export interface SessionView {
 
 export interface HeldView {
   readonly id: number;
+  /** The request's id (the seq of its first event record): what an approve-once names. */
+  readonly rid: number;
   readonly what: string;
+  /** The request body's size (its Content-Length), null when not known. */
+  readonly bytes: number | null;
   readonly since: string;
   readonly deadline: string;
   readonly waitedMs: number;

@@ -39,14 +39,18 @@ export class FlowRegistry {
     this.holdTimeoutMs = ms;
   }
 
-  /** Registers a flow just judged, frozen at once when its session is paused by now. */
+  /**
+   * Registers a flow just judged, frozen at once when its session is paused by now — unless an
+   * operator approved its event once (approve-once forwards what it names while the session
+   * stays paused; a later pause freezes it like any other).
+   */
   open(basis: Basis): Flow {
     const flow = new Flow(basis, basis.event === null ? null : this.#report, this.#end);
     let set = this.#bySession.get(basis.session);
     if (set === undefined) this.#bySession.set(basis.session, (set = new Set()));
     set.add(flow);
     if (basis.expiresAt !== null) this.#armExpiry(flow, basis.expiresAt);
-    if (this.isPaused(basis.session)) this.#freeze(flow);
+    if (basis.event?.approved !== true && this.isPaused(basis.session)) this.#freeze(flow);
     return flow;
   }
 

@@ -116,6 +116,12 @@ export function hasBody(headers: IncomingHttpHeaders): boolean {
   return headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
 }
 
+/** The request content's size as its Content-Length says (RFC 9110 § 8.6), else null. */
+export function announcedLength(headers: IncomingHttpHeaders): number | null {
+  const length = headers['content-length'];
+  return length !== undefined && /^\d{1,15}$/.test(length) ? Number(length) : null;
+}
+
 /**
  * RFC 9110 § 10.1.1: 100-continue is the only expectation; another is answered 417. Node
  * ignores Expect in HTTP/1.0 requests, as the RFC asks for 100-continue. Returns the problem,

@@ -16,6 +16,8 @@ export interface Held {
   readonly what: string;
   /** The request's id: the seq of its first event record. */
   readonly rid: number;
+  /** The request body's size (its Content-Length) when known. */
+  readonly bytes: number | null;
   readonly since: number;
   readonly deadline: number;
 }
@@ -45,13 +47,17 @@ export class HeldRequests {
   }
 
   /** Waits until `release` lets the request go, the hold times out, or the client leaves. */
-  hold(info: { session: string; what: string; rid: number }, client: Presence): Promise<Release> {
+  hold(
+    info: { session: string; what: string; rid: number; bytes?: number | null },
+    client: Presence,
+  ): Promise<Release> {
     return new Promise((resolve) => {
       const since = Date.now();
       const set = this.#bySession.get(info.session) ?? new Set<Entry>();
       this.#bySession.set(info.session, set);
       const entry: Entry = {
         ...info,
+        bytes: info.bytes ?? null,
         id: this.#nextId++,
         since,
         deadline: since + this.#timeoutMs,
@@ -86,11 +92,24 @@ export class HeldRequests {
     return [...this.#bySession.keys()];
   }
 
-  /** Lets every request the session holds go; returns how many. */
-  release(session: string, release: Release): number {
+  /**
+   * Lets every request the session holds go, those whose rid is in `once` as `once` (approved
+   * this once) and the others as `release`; returns what went, in the order they were held.
+   */
+  release(session: string, release: Release): Held[] {
     const entries = [...(this.#bySession.get(session) ?? [])];
     for (const entry of entries) entry.settle(release);
-    return entries.length;
+    return entries;
+  }
+
+  /**
+   * Approve once: lets the held requests `rids` go, to be forwarded as approved; every other
+   * stays held (its session stays paused). Returns those let go.
+   */
+  releaseOnce(session: string, rids: ReadonlySet<number>): Held[] {
+    const named = [...(this.#bySession.get(session) ?? [])].filter((e) => rids.has(e.rid));
+    for (const entry of named) entry.settle('once');
+    return named;
   }
 
   /** Lets every held request go (the gateway is stopping). */

@@ -129,10 +129,12 @@ const COMMANDS: Record<string, CommandHelp> = {
       'trajgate approve SESSION PATTERN [--ttl 1h] [--kind network] [--json]',
       'trajgate approve --global PATTERN [--ttl 1h] [--kind network] [--json]',
       'trajgate approve --from SEQ [--ttl 1h] [--json]',
+      'trajgate approve SESSION --once [RID…] [--json]',
     ],
     about:
-      "Approves a pattern for a session (or every session with --global); its events no longer count. --from takes the session and a pattern fitted to a refused event (its method and path prefix). Prints the approval's id (for revoke).",
+      "Approves a pattern for a session (or every session with --global); its events no longer count. --from takes the session and a pattern fitted to a refused event (its method and path prefix). Prints the approval's id (for revoke). --once approves no pattern: it forwards the held requests named by RID (request id, as `trajgate approve SESSION --once` lists them) as approved, this once; the session stays paused and every other held request stays held (resume judges them again, deny answers them 403). Without RID it approves the one held request, and when several are held lists them (rid, method and target, body size) and exits 2.",
     options: [
+      ['--once [RID…]', 'forward these held requests once; the session stays paused (see above)'],
       ['--global', 'approve for every session'],
       ['--from SEQ', 'the session and pattern from the event with this journal seq'],
       ['--ttl DURATION', 'expires after this long (30m, 1h, 7d; default: never)'],

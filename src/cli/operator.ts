@@ -9,9 +9,10 @@ import type { SessionView } from '../review/api.js';
 import type { ApprovalView, DenyView } from '../review/api-rules.js';
 import type { EventRecord } from '../journal/records.js';
 import type { EventAnswer } from '../wire.js';
+import { approveOnce } from './approve-once.js';
 import { usageOf } from './help.js';
 import { eventsTable, sessionsTable } from './operator-tables.js';
-import { terminalJson, terminalText } from './table.js';
+import { terminalJson, terminalLines, terminalText } from './table.js';
 
 /**
  * The operator commands: thin clients of the admin API, tables for people, --json for scripts.
@@ -40,9 +41,11 @@ export async function operator(
       global: { type: 'boolean' },
       from: { type: 'string' },
       session: { type: 'string' },
+      once: { type: 'boolean' },
     },
   });
-  if (positionals.length !== wanted(command, values)) {
+  const count = wanted(command, values);
+  if (count === 'some' ? positionals.length === 0 : positionals.length !== count) {
     throw new TrajgateError('E_USAGE', usageOf(command));
   }
   const client = adminClient(values.admin, values.config);
@@ -64,6 +67,12 @@ export async function operator(
       break;
     }
     case 'approve': {
+      if (values.once) {
+        // Several lines, each target already made safe.
+        const quiet = values.json ? () => undefined : (text: string) => write(terminalLines(text));
+        result = await approveOnce(client.call, session, positionals.slice(1), quiet);
+        break;
+      }
       let target = values.global ? null : session;
       let body: Record<string, unknown> = {
         pattern: values.global ? session : pattern,
@@ -218,13 +227,20 @@ function adminClient(admin: string | undefined, configFile: string | undefined) 
   };
 }
 
-/** Positional arguments each command takes (approve's depend on --global and --from). */
-function wanted(command: string, values: { global?: boolean; from?: string }): number {
+/**
+ * Positional arguments each command takes (approve's depend on --global, --from and --once,
+ * which takes the session and any number of rids: `some`).
+ */
+function wanted(
+  command: string,
+  values: { global?: boolean; from?: string; once?: boolean },
+): number | 'some' {
   switch (command) {
     case 'sessions':
     case 'reload':
       return 0;
     case 'approve':
+      if (values.once) return values.global || values.from !== undefined ? -1 : 'some';
       if (values.from !== undefined) return values.global ? -1 : 0;
       return values.global ? 1 : 2;
     default:

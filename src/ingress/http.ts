@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { Capture } from '../action/capture.js';
 import { readUnforwarded } from '../action/capture-unforwarded.js';
+import { announcedLength } from '../action/headers.js';
 import { sendRefusal } from '../action/respond.js';
 import { upstreamOutcome } from '../action/transfer.js';
 import type { ProxyContext } from './context.js';
@@ -51,6 +52,7 @@ export async function serveHttp(
     input: { kind: 'network' as const, target, method, url },
     what: `${method} ${target}`,
     connect: false,
+    bytes: announcedLength(req.headers),
     waiting: presence(req.socket),
   };
   // A request whose flow was frozen before undici wrote it was not sent: judged again.

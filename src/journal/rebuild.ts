@@ -78,6 +78,8 @@ export function applyRecord(guard: Guard, record: JournalRecord): void {
       return;
     case 'resume':
       if (typeof record.session !== 'string') throw bad('has no "session"');
+      // An approve-once (its rids named) forwards those and leaves the session paused.
+      if (Array.isArray(record.once)) return;
       guard.resume(record.session, record.reset, record.keepMarks === true);
       return;
   }

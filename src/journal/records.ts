@@ -118,8 +118,14 @@ export interface ResumeRecord extends RecordBase {
   readonly type: 'resume';
   readonly session: string;
   readonly reset: boolean;
-  /** "Approve once": the held requests were forwarded as approved (their events say so). */
-  readonly once?: true;
+  /**
+   * "Approve once": the held requests with these rids were forwarded as approved (their events
+   * say so); the others stayed held and the session paused, so this record does not unpause.
+   * `true` (older journals): a resume that forwarded every held request approved.
+   */
+  readonly once?: true | readonly number[];
+  /** The gateway whose rids `once` names, when several share the state. */
+  readonly onceAt?: string;
   /** The session's trajectory marks were kept (`resume --keep-marks`). */
   readonly keepMarks?: true;
   readonly by: string;

@@ -91,7 +91,8 @@ export class Decider {
   ): Promise<Ruling | Hold | typeof CHANGES> {
     let event = given ?? this.event(ask, rid, once);
     if (!('subject' in event)) return event;
-    if (this.#paused(ask.session)) return this.held(ask, event, rid);
+    // Approved once, it goes though its session stays paused: the operator named it.
+    if (!once && this.#paused(ask.session)) return this.held(ask, event, rid);
     const { subject } = event;
     if (ask.connect && subject.type === 'network' && !this.#portAllowed(event, subject.port)) {
       event = { ...event, denied: `port ${subject.port} not allowed` };
@@ -104,7 +105,7 @@ export class Decider {
     const pending = this.p.egress.check(subject.host, subject.port);
     const check = pending instanceof Promise ? await pending : pending;
     if (ask.waiting.gone) return { kind: 'gone', rid };
-    if (this.#paused(ask.session)) return this.held(ask, event, rid);
+    if (!once && this.#paused(ask.session)) return this.held(ask, event, rid);
     if (!check.ok && check.denied) {
       event = { ...event, denied: check.reason };
       return this.#settle(ask, event, this.p.guard.inspect(event), rid, null, readOnly);
@@ -174,7 +175,7 @@ export class Decider {
   ): Ruling | Hold | typeof CHANGES {
     if (readOnly && changes(decision)) return CHANGES;
     const { verdict } = decision;
-    const pausing = verdict === 'PAUSE' ? this.#holding(ask.what) : null;
+    const pausing = verdict === 'PAUSE' ? this.#holding(ask.what, rid, ask.bytes ?? null) : null;
     const id = this.#record(event, decision, rid, false, pausing);
     if (id === null) return failClosed(rid);
     if (verdict === 'PAUSE') {
@@ -217,11 +218,16 @@ export class Decider {
     );
   }
 
-  /** The requests a pause record says it holds: this one, unless a pause refuses at once. */
-  #holding(what: string): PauseRecord['held'] {
+  /**
+   * The requests a pause record says it holds: this one (`rid`: its id, or the seq its event
+   * record is about to take; `bytes`: its body's announced size), unless a pause refuses at once.
+   */
+  #holding(what: string, rid: number | null, bytes: number | null): PauseRecord['held'] {
     if (this.p.config.policy.pause !== 'hold') return [];
     const since = Date.now();
-    return [{ what, since, deadline: since + this.p.config.policy.holdTimeout }];
+    const deadline = since + this.p.config.policy.holdTimeout;
+    const id = rid ?? this.p.journal.lastSeq + 1;
+    return [{ rid: id, what, bytes, since, deadline }];
   }
 
   /**
@@ -237,7 +243,7 @@ export class Decider {
     if (decision.rule === undefined || decision.verdict === 'ALLOW') return null;
     const pause = decision.verdict === 'PAUSE';
     const sent = rid === null ? undefined : this.p.guard.session(event.session)?.sent.get(rid);
-    const holding = pause ? this.#holding(what) : null;
+    const holding = pause ? this.#holding(what, rid, null) : null;
     const id = this.#record(now, decision, rid, false, holding, sent?.bytes);
     if (id === null) return failClosed(rid).refusal.reason;
     if (pause) {

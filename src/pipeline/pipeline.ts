@@ -130,15 +130,16 @@ export class Pipeline {
   /**
    * A tunnel judged request by request inside (intercepted TLS, plain HTTP read from a CONNECT)
    * has no decision of its own, but while its session is paused it is held like any request:
-   * no `200`, no handshake. `open` once the session runs.
+   * no `200`, no handshake. `open` once the session runs, or once approved once (its requests
+   * are still judged one by one, and held while the session is paused).
    */
   admitTunnel(ask: Ask): Promise<TunnelRuling> {
-    const admit = (rid: number | null): TunnelRuling | Hold => {
-      if (!this.isPaused(ask.session)) return { kind: 'open', rid };
+    const admit = (rid: number | null, once = false): TunnelRuling | Hold => {
+      if (once || !this.isPaused(ask.session)) return { kind: 'open', rid };
       const event = this.#decider.event(ask, rid);
       return 'subject' in event ? this.#decider.held(ask, event, rid) : event;
     };
-    return this.#untilReleased(ask, admit(null), async (rid) => admit(rid));
+    return this.#untilReleased(ask, admit(null), async (rid, once) => admit(rid, once));
   }
 
   /** Holds while the ruling is a hold; a resume leads to `again`, anything else ends it. */
@@ -151,7 +152,7 @@ export class Pipeline {
     while (isHold(ruling)) {
       const { rid, decision } = ruling;
       const release = await this.#held.hold(
-        { session: ask.session, what: ask.what, rid },
+        { session: ask.session, what: ask.what, rid, bytes: ask.bytes },
         ask.waiting,
       );
       if (release === 'gone') return { kind: 'gone', rid };

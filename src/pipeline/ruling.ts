@@ -13,6 +13,8 @@ export interface Ask {
   readonly what: string;
   /** A CONNECT tunnel: only `network.ports` unless an approval names the port. */
   readonly connect: boolean;
+  /** The request body's size (its Content-Length), when known: a held request shows it. */
+  readonly bytes?: number | null;
   /** Whether the client still waits for an answer. */
   readonly waiting: Presence;
 }

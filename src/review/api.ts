@@ -11,7 +11,7 @@ import { ApiRules, approvalView, denyView, operate } from './api-rules.js';
 import { sessionCapture } from './captures.js';
 import { RawJson } from '../http/json.js';
 import type { Review } from './review.js';
-import type { Sessions } from './sessions.js';
+import type { Resumed, Sessions } from './sessions.js';
 import type { ApprovalView, SessionDetail, SessionView } from '../wire.js';
 
 /** The sessions list's and a session's answers (their shapes are in ../wire.d.ts). */
@@ -69,7 +69,9 @@ export class Api {
       pause: this.review.pauseRecord(id),
       heldRequests: this.sessions.held(id).map((h) => ({
         id: h.id,
+        rid: h.rid,
         what: h.what,
+        bytes: h.bytes,
         since: new Date(h.since).toISOString(),
         deadline: new Date(h.deadline).toISOString(),
         waitedMs: now - h.since,
@@ -113,7 +115,7 @@ export class Api {
     return this.rules.block(id, body, by);
   }
 
-  resume(id: string, body: Record<string, unknown>, by: string): { released: number } {
+  resume(id: string, body: Record<string, unknown>, by: string): Resumed | { released: number } {
     this.#known(id);
     for (const field of ['reset', 'keepMarks'] as const) {
       if (body[field] !== undefined && typeof body[field] !== 'boolean') {
@@ -123,8 +125,34 @@ export class Api {
         );
       }
     }
+    const once =
+      body.once === undefined ? {} : { once: this.#heldRids(id, body.once, body.reset === true) };
     const options = { reset: body.reset === true, keepMarks: body.keepMarks === true, by };
-    return { released: operate(() => this.sessions.resume(id, options)) };
+    const done = operate(() => this.sessions.resumeReport(id, { ...options, ...once }));
+    // A plain resume judges every held request again: how many is all there is to say.
+    return body.once === undefined ? { released: done.released } : done;
+  }
+
+  /** `once`: request ids (rid) of requests the session holds here, each named once. */
+  #heldRids(id: string, value: unknown, reset: boolean): number[] {
+    const rid = (n: unknown): n is number => Number.isSafeInteger(n) && (n as number) > 0;
+    if (!Array.isArray(value) || value.length === 0 || !value.every(rid))
+      throw new TrajgateError(
+        'E_BAD_FIELD',
+        `field "once" must be a non-empty array of request ids (rid) of held requests, got ${describeValue(value)}`,
+      );
+    // Resuming an active session without `reset` is refused as such (E_NOT_PAUSED).
+    if (!this.sessions.isPaused(id) && !reset) return value;
+    const held = this.sessions.held(id);
+    const unknown = value.filter((n) => !held.some((h) => h.rid === n));
+    if (unknown.length > 0) {
+      const now = held.map((h) => `#${h.rid} ${h.what}`).join(', ') || 'none';
+      throw new TrajgateError(
+        'E_NOT_HELD',
+        `request ${unknown.map((n) => `#${n}`).join(', ')} is not held for session ${JSON.stringify(id)} (held now: ${now}); nothing was done`,
+      );
+    }
+    return [...new Set(value)];
   }
 
   deny(id: string, by: string): { released: number } {

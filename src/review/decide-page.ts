@@ -3,7 +3,10 @@ import { isTrajgateError, TrajgateError } from '../errors.js';
 import { readBody } from '../http/body.js';
 import type { EventRecord, PauseRecord } from '../journal/records.js';
 import type { Suggestion } from '../guard/suggest.js';
+import type { Held } from '../action/hold.js';
 import type { Claims, Decided, DecisionLinks } from './decision-links.js';
+import type { HeldBrief } from './sessions.js';
+import { describeHeld } from './sessions.js';
 import { sendError, sendJson } from '../http/json.js';
 
 /** One page, no script, nothing loaded from elsewhere; the form posts back to its own URL. */
@@ -21,7 +24,8 @@ const HEADERS: Readonly<Record<string, string>> = {
 const STYLE =
   'body{font:15px/1.5 system-ui,sans-serif;max-width:40em;margin:3em auto;padding:0 1em;color:#222}' +
   'dt{font-weight:600;margin-top:.6em}dd{margin:0;overflow-wrap:anywhere;font-family:ui-monospace,monospace}' +
-  'button{font:inherit;padding:.5em 1.4em;margin-top:1.2em;cursor:pointer}.note{color:#555}';
+  'button{font:inherit;padding:.5em 1.4em;margin-top:1.2em;cursor:pointer}.note{color:#555}' +
+  'ul{margin:0;padding-left:1.2em}.covered{font-weight:600}';
 
 const html = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
@@ -38,7 +42,10 @@ export function decideHandler(links: DecisionLinks) {
     try {
       if (req.method === 'GET' || req.method === 'HEAD') {
         const { claims, pause } = links.check(token);
-        const held = links.heldCount(claims.session);
+        const held = links.held(claims.session).map((h) => ({
+          ...h,
+          covered: claims.action !== 'once' || links.covers(claims, h),
+        }));
         if (wantsHtml)
           return sendPage(res, 200, confirmPage(claims, pause, held, links.suggestion(pause)));
         const approval = claims.action === 'approve' ? { approval: links.suggestion(pause) } : {};
@@ -65,7 +72,10 @@ export function decideHandler(links: DecisionLinks) {
   };
 }
 
-function view(claims: Claims, pause: PauseRecord, held: number) {
+/** A request the session holds, and whether the link's action lets it go as it says. */
+type Shown = Held & { readonly covered: boolean };
+
+function view(claims: Claims, pause: PauseRecord, held: readonly Shown[]) {
   const { trigger } = pause;
   return {
     session: claims.session,
@@ -77,28 +87,47 @@ function view(claims: Claims, pause: PauseRecord, held: number) {
     after: pause.after
       ? { seq: pause.after.seq, method: pause.after.method ?? null, target: pause.after.target }
       : null,
-    held,
+    held: held.length,
+    heldRequests: held.map(({ rid, what, bytes, covered }) => ({ rid, what, bytes, covered })),
+    ...(claims.action === 'once' ? { once: claims.rids } : {}),
     expiresAt: new Date(claims.expiresAt).toISOString(),
   };
 }
 
-function what(claims: Claims, s: Suggestion | null, held: number): { title: string; note: string } {
-  const requests = `${held} held request${held === 1 ? '' : 's'}`;
+const requests = (n: number) => `${n} held request${n === 1 ? '' : 's'}`;
+
+/** What approve once does with the requests held now: only those marked go as approved. */
+function onceNote(held: readonly Shown[]): string {
+  const marked = held.filter((h) => h.covered).length;
+  const others = held.length - marked;
+  const rest =
+    others === 0
+      ? ''
+      : others === 1
+        ? ' The other held request stays held and the session stays paused: it is judged again when the session is resumed.'
+        : ` The other ${requests(others)} stay held and the session stays paused: they are judged again when the session is resumed.`;
+  if (marked === 0)
+    return `The request this link was made for is no longer held: approve once forwards nothing.${rest}`;
+  return `Forward the ${marked === 1 ? 'request' : `${marked} requests`} marked as approved, this once.${rest}`;
+}
+
+function what(
+  claims: Claims,
+  s: Suggestion | null,
+  held: readonly Shown[],
+): { title: string; note: string } {
   switch (claims.action) {
     case 'once':
-      return {
-        title: 'Approve once',
-        note: `Forward the ${requests} as approved, this once, and resume the session. Later requests are judged as usual.`,
-      };
+      return { title: 'Approve once', note: onceNote(held) };
     case 'approve':
       return {
         title: `Approve ${s?.pattern ?? '(no pattern)'} for this session`,
-        note: `Add an approval of ${s?.kind ?? ''} ${JSON.stringify(s?.pattern ?? '')} for this session only and resume it; the ${requests} are judged again.`,
+        note: `Add an approval of ${s?.kind ?? ''} ${JSON.stringify(s?.pattern ?? '')} for this session only and resume it; the ${requests(held.length)} are judged again.`,
       };
     case 'deny':
       return {
         title: 'Deny',
-        note: `Answer the ${requests} 403. The session stays paused until an operator resumes it.`,
+        note: `Answer the ${requests(held.length)} 403. The session stays paused until an operator resumes it.`,
       };
   }
 }
@@ -106,7 +135,7 @@ function what(claims: Claims, s: Suggestion | null, held: number): { title: stri
 function confirmPage(
   claims: Claims,
   pause: PauseRecord,
-  held: number,
+  held: readonly Shown[],
   suggestion: Suggestion | null,
 ): string {
   const { title, note } = what(claims, suggestion, held);
@@ -128,7 +157,7 @@ function confirmPage(
   }
   rows.push(
     ['Why', html(pause.reason)],
-    ['Held requests', String(held)],
+    ['Held requests', heldList(claims, held)],
     ['Link valid until', new Date(claims.expiresAt).toISOString()],
   );
   const list = rows.map(([k, v]) => `<dt>${html(k)}</dt><dd>${v}</dd>`).join('');
@@ -139,10 +168,22 @@ function confirmPage(
   );
 }
 
+/** Every request the session holds, each with its rid and body size; approve once marks its own. */
+function heldList(claims: Claims, held: readonly Shown[]): string {
+  if (held.length === 0) return 'none';
+  const item = (h: Shown) => {
+    const mark = claims.action !== 'once' ? '' : h.covered ? '✔ approved once: ' : 'stays held: ';
+    return `<li${h.covered ? ' class="covered"' : ''}>${html(`${mark}#${h.rid} ${describeHeld(h)}`)}</li>`;
+  };
+  return `<ul>${held.map(item).join('')}</ul>`;
+}
+
 function donePage(d: Decided): string {
+  const listed = (hs: readonly HeldBrief[] = []) =>
+    hs.length === 0 ? 'none' : hs.map((h) => `#${h.rid} ${describeHeld(h)}`).join(', ');
   const done =
     d.decided === 'once'
-      ? `Approved once: ${d.released} held request(s) forwarded.`
+      ? `Approved once, forwarded: ${listed(d.once)}; still held, the session paused: ${listed(d.held)}.`
       : d.decided === 'approve'
         ? `Approved ${d.approval?.pattern ?? ''} for this session: ${d.released} held request(s) judged again.`
         : `Denied: ${d.released} held request(s) answered 403; the session stays paused.`;

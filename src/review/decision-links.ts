@@ -2,12 +2,13 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { Logger } from 'pino';
 import { isTrajgateError, TrajgateError } from '../errors.js';
 import { compileApproval } from '../guard/approvals.js';
+import type { Held } from '../action/hold.js';
 import type { Guard } from '../guard/guard.js';
 import type { Suggestion } from '../guard/suggest.js';
 import type { JournalRecord, PauseRecord, Unstamped } from '../journal/records.js';
 import { suggestionFor } from './event-lookup.js';
 import type { Review } from './review.js';
-import type { Sessions } from './sessions.js';
+import type { HeldBrief, Sessions } from './sessions.js';
 
 /** What a link decides: approve once, approve the suggested pattern (and resume), deny. */
 export type DecisionAction = 'once' | 'approve' | 'deny';
@@ -21,6 +22,10 @@ export interface Claims {
   readonly trigger: number;
   readonly action: DecisionAction;
   readonly expiresAt: number;
+  /** The held requests (rids) the link was made for: all an approve-once forwards. */
+  readonly rids: readonly number[];
+  /** The gateway holding them, when several share the state (their rids are its own). */
+  readonly at: string | null;
 }
 
 export interface PauseLinks {
@@ -37,6 +42,9 @@ export interface Decided {
   readonly session: string;
   /** Held requests let go: forwarded (once), judged again (approve) or answered 403 (deny). */
   readonly released: number;
+  /** Approve once: the requests forwarded as approved, and those still held (session paused). */
+  readonly once?: readonly HeldBrief[];
+  readonly held?: readonly HeldBrief[];
   readonly approval?: Suggestion;
 }
 
@@ -64,6 +72,10 @@ export class Denials {
 }
 
 const DOMAIN = 'trajgate decision link v1\n';
+
+/** The rids of the requests a pause record holds (older records name none). */
+const heldRids = (record: PauseRecord): number[] =>
+  record.held.flatMap((h) => (typeof h.rid === 'number' ? [h.rid] : []));
 const TOKEN = /^([A-Za-z0-9_-]{1,8192})\.([A-Za-z0-9_-]{43})$/;
 
 /**
@@ -85,11 +97,21 @@ export class DecisionLinks {
     },
   ) {}
 
-  /** The links for a pause just announced; `base` is the review page's URL. */
-  forPause(record: PauseRecord, base: URL): PauseLinks {
+  /**
+   * The links for a pause; `base` is the review page's URL. Approve once covers the requests
+   * `rids` names: by default those the pause record holds (what its notification shows).
+   */
+  forPause(record: PauseRecord, base: URL, rids: readonly number[] = heldRids(record)): PauseLinks {
     const pausedAt = Date.parse(record.pausedAt);
     const expiresAt = pausedAt + this.deps.holdTimeout();
-    const claims = { session: record.session, pausedAt, trigger: record.trigger.seq, expiresAt };
+    const claims = {
+      session: record.session,
+      pausedAt,
+      trigger: record.trigger.seq,
+      expiresAt,
+      rids,
+      at: this.deps.sessions.replica,
+    };
     const link = (action: DecisionAction) =>
       new URL(`decide/${this.sign({ ...claims, action })}`, base).href;
     const suggestion = this.suggestion(record);
@@ -103,8 +125,8 @@ export class DecisionLinks {
   }
 
   sign(claims: Claims): string {
-    const { session, pausedAt, trigger, action, expiresAt } = claims;
-    const json = JSON.stringify([session, pausedAt, trigger, action, expiresAt]);
+    const { session, pausedAt, trigger, action, expiresAt, rids, at } = claims;
+    const json = JSON.stringify([session, pausedAt, trigger, action, expiresAt, rids, at]);
     const payload = Buffer.from(json, 'utf8').toString('base64url');
     return `${payload}.${this.#mac(payload).toString('base64url')}`;
   }
@@ -152,9 +174,14 @@ export class DecisionLinks {
     }
   }
 
-  /** Requests the session holds now (the confirm page shows how many a decision lets go). */
-  heldCount(session: string): number {
-    return this.deps.sessions.held(session).length;
+  /** Requests the session holds here now (the confirm page lists what a decision lets go). */
+  held(session: string): Held[] {
+    return this.deps.sessions.held(session);
+  }
+
+  /** Whether an approve-once by `claims` forwards `held` (a request held here). */
+  covers(claims: Claims, held: Held): boolean {
+    return claims.at === this.deps.sessions.replica && claims.rids.includes(held.rid);
   }
 
   /** Does what the token says (journaled, `by: "link"`); throws as check does. */
@@ -166,10 +193,11 @@ export class DecisionLinks {
     let decided: Decided;
     try {
       if (action === 'once') {
+        const { rids: once, at: onceAt } = claims;
         decided = {
           decided: action,
+          ...sessions.resumeReport(session, { once, onceAt, by }),
           session,
-          released: sessions.resume(session, { once: true, by }),
         };
       } else if (action === 'deny') {
         decided = { decided: action, session, released: sessions.deny(session, { by }) };
@@ -223,15 +251,20 @@ export class DecisionLinks {
     } catch {
       throw invalid();
     }
-    if (!Array.isArray(fields) || fields.length !== 5) throw invalid();
-    const [session, pausedAt, trigger, action, expiresAt] = fields as unknown[];
+    // Five fields: a link made before links named their requests (it names none).
+    if (!Array.isArray(fields) || (fields.length !== 5 && fields.length !== 7)) throw invalid();
+    const [session, pausedAt, trigger, action, expiresAt, rids = [], at = null] =
+      fields as unknown[];
     if (
       typeof session !== 'string' ||
       !Number.isSafeInteger(pausedAt) ||
       !Number.isSafeInteger(trigger) ||
       typeof action !== 'string' ||
       !ACTIONS.includes(action) ||
-      !Number.isSafeInteger(expiresAt)
+      !Number.isSafeInteger(expiresAt) ||
+      !Array.isArray(rids) ||
+      !rids.every((n) => Number.isSafeInteger(n) && n > 0) ||
+      (at !== null && typeof at !== 'string')
     )
       throw invalid();
     return {
@@ -240,6 +273,8 @@ export class DecisionLinks {
       trigger: trigger as number,
       action: action as DecisionAction,
       expiresAt: expiresAt as number,
+      rids: rids as number[],
+      at: at as string | null,
     };
   }
 }

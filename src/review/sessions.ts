@@ -3,9 +3,55 @@ import type { Approval, ApprovalSpec } from '../guard/approvals.js';
 import { compileApproval } from '../guard/approvals.js';
 import type { Guard } from '../guard/guard.js';
 import type { Held, HeldRequests } from '../action/hold.js';
+import type { ResumeRecord } from '../journal/records.js';
 import type { JournalWriter } from '../journal/writer.js';
 import type { Review } from './review.js';
 import { ruleId, Rules } from './rules.js';
+
+/** A held request as a resume reports it. */
+export interface HeldBrief {
+  readonly rid: number;
+  readonly what: string;
+  readonly bytes: number | null;
+}
+
+export interface ResumeOptions {
+  readonly reset?: boolean;
+  /** Approve once: the rids of the held requests forwarded as approved. */
+  readonly once?: readonly number[];
+  readonly onceAt?: string | null;
+  readonly keepMarks?: boolean;
+  readonly by?: string;
+}
+
+/**
+ * What a resume or an approve-once let go: `once`, forwarded as approved this once; `judged`,
+ * judged again (a resume); `held`, what an approve-once left held, its session still paused.
+ */
+export interface Resumed {
+  readonly released: number;
+  readonly once: readonly HeldBrief[];
+  readonly judged: readonly HeldBrief[];
+  readonly held: readonly HeldBrief[];
+}
+
+const brief = ({ rid, what, bytes }: Held): HeldBrief => ({ rid, what, bytes });
+
+/** `POST http://h/x (12 bytes)`: a held request as operators are shown it. */
+export function describeHeld(h: Pick<HeldBrief, 'what' | 'bytes'>): string {
+  return h.bytes === null ? h.what : `${h.what} (${h.bytes} byte${h.bytes === 1 ? '' : 's'})`;
+}
+
+/** A resume's report: every request let go judged again, or (older `once: true`) approved. */
+function resumed(held: readonly Held[], approved: boolean): Resumed {
+  const all = held.map(brief);
+  return {
+    released: held.length,
+    once: approved ? all : [],
+    judged: approved ? [] : all,
+    held: [],
+  };
+}
 
 /** Follows sessions' state changes (live flows do: see action/flow-registry). */
 export interface SessionWatcher {
@@ -97,36 +143,62 @@ export class Sessions {
 
   /**
    * Unpauses (counts kept unless `reset`, trajectory marks cleared unless `keepMarks`); each
-   * held request is then judged again, or with `once` forwarded as approved this once (its
-   * event journaled approved, so a replay counts nothing for it either); later requests are
-   * judged as usual.
+   * held request is then judged again; later requests are judged as usual. With `once` it is an
+   * approve-once instead: the held requests it names by rid are forwarded as approved this once
+   * (their events journaled approved, so a replay counts nothing for them either), every other
+   * stays held and the session stays paused — a decision covers what it names. `onceAt`: the
+   * gateway whose rids they are (a decision link made by another replica); a rid no longer held
+   * lets nothing extra go.
    */
-  resume(
-    id: string,
-    options: { reset?: boolean; once?: boolean; keepMarks?: boolean; by?: string } = {},
-  ): number {
+  resume(id: string, options: ResumeOptions = {}): number {
+    return this.resumeReport(id, options).released;
+  }
+
+  /** `resume`, answering which held requests went as approved and which are judged again. */
+  resumeReport(id: string, options: ResumeOptions = {}): Resumed {
     // An active session's counts may still be reset: a fresh start once its work is reviewed.
-    const reset = options.reset === true;
-    if (!reset) this.#mustBePaused(id, 'resume');
-    const once = options.once === true ? { once: true as const } : {};
+    const reset = options.reset === true && options.once === undefined;
+    if (!reset) this.#mustBePaused(id, options.once === undefined ? 'resume' : 'approve once');
+    const onceAt = options.onceAt ?? this.#replica;
+    const once =
+      options.once === undefined
+        ? {}
+        : { once: [...options.once], ...(onceAt === null ? {} : { onceAt }) };
     const keep = options.keepMarks === true ? { keepMarks: true as const } : {};
-    this.#journal.append(
-      { type: 'resume', session: id, reset, ...once, ...keep, by: options.by ?? 'operator' },
-      { sync: true },
-    );
-    this.#guard.resume(id, reset, options.keepMarks === true);
-    return this.resumedElsewhere(id, options.once === true);
+    const record = {
+      type: 'resume' as const,
+      session: id,
+      reset,
+      ...once,
+      ...keep,
+      by: options.by ?? 'operator',
+    };
+    this.#journal.append(record, { sync: true });
+    if (options.once === undefined) this.#guard.resume(id, reset, options.keepMarks === true);
+    return this.resumedElsewhere(record);
   }
 
   /**
    * A resume journaled (here, or by another gateway sharing the state): the session's held
-   * requests here are judged again (or forwarded, `once`).
+   * requests here are judged again (all approved, for an older journal's `once: true`). An
+   * approve-once (`once` names rids) lets only those go, when they are this gateway's; the rest
+   * stay held, the session paused.
    */
-  resumedElsewhere(id: string, once: boolean): number {
-    this.#review.resumed(id);
+  resumedElsewhere(record: Pick<ResumeRecord, 'session' | 'once' | 'onceAt'>): Resumed {
+    const id = record.session;
     this.#review.answered(id);
+    if (Array.isArray(record.once)) {
+      const mine = (record.onceAt ?? null) === this.#replica;
+      const named = mine ? this.#held.releaseOnce(id, new Set(record.once)) : [];
+      const held = this.#held.of(id).map(brief);
+      return { released: named.length, once: named.map(brief), judged: [], held };
+    }
+    this.#review.resumed(id);
     this.#watcher?.resumed(id);
-    return this.#held.release(id, once ? 'once' : 'resume');
+    return resumed(
+      this.#held.release(id, record.once === true ? 'once' : 'resume'),
+      record.once === true,
+    );
   }
 
   /** Answers every held request 403; the session stays paused. */
@@ -144,7 +216,12 @@ export class Sessions {
   deniedElsewhere(id: string): number {
     this.#review.answered(id);
     this.#watcher?.denied(id);
-    return this.#held.release(id, 'deny');
+    return this.#held.release(id, 'deny').length;
+  }
+
+  /** This gateway's name among those sharing the state (null: it is alone). */
+  get replica(): string | null {
+    return this.#replica;
   }
 
   /** Sessions with requests held here. */

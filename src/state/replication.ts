@@ -155,7 +155,7 @@ export class Replication {
           sessions.paused(record.session);
           return;
         case 'resume':
-          sessions.resumedElsewhere(record.session, record.once === true);
+          sessions.resumedElsewhere(record);
           return;
         case 'deny':
           sessions.deniedElsewhere(record.session);
@@ -222,7 +222,7 @@ export class Replication {
       store.asRemote(() => recent.flat().forEach((r) => review.restore(r as JournalRecord)));
       this.#loaded = true;
       for (const id of sessions.holding()) {
-        if (!sessions.isPaused(id)) sessions.resumedElsewhere(id, false);
+        if (!sessions.isPaused(id)) sessions.resumedElsewhere({ session: id });
       }
     } catch (err) {
       log.warn({ err }, 'state store: catching up failed; retried when it answers again');

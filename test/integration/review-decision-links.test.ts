@@ -107,12 +107,20 @@ describe('decision links', () => {
     const { g, api, held, links } = await paused();
     const done = await follow(links.approveOnce, 'POST');
     expect(done.status).toBe(200);
-    expect(done.json).toEqual({ decided: 'once', session: 'agent-1', released: 1 });
+    const rid = ofType(g, 'pause')[0]!.trigger.seq;
+    const what = `GET ${other.url}/v1/x`;
+    expect(done.json).toEqual({
+      decided: 'once',
+      session: 'agent-1',
+      released: 1,
+      once: [{ rid, what, bytes: null }],
+      judged: [],
+    });
     const answer = await held;
     expect(answer.status).toBe(200);
     expect(other.seen.some((r) => r.url === '/v1/x')).toBe(true);
     const [resume] = ofType(g, 'resume');
-    expect(resume).toMatchObject({ session: 'agent-1', reset: false, once: true, by: 'link' });
+    expect(resume).toMatchObject({ session: 'agent-1', reset: false, once: [rid], by: 'link' });
     const again = ofType(g, 'event').filter((e) => e.target === `${other.url}/v1/x`);
     expect(again.map((e) => [e.verdict, e.approved])).toEqual([
       ['PAUSE', false],

@@ -5,6 +5,7 @@ import { Actions } from './actions.js';
 import type { ActionsOptions } from './actions.js';
 import { call, sessionPath } from './api.js';
 import { ApprovalsCard } from './approvals.js';
+import { approveOnce, describeHeld } from './approve-once.js';
 import { CaptureView } from './capture-view.js';
 import { DeniesCard } from './denies.js';
 import { ago, clock, clockMs, duration, fill, h, plural, setText, stamp } from './dom.js';
@@ -533,12 +534,18 @@ export class SessionPage {
         return h(
           'li',
           { class: 'held' },
-          h('div', { class: 'held-what mono', text: x.what }),
+          h('div', { class: 'held-what mono', text: describeHeld(x) }),
           h('div', { class: 'held-times' }, waited, left),
           h('div', { class: 'bar', attrs: { 'aria-hidden': 'true' } }, bar),
           h('div', {
             class: 'held-since',
-            text: `since ${clock(x.since)}, deadline ${clock(x.deadline)}`,
+            text: `#${x.rid} since ${clock(x.since)}, deadline ${clock(x.deadline)}`,
+          }),
+          h('button', {
+            class: 'btn btn-go held-once',
+            text: 'Approve once',
+            attrs: { type: 'button', 'data-rid': String(x.rid) },
+            on: { click: () => void approveOnce(this.actions, this.#id, x, held) },
           }),
         );
       }),

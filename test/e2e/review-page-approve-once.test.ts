@@ -1,0 +1,69 @@
+import { describe, expect, it } from 'vitest';
+import { curl } from '../helpers/curl.js';
+import { ADMIN, auth, reviewStage } from '../helpers/review-story.js';
+import { waitFor } from '../helpers/wait.js';
+import { openBrowser, signIn, textOf } from './browser.js';
+import { pageUrl } from './stage.js';
+
+/**
+ * The review page's "Approve once" on one held request (issue 25 § 4): of two held requests,
+ * the one clicked reaches its upstream; the other is judged again, pauses the session again
+ * and stays held. Loopback only.
+ */
+const { other, start, pause } = await reviewStage();
+
+describe('review page: approve once', () => {
+  it('forwards only the held request it was clicked on', async () => {
+    const [g, api] = await start();
+    const { held: get } = await pause(g, api, 0);
+    const post = curl([...auth(0), '-x', g.proxyUrl, '-d', 'a=1&b=2', `${other.url}/upload`]);
+    await waitFor(async () => (await api.get('/api/sessions/agent-1')).json.held === 2);
+    const heldNow = (await api.get('/api/sessions/agent-1')).json.heldRequests as {
+      rid: number;
+      what: string;
+    }[];
+    const postRid = heldNow.find((h) => h.what.startsWith('POST'))!.rid;
+    const getRid = heldNow.find((h) => h.what.startsWith('GET'))!.rid;
+
+    const { page, dialogs, errors, offLoopback } = await openBrowser();
+    await page.goto(`${pageUrl(g)}#/session/agent-1`);
+    await signIn(page, ADMIN);
+    const rows = page.locator('.held-card li.held');
+    await waitFor(async () => (await rows.count()) === 2, 5_000, 'two held requests');
+    await textOf(page.locator('.held-card'), /POST http:\/\/127\.0\.0\.1:\d+\/upload \(7 bytes\)/);
+
+    await page.locator(`button.held-once[data-rid="${postRid}"]`).click();
+    const dialog = page.getByRole('dialog');
+    const asked = await textOf(dialog, /Approve this request once\?/);
+    expect(asked).toContain(`Approved once#${postRid} POST ${other.url}/upload (7 bytes)`);
+    expect(asked).toContain(`Stays held#${getRid} GET ${other.url}/second-0`);
+    expect(asked).toContain('The other held request stays held and is judged again');
+    await dialog.getByRole('button', { name: 'Approve once' }).click();
+    await textOf(
+      page.locator('#action-message'),
+      new RegExp(
+        `Approved once, forwarded: #${postRid} POST .*/upload \\(7 bytes\\); judged again: #${getRid} GET`,
+      ),
+    );
+
+    expect((await post).status).toBe(200);
+    expect(other.seen.map((r) => [r.method, r.url, r.body])).toContainEqual([
+      'POST',
+      '/upload',
+      'a=1&b=2',
+    ]);
+    // The GET was judged again: an unapproved crossing, so the session paused again on it.
+    await waitFor(() => g.records().filter((r) => r.type === 'pause').length === 2);
+    await waitFor(async () => (await api.get('/api/sessions/agent-1')).json.held === 1);
+    await textOf(page.locator('.held-card'), /Held requests \(1\)/, 3_000);
+    expect(other.seen.some((r) => r.url === '/second-0')).toBe(false);
+    expect(g.records().find((r) => r.type === 'resume')).toMatchObject({ once: [postRid] });
+
+    await api.post('/api/sessions/agent-1/deny');
+    expect((await get).status).toBe(403);
+    expect(other.seen.some((r) => r.url === '/second-0')).toBe(false);
+    expect(dialogs).toEqual([]);
+    expect(errors).toEqual([]);
+    expect(offLoopback).toEqual([]);
+  }, 60_000);
+});

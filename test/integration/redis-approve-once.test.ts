@@ -1,0 +1,69 @@
+import { describe, expect, it } from 'vitest';
+import { startRedis } from '../helpers/redis.js';
+import type { Replica } from '../helpers/redis-replicas.js';
+import { agents, startReplicas, viaReplica } from '../helpers/redis-replicas.js';
+import { startUpstream } from '../helpers/upstream.js';
+import { waitFor } from '../helpers/wait.js';
+
+/**
+ * Approve once across gateways sharing one Redis (issue 25 § 4): request ids are each
+ * gateway's own journal seqs, so an approve-once names the gateway whose rids it lists. The
+ * requests held elsewhere are judged again there, never forwarded as approved.
+ */
+const redis = await startRedis();
+const stranger = await startUpstream();
+const [A, B] = (await startReplicas(redis, ['once-a', 'once-b'], {
+  agents: agents(['once-1']),
+  network: { allowPrivate: ['127.0.0.1/32'] },
+  policy: { pause: 'hold', holdTimeout: '30s' },
+})) as [Replica, Replica];
+
+const get = (r: Replica, path: string) =>
+  viaReplica(r.child.proxyPort, `${stranger.url}${path}`, 'once-1', 8_000);
+const reached = (path: string) => stranger.seen.some((s) => s.url === path);
+
+describe('approve once across replicas', () => {
+  it("approves the named request on its own gateway only; another's held request is judged again", async () => {
+    expect((await get(A, '/first').answer).status).toBe(403);
+    const onA = get(A, '/pausing');
+    await waitFor(() => A.records().some((r) => r.type === 'pause'), 5_000, 'A paused');
+    const held = (await A.api.get('/api/sessions/once-1')).json.heldRequests as { rid: number }[];
+    expect(held).toHaveLength(1);
+    const rid = held[0]!.rid;
+    // B's request is to have the same rid: refusals (unknown credentials) fill B's seqs first.
+    while (B.records().length < rid - 1) {
+      const n = B.records().length;
+      expect(
+        (await viaReplica(B.child.proxyPort, `${stranger.url}/x`, 'nobody').answer).status,
+      ).toBe(407);
+      await waitFor(() => B.records().length > n, 5_000, 'B journaled the refusal');
+    }
+    const onB = get(B, '/on-b');
+    await waitFor(() => B.events('once-1').some((e) => e.held === true), 5_000, 'B holds');
+    const heldOnB = (await B.api.get('/api/sessions/once-1')).json.heldRequests as {
+      rid: number;
+    }[];
+    expect(heldOnB.map((h) => h.rid)).toEqual([rid]);
+
+    const r = await A.api.post('/api/sessions/once-1/resume', { once: [rid] });
+    expect(r.status).toBe(200);
+    expect((await onA.answer).status).toBe(200);
+    expect(reached('/pausing')).toBe(true);
+    const [resume] = A.records().filter((x) => x.type === 'resume');
+    expect(resume).toMatchObject({ once: [rid], onceAt: 'once-a' });
+
+    // B judged its request again: an unapproved crossing, so the session paused again.
+    await waitFor(
+      () => B.events('once-1').some((e) => e.target.endsWith('/on-b') && e.held !== true),
+      5_000,
+      'B judged its request again',
+    );
+    const again = B.events('once-1').filter((e) => e.target.endsWith('/on-b'));
+    expect(again.every((e) => e.approved === false)).toBe(true);
+    expect(onB.settled()).toBe(false);
+    expect(reached('/on-b')).toBe(false);
+    expect((await B.api.post('/api/sessions/once-1/deny', {})).status).toBe(200);
+    expect((await onB.answer).status).toBe(403);
+    expect(reached('/on-b')).toBe(false);
+  });
+});
