@@ -93,7 +93,20 @@ export function report(results, meta) {
 
   const none = { ka: {}, nc: {} };
   const { trajgate: t = none, floor: fl = none, squid: s = none, direct: d = none } = f;
+  // `--baseline DIR`: the same trajgate figures for another checkout, measured in this run.
+  const b = f.baseline;
+  const before = b
+    ? [
+        ['trajgate/baseline keep-alive req/s', ratio(t.ka.rps, b.ka?.rps)],
+        ['trajgate/baseline keep-alive p99', ratio(t.ka.p99, b.ka?.p99)],
+        ['trajgate/baseline new-conn req/s', ratio(t.nc.rps, b.nc?.rps)],
+        ['trajgate/baseline new-conn p99', ratio(t.nc.p99, b.nc?.p99)],
+        ['trajgate/baseline tunnel', ratio(t.tunnel, b.tunnel)],
+        ['trajgate/baseline peak RSS', ratio(t.rss, b.rss)],
+      ]
+    : [];
   const checks = [
+    ...before,
     ['trajgate/squid new-conn req/s', ratio(t.nc.rps, s.nc.rps), '>=', 1.0],
     ['trajgate/squid keep-alive req/s', ratio(t.ka.rps, s.ka.rps), '>=', 1.1],
     ['trajgate/squid keep-alive p99', ratio(t.ka.p99, s.ka.p99), '<=', 1.0],
@@ -123,7 +136,7 @@ export function report(results, meta) {
         : `target ${c.op === '>=' ? '≥' : '≤'} ${c.target.toFixed(2)}`;
     const verdict =
       c.met === null ? (c.target === undefined ? '' : 'n/a') : c.met ? 'met' : 'NOT MET';
-    return `  ${c.name.padEnd(32)}${fmt(c.value, 2).padStart(8)}   ${goal.padEnd(16)}${verdict}`.trimEnd();
+    return `  ${c.name.padEnd(36)}${fmt(c.value, 2).padStart(8)}   ${goal.padEnd(16)}${verdict}`.trimEnd();
   });
 
   const o = meta.options;

@@ -27,6 +27,8 @@ const { values, int } = benchArgs({
   'chain-seconds': { type: 'string', default: '5' },
   // Only the chain on/off phase (its figure alone; bench/out/proxy.json is not written).
   'chain-only': { type: 'boolean', default: false },
+  // Another checkout (built) measured in the same run as `baseline`: before/after one change.
+  baseline: { type: 'string' },
 });
 const opt = {
   duration: int('duration'),
@@ -173,6 +175,14 @@ for (const [name, startTarget] of values['chain-only']
       ['floor', startFloor],
       ['squid', startSquid],
       ['trajgate', startTrajgate],
+      ...(values.baseline === undefined
+        ? []
+        : [
+            [
+              'baseline',
+              (c) => startTrajgate({ ...c, root: resolve(values.baseline), name: 'baseline' }),
+            ],
+          ]),
     ]) {
   const target = await startTarget(ctx);
   if (target.skipped) {
