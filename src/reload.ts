@@ -103,6 +103,9 @@ export class Reloader {
     t.keys.replace(tokens);
     rebuilt.install();
     const closed = rejudgeFlows(t, 'config reloaded', { rotated });
+    // Held requests came with the credentials that changed: none of them is ever sent.
+    const stale = rotated === 'all' ? t.held.sessions() : [...rotated];
+    for (const session of stale) t.held.release(session, 'credentials');
     t.log.info(
       { file, sha256: plan.sha256, restartNeeded: plan.restartNeeded, closed, by },
       'config reloaded',

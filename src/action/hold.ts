@@ -6,7 +6,7 @@ export interface Presence {
 }
 
 /** How a held request was let go (`once`: resumed, and forwarded as approved this once). */
-export type Release = 'resume' | 'once' | 'deny' | 'timeout' | 'gone' | 'shutdown';
+export type Release = 'resume' | 'once' | 'deny' | 'timeout' | 'gone' | 'shutdown' | 'credentials';
 
 /** A request held open because its session is paused. */
 export interface Held {

@@ -13,7 +13,7 @@ export interface Refusal {
 }
 
 /** Why a held request ended without being sent. */
-export type HoldEnd = 'timeout' | 'denied' | 'blocked' | 'shutdown';
+export type HoldEnd = 'timeout' | 'denied' | 'blocked' | 'shutdown' | 'credentials';
 
 /**
  * 403 for a REVIEW or PAUSE, with `X-Trajgate-Verdict` and a body written for the model that
@@ -56,6 +56,8 @@ const END_TEXT: Record<HoldEnd, string> = {
     'No operator decided within the hold time. Every request of this session stays held until an operator reviews the recent events and resumes it.',
   denied: 'An operator reviewed the recent events and denied it. The session stays paused.',
   shutdown: 'The gateway is shutting down. The session stays paused after it restarts.',
+  credentials:
+    'The credentials it was sent with are no longer valid (its agent was removed or its token changed). The session stays paused.',
 };
 
 /** Any other refusal (400, 407, 429, 502, 503, 504): the status and a one-line reason. */

@@ -2,6 +2,7 @@ import type { Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { TunnelRecord } from '../../src/journal/records.js';
 import { adminClient } from '../helpers/admin.js';
+import { curl } from '../helpers/curl.js';
 import type { FileGateway } from '../helpers/file-gateway.js';
 import { fileGateway } from '../helpers/file-gateway.js';
 import {
@@ -78,6 +79,26 @@ describe('a reload re-judges live flows', () => {
         reason: 'its agent credentials changed or were removed (config reloaded)',
       }),
     ]);
+    expect(upstream.seen).toHaveLength(0);
+  });
+
+  it('a rotated agent token refuses its held requests: none is ever sent', async () => {
+    const agents = (token: string) => ({
+      agents: [{ id: 'agent-a', token, workspace: '/tmp' }],
+      network: { allow: [], allowPrivate: ['127.0.0.1/32'] },
+      policy: { pause: 'hold', holdTimeout: '30s' },
+    });
+    const g = await fileGateway(ADMIN, agents(TOKEN_A));
+    const proxy = `http://agent-a:${TOKEN_A}@127.0.0.1:${g.gw.proxy.port}`;
+    expect((await curl(['-x', proxy, `${upstream.url}/first`])).status).toBe(403);
+    const held = curl(['-x', proxy, `${upstream.url}/second`]);
+    await waitFor(() => g.gw.sessions.held('agent-a').length === 1, 5_000, 'the request held');
+    g.write(agents(TOKEN_B));
+    expect((await reload(g)).status).toBe(200);
+    const answered = await held;
+    expect(answered.status).toBe(403);
+    expect(answered.body).toContain('no longer valid');
+    expect(g.gw.sessions.held('agent-a')).toEqual([]);
     expect(upstream.seen).toHaveLength(0);
   });
 
