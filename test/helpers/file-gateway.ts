@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterEach } from 'vitest';
 import { stringify } from 'yaml';
+import type { Lookup } from '../../src/action/egress.js';
 import { loadConfigFile } from '../../src/config/load.js';
 import type { RunningGateway } from '../../src/gateway.js';
 import { startGateway } from '../../src/gateway.js';
@@ -33,6 +34,7 @@ afterEach(async () => {
 export async function fileGateway(
   admin: string,
   extra: Record<string, unknown>,
+  options: { readonly lookup?: Lookup } = {},
 ): Promise<FileGateway> {
   const dir = tempDir();
   const file = join(dir, 'trajgate.yaml');
@@ -51,6 +53,9 @@ export async function fileGateway(
       }),
     );
   write(extra);
-  running = await startGateway(loadConfigFile(file), { log: pino({ level: 'silent' }) });
+  running = await startGateway(loadConfigFile(file), {
+    log: pino({ level: 'silent' }),
+    ...(options.lookup ? { lookup: options.lookup } : {}),
+  });
   return { gw: running, file, journal, write, records: () => readRecords(journal) };
 }

@@ -1,19 +1,13 @@
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { pino } from 'pino';
-import { afterEach, describe, expect, it } from 'vitest';
-import { stringify } from 'yaml';
+import { describe, expect, it } from 'vitest';
 import type { Lookup } from '../../src/action/egress.js';
-import { loadConfigFile } from '../../src/config/load.js';
-import type { RunningGateway } from '../../src/gateway.js';
-import { startGateway } from '../../src/gateway.js';
 import type { AdminClient } from '../helpers/admin.js';
+import type { FileGateway } from '../helpers/file-gateway.js';
+import { fileGateway } from '../helpers/file-gateway.js';
 import { adminClient } from '../helpers/admin.js';
 import { curl } from '../helpers/curl.js';
 import { eventsOf, replayVerdicts } from '../helpers/flows.js';
 import { readRecords } from '../helpers/gateway.js';
 import { connectTunnel } from '../helpers/raw.js';
-import { tempDir } from '../helpers/tmp.js';
 import { startUpstream } from '../helpers/upstream.js';
 
 /**
@@ -44,47 +38,18 @@ function slowLookup() {
   return { lookup, wasAsked, release: () => answer?.(['127.0.0.1']) };
 }
 
-interface DnsGateway {
-  readonly gw: RunningGateway;
-  readonly file: string;
-  readonly journal: string;
+interface DnsGateway extends FileGateway {
   readonly admin: AdminClient;
   readonly lookup: ReturnType<typeof slowLookup>;
-  /** Rewrites the config file with `allow` as network.allow. */
-  write(allow: string[]): void;
 }
 
-let running: RunningGateway | undefined;
-afterEach(async () => {
-  await running?.stop();
-  running = undefined;
-});
+const network = (allow: string[]) => ({ network: { allow, allowPrivate: ['127.0.0.1/32'] } });
 
 /** A gateway started from a config file (so it can reload it) that resolves through slowLookup. */
 async function dnsGateway(allow: string[]): Promise<DnsGateway> {
-  const dir = tempDir();
-  const file = join(dir, 'trajgate.yaml');
-  const journal = join(dir, 'journal.jsonl');
-  const write = (list: string[]) =>
-    writeFileSync(
-      file,
-      stringify({
-        version: 1,
-        workspace: dir,
-        journal,
-        listen: { proxy: '127.0.0.1:0', bridge: '127.0.0.1:0', admin: '127.0.0.1:0' },
-        admin: { token: ADMIN },
-        network: { allow: list, allowPrivate: ['127.0.0.1/32'] },
-      }),
-    );
-  write(allow);
   const lookup = slowLookup();
-  const gw = await startGateway(loadConfigFile(file), {
-    log: pino({ level: 'silent' }),
-    lookup: lookup.lookup,
-  });
-  running = gw;
-  return { gw, file, journal, admin: adminClient(gw.admin.port, ADMIN), lookup, write };
+  const g = await fileGateway(ADMIN, network(allow), { lookup: lookup.lookup });
+  return { ...g, admin: adminClient(g.gw.admin.port, ADMIN), lookup };
 }
 
 /**
@@ -173,7 +138,7 @@ describe('a decision is taken again after its DNS lookup', () => {
   it('a reload during the lookup that drops its allow entry refuses the request; replay agrees', async () => {
     const g = await dnsGateway([TARGET]);
     const { res, events } = await changeDuringLookup(g, 'reload', async () => {
-      g.write([]);
+      g.write(network([]));
       expect((await g.admin.post('/api/reload', {})).status).toBe(200);
     });
     expectRefused(res, 'reload', /^REVIEW; boundary=network/);
