@@ -44,6 +44,16 @@ afterAll(() => {
   return new Promise<void>((r) => streaming.close(() => r()));
 });
 
+/** An upstream that answers each request only when the test says (`answer`). */
+const late = { pending: [] as ServerResponse[] };
+const lateServer = createServer((_req, res) => late.pending.push(res));
+await new Promise<void>((r) => lateServer.listen(0, '127.0.0.1', r));
+const LATE = `127.0.0.1:${(lateServer.address() as AddressInfo).port}`;
+afterAll(() => {
+  lateServer.closeAllConnections();
+  return new Promise<void>((r) => lateServer.close(() => r()));
+});
+
 /** An upgrade upstream that holds its `101` until the test sends it. */
 const upgrades: { socket: Socket; head: string }[] = [];
 const upgrader = await startTcpServer((socket) => {
@@ -62,7 +72,7 @@ const SWITCH =
   'HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n';
 
 const { start } = gatewayPerTest({
-  network: { allow: [STREAM, UPGRADER], allowPrivate: ['127.0.0.1/32'] },
+  network: { allow: [STREAM, UPGRADER, LATE], allowPrivate: ['127.0.0.1/32'] },
   policy: { pause: 'block' },
   admin: { token: ADMIN },
 });
@@ -150,6 +160,25 @@ describe('a plain streaming request is a flow', () => {
       reason: 'denied by an operator',
     });
     expect(stream.chunks.join('')).toBe('first');
+  });
+
+  it('an answer that arrives whole while frozen is held; deny answers 403 and ends the request', async () => {
+    const g = await start();
+    const before = late.pending.length;
+    const answer = curl(['-x', g.proxyUrl, `http://${LATE}/late`]);
+    await waitFor(() => late.pending.length > before, 5_000, 'the request upstream');
+    await pauseSession(g);
+    await waitFor(() => flowRecords(g).some((r) => r.change === 'frozen'), 5_000, 'frozen');
+    (late.pending.at(-1) as ServerResponse).end('the whole answer');
+    g.gw.sessions.deny(SESSION);
+    const res = await answer;
+    expect(res.status).toBe(403);
+    expect(res.body).not.toContain('the whole answer');
+    await waitFor(
+      () => g.records().some((r) => r.type === 'outcome' && r.status === 403),
+      5_000,
+      'its outcome',
+    );
   });
 
   it('a deny pattern added while it streams closes it (closed: 1)', async () => {
