@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import type { EventRecord } from '../../src/journal/records.js';
 import { curl } from '../helpers/curl.js';
 import { ADMIN, auth, reviewStage } from '../helpers/review-story.js';
 import { waitFor } from '../helpers/wait.js';
@@ -7,8 +8,8 @@ import { pageUrl } from './stage.js';
 
 /**
  * The review page's "Approve once" on one held request (issue 25 § 4): of two held requests,
- * the one clicked reaches its upstream; the other is judged again, pauses the session again
- * and stays held. Loopback only.
+ * the one clicked reaches its upstream; the session stays paused and the other stays held, never
+ * judged again, until a deny answers it 403. Loopback only.
  */
 const { other, start, pause } = await reviewStage();
 
@@ -37,12 +38,14 @@ describe('review page: approve once', () => {
     const asked = await textOf(dialog, /Approve this request once\?/);
     expect(asked).toContain(`Approved once#${postRid} POST ${other.url}/upload (7 bytes)`);
     expect(asked).toContain(`Stays held#${getRid} GET ${other.url}/second-0`);
-    expect(asked).toContain('The other held request stays held and is judged again');
+    expect(asked).toContain(
+      'The other held request stays held: it is judged again when the session is resumed.',
+    );
     await dialog.getByRole('button', { name: 'Approve once' }).click();
     await textOf(
       page.locator('#action-message'),
       new RegExp(
-        `Approved once, forwarded: #${postRid} POST .*/upload \\(7 bytes\\); judged again: #${getRid} GET`,
+        `Approved once, forwarded: #${postRid} POST .*/upload \\(7 bytes\\); still held, the session paused: #${getRid} GET .*/second-0\\.`,
       ),
     );
 
@@ -52,10 +55,17 @@ describe('review page: approve once', () => {
       '/upload',
       'a=1&b=2',
     ]);
-    // The GET was judged again: an unapproved crossing, so the session paused again on it.
-    await waitFor(() => g.records().filter((r) => r.type === 'pause').length === 2);
-    await waitFor(async () => (await api.get('/api/sessions/agent-1')).json.held === 1);
+    // The GET stays held by the one pause, not judged again; the page shows it still held.
+    const view = (await api.get('/api/sessions/agent-1')).json;
+    expect(view.state).toBe('paused');
+    expect(view.heldRequests.map((h: { rid: number }) => h.rid)).toEqual([getRid]);
     await textOf(page.locator('.held-card'), /Held requests \(1\)/, 3_000);
+    expect(g.records().filter((r) => r.type === 'pause')).toHaveLength(1);
+    // Its one event is the PAUSE it was held on: nothing was judged for it since.
+    const getEvents = g
+      .records()
+      .filter((r): r is EventRecord => r.type === 'event' && r.target.endsWith('/second-0'));
+    expect(getEvents.map((e) => [e.verdict, e.held === true])).toEqual([['PAUSE', false]]);
     expect(other.seen.some((r) => r.url === '/second-0')).toBe(false);
     expect(g.records().find((r) => r.type === 'resume')).toMatchObject({ once: [postRid] });
 

@@ -8,7 +8,8 @@ import { waitFor } from '../helpers/wait.js';
 /**
  * Approve once across gateways sharing one Redis (issue 25 § 4): request ids are each
  * gateway's own journal seqs, so an approve-once names the gateway whose rids it lists. The
- * requests held elsewhere are judged again there, never forwarded as approved.
+ * session stays paused everywhere; a request held elsewhere, though its rid is the same, stays
+ * held there (never forwarded as approved, not judged again) until a deny or a resume.
  */
 const redis = await startRedis();
 const stranger = await startUpstream();
@@ -23,7 +24,7 @@ const get = (r: Replica, path: string) =>
 const reached = (path: string) => stranger.seen.some((s) => s.url === path);
 
 describe('approve once across replicas', () => {
-  it("approves the named request on its own gateway only; another's held request is judged again", async () => {
+  it("approves the named request on its own gateway only; another's held request stays held", async () => {
     expect((await get(A, '/first').answer).status).toBe(403);
     const onA = get(A, '/pausing');
     await waitFor(() => A.records().some((r) => r.type === 'pause'), 5_000, 'A paused');
@@ -51,19 +52,20 @@ describe('approve once across replicas', () => {
     expect(reached('/pausing')).toBe(true);
     const [resume] = A.records().filter((x) => x.type === 'resume');
     expect(resume).toMatchObject({ once: [rid], onceAt: 'once-a' });
+    expect((await A.api.get('/api/sessions/once-1')).json).toMatchObject({
+      state: 'paused',
+      held: 0,
+    });
 
-    // B judged its request again: an unapproved crossing, so the session paused again.
-    await waitFor(
-      () => B.events('once-1').some((e) => e.target.endsWith('/on-b') && e.held !== true),
-      5_000,
-      'B judged its request again',
-    );
-    const again = B.events('once-1').filter((e) => e.target.endsWith('/on-b'));
-    expect(again.every((e) => e.approved === false)).toBe(true);
+    // A's deny reaches B after its approve-once (the bus keeps their order): B's request was
+    // held until the deny, then answered 403 — never forwarded, never judged again.
     expect(onB.settled()).toBe(false);
-    expect(reached('/on-b')).toBe(false);
-    expect((await B.api.post('/api/sessions/once-1/deny', {})).status).toBe(200);
+    expect((await A.api.post('/api/sessions/once-1/deny', {})).status).toBe(200);
     expect((await onB.answer).status).toBe(403);
     expect(reached('/on-b')).toBe(false);
+    const onBEvents = B.events('once-1').filter((e) => e.target.endsWith('/on-b'));
+    expect(onBEvents.map((e) => [e.seq, e.held, e.approved])).toEqual([[rid, true, false]]);
+    expect((await B.api.get('/api/sessions/once-1')).json.state).toBe('paused');
+    expect([A, B].map((x) => x.records().filter((r) => r.type === 'pause').length)).toEqual([1, 0]);
   });
 });

@@ -103,7 +103,7 @@ describe('decision links', () => {
     expect((await held).status).toBe(403);
   });
 
-  it('approve once forwards the held request as approved, once; later requests are judged', async () => {
+  it('approve once forwards the held request as approved, once; the session stays paused', async () => {
     const { g, api, held, links } = await paused();
     const done = await follow(links.approveOnce, 'POST');
     expect(done.status).toBe(200);
@@ -115,6 +115,7 @@ describe('decision links', () => {
       released: 1,
       once: [{ rid, what, bytes: null }],
       judged: [],
+      held: [],
     });
     const answer = await held;
     expect(answer.status).toBe(200);
@@ -127,38 +128,51 @@ describe('decision links', () => {
       ['ALLOW', true],
     ]);
     expect(ofType(g, 'approve')).toEqual([]);
+    expect(await state(api)).toBe('paused');
 
-    // Nothing was approved beyond that request: the next one crosses the boundary again.
+    // Nothing was approved beyond that request: the next one is held by the same pause.
     const later = viaProxy(g.proxyUrl, `${other.url}/v1/later`, auth);
     await waitFor(async () => (await api.get('/api/sessions/agent-1')).json.held === 1);
-    const last = ofType(g, 'event').at(-1)!;
-    expect(last).toMatchObject({
+    expect(ofType(g, 'event').at(-1)).toMatchObject({
       target: `${other.url}/v1/later`,
-      verdict: 'PAUSE',
+      held: true,
       approved: false,
     });
+    expect(ofType(g, 'pause')).toHaveLength(1);
+    expect(other.seen.some((r) => r.url === '/v1/later')).toBe(false);
 
-    // The session paused again, but the link was for the pause that is over.
-    const before = lineCount(g.journalPath);
-    const reused = await follow(links.approveOnce, 'POST');
-    expect(reused.status).toBe(410);
-    expect(reused.json.error.code).toBe('E_LINK_USED');
-    expect(lineCount(g.journalPath)).toBe(before);
-    await api.post('/api/sessions/agent-1/deny');
+    // The pause is undecided: its approve-once link now covers nothing held, its deny link
+    // answers the later request 403; then every link of the pause is used.
+    const shown = await follow(links.approveOnce, 'GET', true);
+    expect(shown.text).toContain(
+      'The request this link was made for is no longer held: approve once forwards nothing. The other held request stays held and the session stays paused',
+    );
+    const denied = await follow(links.deny, 'POST');
+    expect(denied.json).toEqual({ decided: 'deny', session: 'agent-1', released: 1 });
     expect((await later).status).toBe(403);
+    expect(other.seen.some((r) => r.url === '/v1/later')).toBe(false);
+    const before = lineCount(g.journalPath);
+    for (const url of [links.approveOnce, links.approvePattern, links.deny]) {
+      const reused = await follow(url, 'POST');
+      expect(reused.status).toBe(410);
+      expect(reused.json.error.code).toBe('E_LINK_USED');
+    }
+    expect(lineCount(g.journalPath)).toBe(before);
   });
 
   it('after a restart the journal gives the same state, and the links of a decided pause stay used', async () => {
     const { g, api, held, links, config, dir } = await paused();
     expect((await follow(links.approveOnce, 'POST')).status).toBe(200);
     expect((await held).status).toBe(200);
+    expect((await follow(links.deny, 'POST')).status).toBe(200);
     const view = (await api.get('/api/sessions/agent-1')).json;
-    expect(view).toMatchObject({ state: 'active', counts: { network: 2 } });
+    expect(view).toMatchObject({ state: 'paused', counts: { network: 2 } });
     stopped();
     await g.stop();
+    // The approve-once's resume record does not unpause: read back, the session is paused.
     const [g2, api2] = await start(config, dir);
     const after = (await api2.get('/api/sessions/agent-1')).json;
-    expect(after).toMatchObject({ state: 'active', counts: view.counts });
+    expect(after).toMatchObject({ state: 'paused', counts: view.counts, pausedAt: view.pausedAt });
     // The link key was kept beside the journal: the link verifies, and says its pause is over.
     for (const url of [links.approveOnce, links.deny]) {
       const res = await follow(onPort(url, g2), 'POST');
