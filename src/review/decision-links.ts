@@ -194,6 +194,14 @@ export class DecisionLinks {
     try {
       if (action === 'once') {
         const { rids: once, at: onceAt } = claims;
+        // It covers what it names: once those went (or left), the link has nothing to do. Rids
+        // of another gateway are its to release: the record goes out for it to act on.
+        const mine = onceAt === this.deps.sessions.replica;
+        if (mine && !this.held(session).some((h) => this.covers(claims, h)))
+          throw new TrajgateError(
+            'E_LINK_USED',
+            'the request this approve-once link names is no longer held (already forwarded, timed out or its client left): nothing was done',
+          );
         decided = {
           decided: action,
           ...sessions.resumeReport(session, { once, onceAt, by }),

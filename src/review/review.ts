@@ -163,7 +163,8 @@ export class Review {
     } else if (record.type === 'pause') {
       const { seq: _seq, ts: _ts, type: _type, ...pause } = unchained(record);
       this.#trail(record.session).pause = { ...pause, restored: true };
-    } else if (record.type === 'resume') {
+    } else if (record.type === 'resume' && !Array.isArray(record.once)) {
+      // An approve-once (its rids named) leaves the session paused, and its pause record too.
       const trail = this.#trails.get(record.session);
       if (trail) trail.pause = null;
     }

@@ -190,6 +190,18 @@ describe('approve once covers the requests it names', () => {
       `Approved once, forwarded: #${s.rid} GET ${shown.url}/x; still held, the session paused: #${s.postRid} POST ${other.url}/upload (9 bytes), #${s.connectRid} CONNECT ${TUNNEL}.`,
     );
     await onlyTheGetWent(s);
+    // Used: what it named went, so a second confirm does nothing and journals nothing.
+    const lines = s.g.records().length;
+    const again = await request(links.approveOnce, {
+      method: 'POST',
+      body: '',
+      headers: { accept: 'application/json' },
+    });
+    expect(again.statusCode).toBe(410);
+    expect(((await again.body.json()) as { error: { code: string } }).error.code).toBe(
+      'E_LINK_USED',
+    );
+    expect(s.g.records()).toHaveLength(lines);
     // The pause is not decided yet: its deny link answers the rest.
     await theRestRefused(s, async () => {
       const denied = await request(links.deny, {
@@ -304,6 +316,34 @@ describe('approve once covers the requests it names', () => {
     });
     expect((await get).status).toBe(200);
     expect((await api.get(`/api/sessions/${SESSION}`)).json.state).toBe('paused');
+  });
+
+  it('after a restart the pause an approve-once left undecided keeps its record and its links', async () => {
+    const dir = tempDir();
+    const hook = await startWebhook();
+    const s = await threeHeld({ notify: { webhook: hook.url } }, dir);
+    await waitFor(() => hook.deliveries.length === 1);
+    const links = hook.deliveries[0]!.body.links as { deny: string };
+    expect((await s.api.post(`/api/sessions/${SESSION}/resume`, { once: [s.rid] })).status).toBe(
+      200,
+    );
+    await onlyTheGetWent(s);
+    await s.g.stop();
+    stopped();
+    await Promise.allSettled([s.post, s.connect]);
+    const again = await start({ notify: { webhook: hook.url } }, { dir });
+    const view = (await adminClient(again.gw.admin.port, ADMIN).get(`/api/sessions/${SESSION}`))
+      .json;
+    expect(view.state).toBe('paused');
+    expect(view.pause?.trigger.seq).toBe(s.rid);
+    // The same link, on the restarted gateway's admin port.
+    const link = new URL(new URL(links.deny).pathname, `http://127.0.0.1:${again.gw.admin.port}`);
+    const denied = await request(link, {
+      method: 'POST',
+      body: '',
+      headers: { accept: 'application/json' },
+    });
+    expect(denied.statusCode).toBe(200);
   });
 
   it('a restart and `trajgate replay` of the journal agree with what happened live', async () => {
