@@ -57,9 +57,14 @@ export class Flow {
   #state: 'live' | 'frozen' | 'closed' = 'live';
   #reason: string | null = null;
   #control: FlowControl = IDLE;
-  #waiters: ((go: boolean) => void)[] = [];
+  /** Who waits at `gate()`; none until someone does (most flows never wait). */
+  #waiters: ((go: boolean) => void)[] | null = null;
   holdTimer: NodeJS.Timeout | null = null;
   expiryTimer: NodeJS.Timeout | null = null;
+  /** The list of its session's live flows it is in (action/flow-registry), and its neighbours. */
+  list: object | null = null;
+  prev: Flow | null = null;
+  next: Flow | null = null;
   /** Bytes sent upstream so far: request line, headers and body, or a tunnel's as they flow. */
   bytesUp = 0;
   /** Of those, the bytes the guard has been told of (volume rules). */
@@ -103,7 +108,7 @@ export class Flow {
   async gate(): Promise<boolean> {
     while (this.#state !== 'live') {
       if (this.#state === 'closed') return false;
-      await new Promise<boolean>((resolve) => this.#waiters.push(resolve));
+      await new Promise<boolean>((resolve) => (this.#waiters ??= []).push(resolve));
     }
     return true;
   }
@@ -140,8 +145,8 @@ export class Flow {
   }
 
   #wake(go: boolean): void {
-    const waiters = this.#waiters;
-    this.#waiters = [];
+    const waiters = this.#waiters ?? [];
+    this.#waiters = null;
     for (const w of waiters) w(go);
   }
 }

@@ -36,7 +36,7 @@ export class ResponseRelay implements Dispatcher.DispatchHandler, FlowControl {
   #bytesDown = 0;
   #frozen = false;
   /** What the upstream said while frozen, written on thaw in order. */
-  #later: (() => void)[] = [];
+  #later: (() => void)[] | null = null;
   #thawed: (() => void) | null = null;
   #completed = false;
   /** undici delivered the whole answer (written, or held while frozen). */
@@ -106,12 +106,18 @@ export class ResponseRelay implements Dispatcher.DispatchHandler, FlowControl {
     this.#thawed?.();
     this.#thawed = null;
     const later = this.#later;
-    this.#later = [];
+    this.#later = null;
+    if (later === null) return;
     for (const run of later) run();
     const resume = this.#resume;
-    if (later.length === 0 || resume === null || this.#completed) return;
+    if (resume === null || this.#completed) return;
     if (this.res.writableNeedDrain) this.res.once('drain', resume);
     else resume();
+  }
+
+  /** Keeps what the upstream said while frozen, for the thaw (no array until then). */
+  #hold(run: () => void): void {
+    (this.#later ??= []).push(run);
   }
 
   close(reason: string): void {
@@ -119,7 +125,7 @@ export class ResponseRelay implements Dispatcher.DispatchHandler, FlowControl {
     this.#stopped = 'closed';
     if (this.#upstreamDone) {
       // undici is done (its answer held while frozen): nothing to abort, the agent gets 403.
-      this.#later = [];
+      this.#later = null;
       return this.#fail(403, `trajgate closed this request: ${reason}`, 'closed');
     }
     this.#abort?.(flowStopped(reason));
@@ -130,7 +136,7 @@ export class ResponseRelay implements Dispatcher.DispatchHandler, FlowControl {
     if (statusCode < 200) return true; // informational: the final response follows
     this.#resume = resume;
     if (this.#frozen) {
-      this.#later.push(() => this.#head(statusCode, raw));
+      this.#hold(() => this.#head(statusCode, raw));
       return false;
     }
     this.#head(statusCode, raw);
@@ -146,7 +152,7 @@ export class ResponseRelay implements Dispatcher.DispatchHandler, FlowControl {
 
   onData(chunk: Buffer): boolean {
     if (this.#frozen) {
-      this.#later.push(() => this.#write(chunk, false));
+      this.#hold(() => this.#write(chunk, false));
       return false;
     }
     return this.#write(chunk, true);
@@ -163,7 +169,7 @@ export class ResponseRelay implements Dispatcher.DispatchHandler, FlowControl {
 
   onComplete(): void {
     this.#upstreamDone = true;
-    if (this.#frozen) this.#later.push(() => this.#complete());
+    if (this.#frozen) this.#hold(() => this.#complete());
     else this.#complete();
   }
 
@@ -203,12 +209,13 @@ export class ResponseRelay implements Dispatcher.DispatchHandler, FlowControl {
 
   #done(error?: string, stopped?: 'held' | 'closed'): void {
     clearTimeout(this.#idle);
-    this.resolve({
+    const transfer: { -readonly [K in keyof Forwarded]: Forwarded[K] } = {
       status: this.#status,
       bytesUp: this.flow.bytesUp,
       bytesDown: this.#bytesDown,
-      ...(error === undefined ? {} : { error }),
-      ...(stopped === undefined ? {} : { stopped }),
-    });
+    };
+    if (error !== undefined) transfer.error = error;
+    if (stopped !== undefined) transfer.stopped = stopped;
+    this.resolve(transfer);
   }
 }

@@ -33,6 +33,7 @@ export class Guard {
   readonly approvals: ApprovalSet;
   readonly denies: DenySet;
   readonly #approvedDecisions = new WeakMap<Approval, Decision>();
+  readonly #approvalOf = new WeakMap<Decision, Approval>();
   /** How long bytes sent are remembered (the largest volume rule's window). */
   #sentWindow: number;
 
@@ -150,6 +151,7 @@ export class Guard {
     if (decision === undefined) {
       decision = Object.freeze(approvedAs(approval.pattern));
       this.#approvedDecisions.set(approval, decision);
+      this.#approvalOf.set(decision, approval);
     }
     return decision;
   }
@@ -174,6 +176,15 @@ export class Guard {
     const decision = this.inspect(event);
     if (decision.deniedBy !== undefined) return { deniedBy: decision.deniedBy };
     return approved && !decision.approved ? 'unapproved' : null;
+  }
+
+  /**
+   * The approval behind an approved decision of `event` (what admits its flow, and when that
+   * ends): the one that made it, found without matching again, or the one that covers it now.
+   */
+  approvalBehind(decision: Decision, event: Event): Approval | undefined {
+    if (!decision.approved || decision.approvedBy === null) return undefined;
+    return this.#approvalOf.get(decision) ?? this.approvals.match(event);
   }
 
   /** The approval that covers an event, if any; changes nothing. */

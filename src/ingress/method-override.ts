@@ -28,6 +28,8 @@ export function methodOverrideProblem(raw: readonly string[], search: string): s
 export function methodOverride(raw: readonly string[], search: string): string | null {
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i] as string;
+    // Every override field starts with `x`: the others are not copied to be compared.
+    if ((name.charCodeAt(0) | 0x20) !== 0x78) continue;
     // CGI-style servers (Rack, PHP) map `-` and `_` in a field name to the same `_`.
     if (FIELDS.has(name.toLowerCase().replaceAll('_', '-'))) return `the ${name} header`;
   }

@@ -66,8 +66,8 @@ export function withJournaledTarget<R extends object>(record: R): R {
   const fields = record as Record<string, unknown>;
   const target = fields.target;
   const long = typeof target === 'string' && !fitsWhole(target);
+  if (!long && textsFit(fields)) return record;
   const texts = TEXTS.filter((k) => typeof fields[k] === 'string');
-  if (!long && texts.every((k) => fits(fields[k] as string, TEXT_BYTES))) return record;
   const out: Record<string, unknown> = { ...fields };
   if (long) Object.assign(out, journaledTarget(target));
   for (const k of texts) {
@@ -76,6 +76,15 @@ export function withJournaledTarget<R extends object>(record: R): R {
     out[k] = fits(text, TEXT_BYTES) ? text : `${prefix(text, TEXT_BYTES - 3)}…`;
   }
   return out as R;
+}
+
+/** Whether every free text of a record fits (no array or closure: every record asks). */
+function textsFit(fields: Record<string, unknown>): boolean {
+  for (const k of TEXTS) {
+    const text = fields[k];
+    if (typeof text === 'string' && !fits(text, TEXT_BYTES)) return false;
+  }
+  return true;
 }
 
 /** Whether a record's journaled target stands for `target` (a long one by its digest). */

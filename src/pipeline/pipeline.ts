@@ -2,8 +2,6 @@ import type { Flow, FlowKind } from '../action/flows.js';
 import type { HeldRequests } from '../action/hold.js';
 import type { Refusal } from '../action/respond.js';
 import type { Transfer } from '../action/transfer.js';
-import type { Event } from '../event/event.js';
-import type { Approval } from '../guard/approvals.js';
 import type { Guard } from '../guard/guard.js';
 import type { EventRecord, ResultRecord, RootsRecord, Unstamped } from '../journal/records.js';
 import type { JournalWriter } from '../journal/writer.js';
@@ -171,7 +169,7 @@ export class Pipeline {
    */
   flow(kind: FlowKind, ruling: Forward<Dial>): Flow {
     const { event, rid, dial } = ruling;
-    const approval = this.#guard.approvalFor(event);
+    const approval = this.#guard.approvalBehind(ruling.decision, event);
     const flow = this.#basis.flows.open({
       session: event.session,
       kind,
@@ -202,11 +200,6 @@ export class Pipeline {
     return this.#guard.needsInspection(
       this.#decider.normalize({ session, input: { kind: 'network', target } }),
     );
-  }
-
-  /** The approval behind an allowed event, if any. */
-  approvalFor(event: Event): Approval | undefined {
-    return this.#guard.approvalFor(event);
   }
 
   isPaused(session: string): boolean {
