@@ -11,6 +11,7 @@ import type { TestGateway } from '../helpers/gateway.js';
 import { gatewayPerTest } from '../helpers/gateway.js';
 import { connectTunnel, openRaw, roundTrip, startTcpServer } from '../helpers/raw.js';
 import { startUpstream } from '../helpers/upstream.js';
+import { captureClientHello } from '../helpers/tls.js';
 import { waitFor } from '../helpers/wait.js';
 
 /**
@@ -331,5 +332,31 @@ describe('a CONNECT still connecting is a flow', () => {
     g.gw.sessions.deny(SESSION);
     const t = keep(await opening);
     expect(t.status).toBe(403);
+  });
+});
+
+/** A TCP upstream that records what reaches it. */
+const sink = { got: Buffer.alloc(0) };
+const recorder = await startTcpServer((socket) =>
+  socket.on('data', (d: Buffer) => (sink.got = Buffer.concat([sink.got, d]))),
+);
+const RECORDER = `127.0.0.1:${recorder.port}`;
+
+describe('a blind tunnel waiting for its first byte is a flow', () => {
+  it('paused after its 200: the ClientHello reaches the upstream only once resumed', async () => {
+    const g = await start();
+    g.gw.sessions.approve({ pattern: RECORDER, session: SESSION });
+    sink.got = Buffer.alloc(0);
+    const t = keep(await connectTunnel(g.gw.proxy.port, RECORDER));
+    expect(t.status).toBe(200);
+    await pauseSession(g);
+    await waitFor(() => flowRecords(g).some((r) => r.change === 'frozen'), 5_000, 'frozen');
+    const hello = await captureClientHello(null);
+    t.socket.write(hello);
+    await quietFor(t.socket, 400);
+    expect(sink.got.length).toBe(0);
+    g.gw.sessions.resume(SESSION);
+    await waitFor(() => sink.got.length === hello.length, 5_000, 'the hello upstream');
+    expect(sink.got.equals(hello)).toBe(true);
   });
 });
