@@ -242,18 +242,24 @@ export class Guard {
   }
 
   /**
-   * How request `ref` of the session ended (its outcome or result record, written): a failure
-   * sets the marks its event was waiting for; bytes sent up count toward volume rules.
+   * How request `ref` of the session ended (its outcome or result record, written), or how far
+   * a live flow got: a failure sets the marks its event was waiting for; bytes sent up count
+   * toward volume rules. True when a trajectory rule may fire now that did not before (a mark
+   * set, or the session's bytes sent reach a volume limit): only then are open flows judged
+   * again.
    */
-  outcome(session: string, ref: number, { failed, bytesUp, ts }: Outcome): void {
-    if (this.#policy.sequences.length === 0) return;
+  outcome(session: string, ref: number, { failed, bytesUp, ts }: Outcome): boolean {
+    if (this.#policy.sequences.length === 0) return false;
     const state = this.#store.session(session);
     const marks = failed && state ? failureMarks(state, ref) : undefined;
     const keep = bytesUp > 0 && this.#sentWindow > 0;
     const sent = keep ? { rid: ref, ts, bytes: bytesUp, since: ts - this.#sentWindow } : undefined;
-    if (marks === undefined && sent === undefined) return;
+    if (marks === undefined && sent === undefined) return false;
     const settled = marks === undefined ? undefined : ref;
     this.#store.commit(session, { counted: null, pause: null, marks, settled, sent });
+    if (marks !== undefined) return true;
+    const total = this.#store.session(session)?.sentBytes ?? 0;
+    return this.#policy.sequences.some((r) => r.type === 'volume' && total >= r.up);
   }
 
   /**

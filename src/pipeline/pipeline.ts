@@ -66,8 +66,8 @@ export class Pipeline {
     if (rid === null || this.#guard.shared !== undefined) return;
     if (!this.#reported.has(rid)) this.#reported.set(rid, { base: 0, last: 0 });
     const bytesUp = this.#counted(session, rid, flow.bytesUp);
-    this.#guard.outcome(session, rid, { failed: false, bytesUp, ts: Date.now() });
-    this.#rulesReach(session);
+    if (this.#guard.outcome(session, rid, { failed: false, bytesUp, ts: Date.now() }))
+      this.#rulesReach(session);
   }
 
   /** Flows that reported bytes mid-flow, by request id: what the guard let go of their total. */
@@ -191,8 +191,16 @@ export class Pipeline {
    * inside, a tool call's answer): it follows its session and its agent's credentials.
    */
   sessionFlow(kind: FlowKind, session: string, target: string, rid: number | null): Flow {
-    const basis = { session, kind, target, rid, event: null, approved: false, expiresAt: null };
-    return this.#basis.flows.open({ ...basis, dial: null });
+    return this.#basis.flows.open({
+      session,
+      kind,
+      target,
+      rid,
+      event: null,
+      approved: false,
+      expiresAt: null,
+      dial: null,
+    });
   }
 
   /** Whether requests inside a CONNECT to `target` must be read to be judged (see Guard). */
@@ -252,9 +260,9 @@ export class Pipeline {
       return;
     }
     const failed = transfer.failed === true;
-    this.#guard.outcome(session, rid, { failed, bytesUp, ts });
     // A failure's marks or the bytes it sent may make the session's open flows drift.
-    if (this.#guard.shared === undefined) this.#rulesReach(session);
+    const reaches = this.#guard.outcome(session, rid, { failed, bytesUp, ts });
+    if (reaches && this.#guard.shared === undefined) this.#rulesReach(session);
   }
 
   /** The session's recent events, oldest first (the operators' ring). */
@@ -270,7 +278,10 @@ export class Pipeline {
     const ts = Date.now();
     const seq = this.#journal.append(record, { ts });
     if (record.ref !== null) {
-      this.#guard.outcome(record.session, record.ref, { failed: !record.ok, bytesUp: 0, ts });
+      const outcome = { failed: !record.ok, bytesUp: 0, ts };
+      // A runner's failure sets marks too: the session's open flows are judged again.
+      const reaches = this.#guard.outcome(record.session, record.ref, outcome);
+      if (reaches && this.#guard.shared === undefined) this.#rulesReach(record.session);
     }
     return seq;
   }

@@ -198,3 +198,46 @@ describe('a secret read reaches channels opened before it', () => {
     expect(flowRecords(g.records()).map((t) => t.change)).toEqual(['frozen', 'thawed']);
   });
 });
+
+describe("a runner's failure reaches channels opened before it", () => {
+  it('a failed result sets the mark, and the open tunnel freezes before the result is answered', async () => {
+    const command = join(tempDir(), 'build');
+    const g = await start({
+      workspace: join(command, '..'),
+      policy: {
+        pause: 'hold',
+        holdTimeout: '30s',
+        sequences: [
+          {
+            name: 'drift-after-failure',
+            after: { kind: 'command', failed: true },
+            then: { kind: 'network' },
+            within: '1h',
+            verdict: 'PAUSE',
+          },
+        ],
+      },
+    });
+    const { socket, event } = await openEchoTunnel(g);
+    const bridge = `http://127.0.0.1:${g.gw.bridge.port}/events`;
+    expect((await postAsAgent(bridge, AGENT, { kind: 'command', target: command })).status).toBe(
+      200,
+    );
+    const failed = await postAsAgent(`${bridge}/result`, AGENT, {
+      kind: 'command',
+      target: command,
+      ok: false,
+      error: 'exit 1',
+    });
+    expect(failed.status).toBe(200);
+    // By the time the result is answered, the tunnel's event is judged again and it is frozen.
+    const again = eventsOf(g.records(), AGENT).find((e) => e.rid === event.seq);
+    expect(again).toMatchObject({ verdict: 'PAUSE', boundary: 'drift-after-failure' });
+    expect(flowRecords(g.records())).toEqual([
+      expect.objectContaining({ ref: event.seq, change: 'frozen' }),
+    ]);
+    socket.write('after-failure');
+    await quietFor(socket, 400);
+    expect(echo.received.includes('after-failure')).toBe(false);
+  });
+});
