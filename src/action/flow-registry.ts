@@ -63,16 +63,6 @@ export class FlowRegistry {
     this.#bySession.delete(session);
   };
 
-  /** Live flows of a session (all sessions when omitted), tunnels only with `tunnels`. */
-  count(session?: string, tunnels = false): number {
-    let n = 0;
-    const sets = session === undefined ? this.#bySession.values() : [this.#bySession.get(session)];
-    for (const set of sets) {
-      for (const flow of set ?? []) if (!tunnels || flow.basis.kind !== 'request') n++;
-    }
-    return n;
-  }
-
   /** The session's live flows. */
   of(session: string): Flow[] {
     return [...(this.#bySession.get(session) ?? [])];
