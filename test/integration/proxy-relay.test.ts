@@ -66,7 +66,7 @@ describe('CONNECT relay', () => {
     const t = await tunnelTo(g, echo.port);
     const sent = Array.from({ length: 24 }, () => randomBytes(2 ** 20));
     // Not a TLS handshake byte: a tunnel whose first byte is 0x16 must carry a readable hello.
-    sent[0][0] = 0;
+    (sent[0] as Buffer)[0] = 0;
     const got: Buffer[] = [];
     // openRaw reads as latin1, which maps bytes to chars one to one.
     t.socket.on('data', (d: string) => got.push(Buffer.from(d, 'latin1')));
