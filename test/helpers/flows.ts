@@ -5,6 +5,7 @@ import type { EventRecord, JournalRecord, TunnelRecord } from '../../src/journal
 import { runCliAsync } from './cli.js';
 import { readRecords } from './gateway.js';
 import { roundTrip, startTcpServer } from './raw.js';
+import { waitFor } from './wait.js';
 import type { TcpServer } from './raw.js';
 
 /** An echo server that keeps its sockets (to push bytes from the upstream side) and what it got. */
@@ -52,13 +53,20 @@ export interface StreamingUpstream {
   readonly bodies: string[];
   /** Resolves with what arrives next on request `i` within `ms`, or '' (asserting quiet). */
   next(i: number, ms: number): Promise<string>;
+  /** How request `i` ended: its whole body read, or closed before its end. */
+  ended(i: number): Promise<'whole' | 'cut short'>;
 }
 
 export async function startStreamingUpstream(): Promise<StreamingUpstream> {
   const bodies: string[] = [];
+  const endings: Promise<'whole' | 'cut short'>[] = [];
   const listeners = new Set<(i: number, chunk: string) => void>();
   const server = createServer((req, res) => {
     const i = bodies.push('') - 1;
+    endings[i] = new Promise((resolve) => {
+      req.once('end', () => resolve('whole'));
+      req.once('close', () => resolve(req.complete ? 'whole' : 'cut short'));
+    });
     req.setEncoding('latin1');
     req.on('data', (chunk: string) => {
       bodies[i] += chunk;
@@ -85,6 +93,10 @@ export async function startStreamingUpstream(): Promise<StreamingUpstream> {
         const timer = setTimeout(() => done(''), ms);
         listeners.add(listener);
       }),
+    ended: async (i) => {
+      await waitFor(() => endings[i] !== undefined);
+      return endings[i] as Promise<'whole' | 'cut short'>;
+    },
   };
 }
 
