@@ -34,6 +34,14 @@ export interface EventRecord extends RecordBase {
   /** SHA-256 (hex) of the whole target, when `target` is only its prefix. */
   readonly targetSha256?: string;
   readonly method?: string;
+  /**
+   * A read/write/command target as resolved when it was judged: its real path, or null when it
+   * could not be resolved (judged as outside). `replay` judges this, so a link changed since
+   * cannot change the verdict. Absent in journals older than it (replay resolves again).
+   */
+  readonly resolved?: string | null;
+  /** The lexical-`..` reading of the target, when it differs from `resolved`. */
+  readonly alias?: string;
   readonly approved: boolean;
   readonly verdict: Verdict;
   readonly boundary: string | null;

@@ -1,5 +1,7 @@
 import { TrajgateError } from '../errors.js';
+import { isAbsolute } from 'node:path';
 import type { EventInput } from './event.js';
+import { PATH_KINDS } from './event.js';
 
 const METHOD = /^[A-Za-z]{1,16}$/;
 
@@ -8,6 +10,8 @@ const NOT_FROM_AGENTS = [
   'approved',
   'approvedBy',
   'denied',
+  'resolved',
+  'alias',
   'verdict',
   'session',
   'source',
@@ -52,7 +56,7 @@ export function validateRecordedEvent(
   if (approved !== undefined && typeof approved !== 'boolean') {
     return fail(`"approved" must be true or false, got ${describeValue(approved)}`);
   }
-  const input = eventOf(fields, knownKinds);
+  const input = withReadings(eventOf(fields, knownKinds), fields);
   // Approved by a pattern (a journal's event record), not let through by an operator's act.
   if (approved === true && typeof approvedBy === 'string') return { input, approved, approvedBy };
   return { input, approved: approved === true };
@@ -84,6 +88,22 @@ function eventOf(fields: Record<string, unknown>, knownKinds: ReadonlySet<string
   // A failure report sets the trajectory marks that ask `failed` (guard/sequences.ts).
   const input: EventInput = method === undefined ? { kind, target } : { kind, target, method };
   return failed === true ? { ...input, failed } : input;
+}
+
+/**
+ * A recorded path event is judged as it was resolved when it was decided (`resolved`, `alias`),
+ * not as the file system reads now: a link swapped since cannot change the verdict. A line
+ * without `resolved` (older journals, hand-written lines) is resolved again.
+ */
+function withReadings(input: EventInput, fields: Record<string, unknown>): EventInput {
+  const { resolved, alias } = fields;
+  if (!PATH_KINDS.has(input.kind) || resolved === undefined) return input;
+  for (const [name, v] of Object.entries({ resolved, alias })) {
+    if (v !== undefined && v !== null && !(typeof v === 'string' && isAbsolute(v)))
+      fail(`"${name}" must be an absolute path or null, got ${describeValue(v)}`);
+  }
+  const readings = { path: resolved as string | null, alias: (alias as string | undefined) ?? null };
+  return { ...input, readings };
 }
 
 /** A value as an error message shows what was found: its type, and short scalars themselves. */

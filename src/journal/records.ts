@@ -216,6 +216,8 @@ export function eventRecord(
     targetBytes: undefined,
     targetSha256: undefined,
     method: event.method,
+    resolved: event.subject.type === 'path' ? event.subject.path : undefined,
+    alias: event.subject.type === 'path' ? (event.subject.alias ?? undefined) : undefined,
     approved: decision.approved,
     verdict: decision.verdict,
     boundary: decision.boundary,

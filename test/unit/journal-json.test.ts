@@ -83,6 +83,20 @@ describe('journal lines written field by field', () => {
     );
   });
 
+  it('path events carry the path as resolved, and its lexical reading where it differs', () => {
+    const path = (p: string | null, alias: string | null) =>
+      event({ kind: 'read', target: 'a/../b', subject: { type: 'path', path: p, alias } });
+    for (const e of [path('/ws/b', null), path('/real/b', '/ws/b'), path(null, null)]) {
+      const r = eventRecord(e, decision());
+      same(r);
+      expect(r.resolved).toBe(e.subject.type === 'path' ? e.subject.path : undefined);
+    }
+    expect(eventRecord(path('/real/b', '/ws/b'), decision()).alias).toBe('/ws/b');
+    expect(
+      Object.hasOwn(JSON.parse(`{${recordFields(eventRecord(event(), decision()))}`), 'resolved'),
+    ).toBe(false);
+  });
+
   it('outcome records, with and without an error and a status', () => {
     same(outcome({ status: 200 }));
     same(outcome({ status: null, error: 'client closed while held' }));
