@@ -72,7 +72,7 @@ export interface Event {
   readonly subject: Subject;
   /**
    * Set when the gateway refuses the event on its own (a private address, a port not
-   * allowed): no approval can cover it, and it counts as an unapproved crossing.
+   * allowed, a path it cannot resolve, a write to a hard-linked file): no approval can cover it, and it counts as an unapproved crossing.
    */
   readonly denied?: string;
   /** The event is itself a failure report: it sets trajectory marks that ask `failed`. */

@@ -1,3 +1,4 @@
+import { lstatSync } from 'node:fs';
 import type { Event, EventInput, Source, Subject } from './event.js';
 import { PATH_KINDS } from './event.js';
 import { parseNetworkTarget } from './network-target.js';
@@ -22,6 +23,7 @@ export function normalizeEvent(
   ctx: EventContext,
   paths: PathResolver = pathReadings,
 ): Event {
+  const subject = subjectOf(input, ctx.workspace, paths);
   // One object literal, always the same shape (a spread to add `method` would make a second).
   return {
     kind: input.kind,
@@ -32,10 +34,35 @@ export function normalizeEvent(
     source: ctx.source,
     ts: ctx.ts,
     method: input.method?.toUpperCase(),
-    subject: subjectOf(input, ctx.workspace, paths),
+    subject,
+    denied: subject.type === 'path' ? pathRefusal(input.kind, subject.path) : undefined,
     failed: input.failed,
   };
 }
+
+/**
+ * Path events refused whatever allows them. A path trajgate could not resolve (a link loop, no
+ * permission, a name too long) names something unknown: its raw text is never judged, as the
+ * tool server may resolve it where trajgate could not. A regular file with other hard links
+ * has names trajgate cannot see, which may be outside the workspace: a write to it is refused.
+ */
+function pathRefusal(kind: string, path: string | null): string | undefined {
+  if (path === null) return UNRESOLVED;
+  if (kind !== 'write') return undefined;
+  let links = 0;
+  try {
+    const stat = lstatSync(path, { throwIfNoEntry: false });
+    links = stat?.isFile() ? stat.nlink : 0;
+  } catch {
+    return UNRESOLVED;
+  }
+  return links > 1
+    ? `the file has ${links} hard links: its other names may be outside the workspace`
+    : undefined;
+}
+
+const UNRESOLVED =
+  'the path cannot be resolved (a link loop, no permission, or a name too long): what it names is unknown';
 
 function subjectOf(input: EventInput, workspace: string, paths: PathResolver): Subject {
   if (input.kind === 'network') return parseNetworkTarget(input.target, input.method, input.url);

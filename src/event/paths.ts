@@ -1,5 +1,5 @@
 import { lstatSync, readdirSync, readlinkSync, realpathSync } from 'node:fs';
-import { isAbsolute, join, posix } from 'node:path';
+import { isAbsolute, posix } from 'node:path';
 import { errnoCode, TrajgateError } from '../errors.js';
 
 /** Errors that mean "this part of the path does not exist (yet)": keep walking lexically. */
@@ -21,7 +21,7 @@ export function physicalPath(
   depth = 0,
 ): string | null {
   if (depth > MAX_LINKS) return null;
-  const abs = isAbsolute(target) ? target : join(base, target);
+  const abs = absolute(target, base);
   const quick = PLAIN.test(abs) ? plainPath(abs, options) : undefined;
   if (quick !== undefined) return quick;
   const whole = tryRealpath(abs);
@@ -145,12 +145,32 @@ export function pathReadings(
   base: string,
   options: PathOptions = {},
 ): PathReadings {
-  const abs = isAbsolute(target) ? target : join(base, target);
-  const path = physicalPath(abs, '/', options);
+  const abs = absolute(target, base);
+  const path = within(physicalPath(abs, '/', options));
   if (!abs.split('/').includes('..')) return { path, alias: null };
-  const alias = physicalPath(posix.normalize(abs), '/', options);
+  const alias = within(physicalPath(posix.normalize(abs), '/', options));
   if (alias === null) return { path: null, alias: null };
   return { path, alias: alias === path ? null : alias };
+}
+
+/**
+ * Joined as the OS joins a relative path to its cwd: `path.join` would remove `link/..`
+ * lexically before the links are followed, and judge a place the OS does not act on.
+ */
+const absolute = (target: string, base: string): string =>
+  isAbsolute(target) ? target : `${base}/${target}`;
+
+/** The kernel's limits (Linux PATH_MAX, NAME_MAX): a longer path names nothing it can act on. */
+const PATH_MAX = 4096;
+const NAME_MAX = 255;
+
+function within(path: string | null): string | null {
+  if (path === null) return null;
+  // Three UTF-8 bytes at most per UTF-16 unit: a short path is within both (the usual case).
+  if (path.length * 3 <= NAME_MAX) return path;
+  if (Buffer.byteLength(path) >= PATH_MAX) return null;
+  for (const part of path.split('/')) if (Buffer.byteLength(part) > NAME_MAX) return null;
+  return path;
 }
 
 export interface PathReadings {

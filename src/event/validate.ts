@@ -102,7 +102,10 @@ function withReadings(input: EventInput, fields: Record<string, unknown>): Event
     if (v !== undefined && v !== null && !(typeof v === 'string' && isAbsolute(v)))
       fail(`"${name}" must be an absolute path or null, got ${describeValue(v)}`);
   }
-  const readings = { path: resolved as string | null, alias: (alias as string | undefined) ?? null };
+  const readings = {
+    path: resolved as string | null,
+    alias: (alias as string | undefined) ?? null,
+  };
   return { ...input, readings };
 }
 

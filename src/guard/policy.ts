@@ -89,8 +89,9 @@ export function matchesTargets(targets: Targets, event: Event): boolean {
   const s = event.subject;
   if (s.type === 'network') return targets.network.some((p) => reachesNetwork(p, s) !== null);
   if (s.type === 'path') {
+    // An unresolved path may be any path: never judged by its raw text (fail closed).
     const g = targets.glob;
-    return g.test(s.path ?? event.target) || (s.alias !== null && g.test(s.alias));
+    return s.path === null || g.test(s.path) || (s.alias !== null && g.test(s.alias));
   }
   return targets.glob.test(s.value);
 }
