@@ -1,5 +1,7 @@
 import type { Event, EventInput, Source, Subject } from './event.js';
 import { PATH_KINDS } from './event.js';
+import { TrajgateError } from '../errors.js';
+import { networkTargetProblem } from './network-readings.js';
 import { parseNetworkTarget } from './network-target.js';
 import type { PathResolver } from './paths.js';
 import { pathReadings } from './paths.js';
@@ -15,6 +17,8 @@ export interface EventContext {
   /** The pattern that approved a recorded event (replay of a journal's event record). */
   readonly approvedBy?: string | undefined;
 }
+
+const FETCHED_ELSEWHERE: ReadonlySet<Source> = new Set(['bridge', 'ingest']);
 
 /** Turns what an agent tried into the event the guard judges. Throws E_EVENT_INVALID. */
 export function normalizeEvent(
@@ -32,14 +36,20 @@ export function normalizeEvent(
     source: ctx.source,
     ts: ctx.ts,
     method: input.method?.toUpperCase(),
-    subject: subjectOf(input, ctx.workspace, paths),
+    subject: subjectOf(input, ctx, paths),
     failed: input.failed,
   };
 }
 
-function subjectOf(input: EventInput, workspace: string, paths: PathResolver): Subject {
-  if (input.kind === 'network') return parseNetworkTarget(input.target, input.method, input.url);
+function subjectOf(input: EventInput, ctx: EventContext, paths: PathResolver): Subject {
+  if (input.kind === 'network') {
+    // A target another client fetches (a runner, a tool server) must read one way to both
+    // URL grammars; the proxy fetches what it parsed itself, replay judges what was recorded.
+    const problem = FETCHED_ELSEWHERE.has(ctx.source) ? networkTargetProblem(input.target) : null;
+    if (problem !== null) throw new TrajgateError('E_EVENT_INVALID', problem);
+    return parseNetworkTarget(input.target, input.method, input.url);
+  }
   if (PATH_KINDS.has(input.kind))
-    return { type: 'path', ...(input.readings ?? paths(input.target, workspace)) };
+    return { type: 'path', ...(input.readings ?? paths(input.target, ctx.workspace)) };
   return { type: 'opaque', value: input.target };
 }
