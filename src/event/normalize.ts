@@ -1,6 +1,8 @@
 import { lstatSync } from 'node:fs';
 import type { Event, EventInput, Source, Subject } from './event.js';
 import { PATH_KINDS } from './event.js';
+import { TrajgateError } from '../errors.js';
+import { networkTargetProblem } from './network-readings.js';
 import { parseNetworkTarget } from './network-target.js';
 import type { PathResolver } from './paths.js';
 import { pathReadings } from './paths.js';
@@ -17,13 +19,15 @@ export interface EventContext {
   readonly approvedBy?: string | undefined;
 }
 
+const FETCHED_ELSEWHERE: ReadonlySet<Source> = new Set(['bridge', 'ingest']);
+
 /** Turns what an agent tried into the event the guard judges. Throws E_EVENT_INVALID. */
 export function normalizeEvent(
   input: EventInput,
   ctx: EventContext,
   paths: PathResolver = pathReadings,
 ): Event {
-  const subject = subjectOf(input, ctx.workspace, paths);
+  const subject = subjectOf(input, ctx, paths);
   // One object literal, always the same shape (a spread to add `method` would make a second).
   return {
     kind: input.kind,
@@ -64,9 +68,15 @@ function pathRefusal(kind: string, path: string | null): string | undefined {
 const UNRESOLVED =
   'the path cannot be resolved (a link loop, no permission, or a name too long): what it names is unknown';
 
-function subjectOf(input: EventInput, workspace: string, paths: PathResolver): Subject {
-  if (input.kind === 'network') return parseNetworkTarget(input.target, input.method, input.url);
+function subjectOf(input: EventInput, ctx: EventContext, paths: PathResolver): Subject {
+  if (input.kind === 'network') {
+    // A target another client fetches (a runner, a tool server) must read one way to both
+    // URL grammars; the proxy fetches what it parsed itself, replay judges what was recorded.
+    const problem = FETCHED_ELSEWHERE.has(ctx.source) ? networkTargetProblem(input.target) : null;
+    if (problem !== null) throw new TrajgateError('E_EVENT_INVALID', problem);
+    return parseNetworkTarget(input.target, input.method, input.url);
+  }
   if (PATH_KINDS.has(input.kind))
-    return { type: 'path', ...(input.readings ?? paths(input.target, workspace)) };
+    return { type: 'path', ...(input.readings ?? paths(input.target, ctx.workspace)) };
   return { type: 'opaque', value: input.target };
 }

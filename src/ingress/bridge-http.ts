@@ -4,15 +4,15 @@ import type { AnswerWatch, ReverseProxy } from '../action/reverse-proxy.js';
 import type { EventInput } from '../event/event.js';
 import { isTrajgateError } from '../errors.js';
 import type { ToolTarget } from '../event/tool-map.js';
-import { toolTargets } from '../event/tool-map.js';
 import { readJson } from '../http/body.js';
 import type { BridgeContext, BridgeRequest } from './bridge-calls.js';
 import { callOutcome, judgeCall } from './bridge-calls.js';
 import { presence } from './context.js';
 import { methodOverrideProblem } from './method-override.js';
 import { judgedPaths } from './tool-paths.js';
-import type { Route, RouteMatch } from './route-path.js';
-import { matchRoute, queryValue } from './route-path.js';
+import type { Route } from './route-path.js';
+import { matchRoute } from './route-path.js';
+import { targetOf } from './route-target.js';
 
 /**
  * A plain HTTP tool server: configured routes turn a request into an event (target from a
@@ -40,7 +40,8 @@ export async function handleHttpTool(
   if (override !== null) return unmatched(override);
   const match = matchRoute(raw, method, routes);
   if (!match.ok) return unmatched(`${method} ${match.reason}`);
-  // The server gets the path judged: normalised, with the query as sent.
+  // The server gets the path judged: normalised, the query as sent but for a path target's
+  // pair, rewritten once the path is resolved (route-target.ts).
   req.url = match.url;
   const path = match.path;
   const value = await readJson(req, ctx.config.bridge.maxBodyBytes, { empty: true });
@@ -54,7 +55,10 @@ export async function handleHttpTool(
         `${method} ${path}: ${why}`,
       ),
     );
-  const target = route ? targetOf(route, match, value) : asSent('tool', `${method} ${path}`);
+  const forward = (url: string) => void (req.url = url);
+  const target = route
+    ? targetOf(route, { match, method, routes, body: value, forward })
+    : asSent('tool', `${method} ${path}`);
   if (target === null || 'problem' in target)
     return refuse(target?.problem ?? `no string at ${route?.target} for the ${route?.kind} target`);
   await ctx.order.run(who.session, target.kind !== 'read', async () => {
@@ -122,32 +126,6 @@ async function call(
 function statusWatch(answer: IncomingMessage): AnswerWatch {
   const failed = (answer.statusCode ?? 0) >= 400;
   return { chunk: () => undefined, end: () => failed };
-}
-
-/**
- * The route's target: `$.a.b` (JSON body: a path is written back there as judged, see
- * judgedPaths), `query:name`, `segment:N` (1-based, decoded path segment).
- */
-function targetOf(
-  route: Route,
-  match: RouteMatch & { ok: true },
-  body: unknown,
-): ToolTarget | null | { problem: string } {
-  const spec = route.target;
-  if (spec.startsWith('$.')) {
-    const field = [{ kind: route.kind, target: spec.slice(2) }];
-    try {
-      return toolTargets({ route: field }, 'route', body as Record<string, unknown>)?.[0] ?? null;
-    } catch (err) {
-      if (isTrajgateError(err)) return null;
-      throw err;
-    }
-  }
-  const value = spec.startsWith('query:')
-    ? queryValue(match.query, spec.slice(6))
-    : match.segments[Number(spec.slice(8)) - 1];
-  if (typeof value === 'object' && value !== null) return value;
-  return typeof value === 'string' && value !== '' ? asSent(route.kind, value) : null;
 }
 
 /** A target in the URL: judged (and its spelling checked) but forwarded as sent. */

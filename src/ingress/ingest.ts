@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isTrajgateError, TrajgateError } from '../errors.js';
 import type { EventInput } from '../event/event.js';
+import { networkTargetProblem } from '../event/network-readings.js';
 import { validateEventInput } from '../event/validate.js';
 import { sendError, sendJson } from '../http/json.js';
 import { readJson } from '../http/body.js';
@@ -97,5 +98,9 @@ function parseEvent(body: Buffer, kinds: ReadonlySet<string>): EventInput {
       `body is not valid JSON (${(err as Error).message})`,
     );
   }
-  return validateEventInput(value, kinds);
+  const input = validateEventInput(value, kinds);
+  // The runner's own client fetches it: a URL it may read as another host is refused here.
+  const problem = input.kind === 'network' ? networkTargetProblem(input.target) : null;
+  if (problem !== null) throw new TrajgateError('E_EVENT_INVALID', problem);
+  return input;
 }

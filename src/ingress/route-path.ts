@@ -83,25 +83,6 @@ export function matchRoute(raw: string, method: string, routes: readonly Route[]
   };
 }
 
-/**
- * A query parameter's single value (null when absent or empty), or why servers could read it
- * otherwise: a repeated name (first or last wins), `;` (a separator to older Python and Go),
- * the name in another case (ASP.NET) or as `name[]` (PHP, qs).
- */
-export function queryValue(query: string, name: string): string | null | { problem: string } {
-  if (query.includes(';'))
-    return { problem: 'the query contains ";", a parameter separator to some servers' };
-  const values: string[] = [];
-  for (const [key, value] of new URLSearchParams(query)) {
-    if (key === name) values.push(value);
-    else if (key.toLowerCase() === name.toLowerCase() || key.startsWith(`${name}[`))
-      return { problem: `query parameter ${JSON.stringify(key)} may be read as "${name}"` };
-  }
-  if (values.length > 1)
-    return { problem: `query parameter "${name}" is repeated; servers differ on which one counts` };
-  return values[0] || null;
-}
-
 interface Judged {
   readonly route: Route | null;
   readonly segments: string[];

@@ -19,7 +19,7 @@ const HOSTILE = {
   img: '<img src=x onerror="window.__pwned=1">',
   script: '<script>window.__pwned=2</script>',
   svg: '/tmp/<svg onload="window.__pwned=3">/x',
-  network: 'http://127.0.0.1:9/<img src=x onerror=alert(4)>',
+  network: 'http://127.0.0.1:9/<img/src=x/onerror=alert(4)>',
 };
 
 describe('hostile event text', () => {

@@ -107,13 +107,13 @@ export const AGENT_TOKEN = 'agent-1-token-0123456789abcdef';
 
 /**
  * `bridge.routes` of a plain-HTTP file server (`protocol: http`): a write whose target is a
- * JSON body field, a read whose target is a query parameter, a delete whose target is a path
- * segment.
+ * JSON body field, a read and a delete whose target is a query parameter (a path segment
+ * cannot carry the absolute path trajgate forwards).
  */
 export const FILE_ROUTES = [
   { method: 'POST', path: '/fs/write', kind: 'write', target: '$.path' },
   { method: 'GET', path: '/fs/read', kind: 'read', target: 'query:path' },
-  { method: 'DELETE', path: '/files/*', kind: 'write', target: 'segment:2' },
+  { method: 'DELETE', path: '/files', kind: 'write', target: 'query:path' },
 ];
 
 /**

@@ -22,11 +22,15 @@ const g = await bridgeGateway(ws, tools.url, {
   routes: [
     ...FILE_ROUTES,
     { method: 'POST', path: '/Admin/Reset/', kind: 'command', target: '$.cwd' },
-    { method: 'GET', path: '/docs/**', kind: 'read', target: 'segment:2' },
+    { method: 'POST', path: '/run', kind: 'command', target: '$.options.cwd' },
+    { method: 'GET', path: '/docs/**', kind: 'topic', target: 'segment:2' },
+    { method: 'DELETE', path: '/jobs/*', kind: 'job', target: 'segment:2' },
+    { method: 'DELETE', path: '/trash/*', kind: 'write', target: 'segment:2' },
   ],
 });
 
-const body = JSON.stringify({ path: join(ws, 'a.txt'), cwd: ws });
+const body = JSON.stringify({ path: join(ws, 'a.txt'), cwd: ws, options: { cwd: ws } });
+const enc = encodeURIComponent;
 /** Exactly these bytes on the wire: clients would clean up some of the spellings below. */
 function send(method: string, target: string) {
   const withBody = method === 'POST';
@@ -55,11 +59,22 @@ const matched: [string, string, string, string, string][] = [
   ['POST', '/fs/./write', 'write', join(ws, 'a.txt'), '/fs/write'],
   ['POST', '/fs/x/%2e%2E/write', 'write', join(ws, 'a.txt'), '/fs/write'],
   ['POST', '/../fs/write', 'write', join(ws, 'a.txt'), '/fs/write'],
-  ['GET', '/fs/read?path=a.txt', 'read', 'a.txt', '/fs/read?path=a.txt'],
-  ['HEAD', '/fs/read?path=b.txt', 'read', 'b.txt', '/fs/read?path=b.txt'],
-  ['DELETE', '/files/a%20b.txt', 'write', 'a b.txt', '/files/a%20b.txt'],
-  ['DELETE', '/files/%c3%a9.txt', 'write', 'é.txt', '/files/%C3%A9.txt'],
-  ['GET', '/docs/guide/intro', 'read', 'guide', '/docs/guide/intro'],
+  ['POST', '/run', 'command', ws, '/run'],
+  // A path in the query goes as the absolute path judged, in one spelling; the rest as sent.
+  ['GET', '/fs/read?path=a.txt', 'read', 'a.txt', `/fs/read?path=${enc(join(ws, 'a.txt'))}`],
+  ['HEAD', '/fs/read?path=b.txt', 'read', 'b.txt', `/fs/read?path=${enc(join(ws, 'b.txt'))}`],
+  [
+    'GET',
+    '/fs/read?x=1&p%61th=a+b.txt&y=%2F',
+    'read',
+    'a b.txt',
+    `/fs/read?x=1&path=${enc(join(ws, 'a b.txt'))}&y=%2F`,
+  ],
+  ['GET', '/fs/read?path=%C3%A9.txt', 'read', 'é.txt', `/fs/read?path=${enc(join(ws, 'é.txt'))}`],
+  // Segment targets of kinds that are not paths are opaque strings, forwarded as sent.
+  ['DELETE', '/jobs/a%20b', 'job', 'a b', '/jobs/a%20b'],
+  ['DELETE', '/jobs/%c3%a9', 'job', 'é', '/jobs/%C3%A9'],
+  ['GET', '/docs/guide/intro', 'topic', 'guide', '/docs/guide/intro'],
   ['GET', '/status', 'tool', 'GET /status', '/status'],
   ['GET', '/a/../status', 'tool', 'GET /status', '/status'],
   ['GET', '/pkg/%40scope%2Fname', 'tool', 'GET /pkg/%40scope%2Fname', '/pkg/%40scope%2Fname'],
@@ -97,14 +112,31 @@ const refused: [string, string, RegExp][] = [
   ['POST', '/fs/write%FF', /not UTF-8/],
   ['POST', '/fs/write#x', /"#"/],
   ['POST', '/fs/wr%te', /two hex digits/],
-  ['DELETE', '/files/a%2Fb', /write route DELETE \/files\/\* with target "a\/b" .* no route/],
+  ['DELETE', '/jobs/a%2Fb', /job route DELETE \/jobs\/\* with target "a\/b" .* no route/],
   ['GET', '/docs/a%2Fb', /target "a\/b" .* target "a"/],
-  ['DELETE', '/files/%2Fetc%2Fpasswd', /target "\/etc\/passwd" .* no route/],
-  ['DELETE', '/files/..%2F..%2Fetc%2Fpasswd', /hides a dot segment/],
+  ['DELETE', '/trash/%2Fetc%2Fpasswd', /target "\/etc\/passwd" .* no route/],
+  ['DELETE', '/trash/..%2F..%2Fetc%2Fpasswd', /hides a dot segment/],
+  // A path segment cannot carry the absolute path judged (its "/" would be encoded).
+  ['DELETE', '/trash/a.txt', /segment 2 "a\.txt" is the path \/.*a path segment cannot carry/],
   ['GET', '/fs/read?path=a.txt;path=/etc/passwd', /";"/],
   ['GET', '/fs/read?PATH=/etc/passwd&path=a.txt', /"PATH" may be read as "path"/],
   ['GET', '/fs/read?path[]=/etc/passwd&path=a.txt', /"path\[\]" may be read as "path"/],
   ['GET', '/fs/read?path=a.txt&path=/etc/passwd', /"path" is repeated/],
+  ['GET', '/fs/read?path=a.txt&p%61th=/etc/passwd', /"path" is repeated/],
+  ['GET', '/fs/read?PATH[]=/etc/passwd&path=a.txt', /"PATH\[\]" may be read as "path"/],
+  ['GET', '/fs/read?path.x=/etc&path=a.txt', /"path\.x" may be read as "path"/],
+  ['GET', '/fs/read?%EF%BD%90ath=/etc/passwd&path=a.txt', /"[^"]+ath" may be read as "path"/],
+  // A query parameter named like the judged body field: a server merging the two may take it.
+  ['POST', '/fs/write?path=/etc/passwd', /query parameter "path" may be read as the body field/],
+  ['POST', '/fs/write?PATH=/etc/passwd', /"PATH" may be read as the body field "path"/],
+  ['POST', '/fs/write?pa%74h=/etc/passwd', /"path" may be read as the body field "path"/],
+  ['POST', '/fs/write?path[]=/etc/passwd', /"path\[\]" may be read as the body field/],
+  ['POST', '/fs/write?x=1;path=/etc/passwd', /"path" may be read as the body field/],
+  ['POST', '/fs/write?%EF%BD%90ath=/etc/passwd', /"[^"]+ath" may be read as the body field "path"/],
+  ['POST', '/fs/write?%20path=/etc/passwd', /" path" may be read as the body field "path"/],
+  ['POST', '/run?cwd=/', /"cwd" may be read as the body field "cwd"/],
+  ['POST', '/run?options[cwd]=/', /"options\[cwd\]" may be read as the body field "options"/],
+  ['POST', '/run?Options.cwd=/', /"Options\.cwd" may be read as the body field "options"/],
 ];
 
 describe('route spellings another server reads differently', () => {

@@ -13,8 +13,8 @@ import { outcomeOf, waitForRecords } from '../helpers/wait.js';
 /**
  * The plain-HTTP adapter (bridge.protocol: http) in front of a small tool server written here:
  * routes turn requests into events (target from a JSON body field, a query parameter or a
- * path segment); inside targets are forwarded intact, outside ones are 403 PAUSE and the tool
- * server sees nothing.
+ * path segment); inside targets are forwarded as the absolute paths judged, outside ones are
+ * 403 PAUSE and the tool server sees nothing.
  */
 const seen: { method: string; url: string; headers: IncomingHttpHeaders; body: string }[] = [];
 const tools = createServer((req, res) => {
@@ -44,6 +44,8 @@ const g = await bridgeGateway(ws, `http://127.0.0.1:${toolPort}`, {
     ...FILE_ROUTES,
     { method: 'POST', path: '/exec', kind: 'command', target: '$.cwd' },
     { method: 'PUT', path: '/fs/touch', kind: 'write', target: 'query:path' },
+    { method: 'DELETE', path: '/trash/*', kind: 'write', target: 'segment:2' },
+    { method: 'POST', path: '/deploy/*', kind: 'deploy', target: 'segment:2' },
   ],
 });
 
@@ -94,18 +96,41 @@ describe('HTTP adapter: routes map requests to events', () => {
       target: join(ws, 'a.txt'),
     },
     { method: 'GET', path: '/fs/read?path=%2Fetc%2Fhosts', kind: 'read', target: '/etc/hosts' },
-    { method: 'DELETE', path: '/files/a.txt', kind: 'write', target: 'a.txt' },
-    { method: 'DELETE', path: '/files/b%20c.txt', kind: 'write', target: 'b c.txt' },
+    // A relative query target goes as the absolute path judged; the other pairs as sent.
+    {
+      method: 'DELETE',
+      path: '/files?path=a.txt',
+      kind: 'write',
+      target: 'a.txt',
+      url: `/files?path=${enc(join(ws, 'a.txt'))}`,
+    },
+    {
+      method: 'DELETE',
+      path: '/files?v=1&path=b+c.txt&x=%2F',
+      kind: 'write',
+      target: 'b c.txt',
+      url: `/files?v=1&path=${enc(join(ws, 'b c.txt'))}&x=%2F`,
+    },
+    {
+      method: 'GET',
+      path: '/fs/read?p%61th=.%2Fd.txt',
+      kind: 'read',
+      target: './d.txt',
+      url: `/fs/read?path=${enc(join(ws, 'd.txt'))}`,
+    },
+    // A segment of another kind is an opaque string: judged and forwarded as sent.
+    { method: 'POST', path: '/deploy/staging', body: {}, kind: 'deploy', target: 'staging' },
   ];
-  it.each(inside)('$method $path → forwarded intact (ALLOW)', async (c) => {
+  it.each(inside)('$method $path → forwarded as judged (ALLOW)', async (c) => {
     const before = seen.length;
     const res = await send(c.method, c.path, c.body);
     expect(res.status).toBe(200);
     expect(res.headers['x-tool']).toBe('yes');
-    expect(JSON.parse(res.body)).toEqual({ done: `${c.method} ${c.path}` });
+    const url = c.url ?? c.path;
+    expect(JSON.parse(res.body)).toEqual({ done: `${c.method} ${url}` });
     expect(seen.length).toBe(before + 1);
     const got = seen.at(-1);
-    expect(got).toMatchObject({ method: c.method, url: c.path, body: res.sent ?? '' });
+    expect(got).toMatchObject({ method: c.method, url, body: res.sent ?? '' });
     expect(got?.headers.authorization).toBeUndefined();
     expect(lastEvent()).toMatchObject({
       session: 'agent-1',
@@ -193,10 +218,52 @@ describe('HTTP adapter: routes map requests to events', () => {
     expect(records.find(outcomeOf(ref))).toMatchObject({ status: 200 });
   });
 
-  it('PUT /fs/touch?path=a.txt (write at query:path) → forwarded', async () => {
+  it('PUT /fs/touch?path=a.txt (write at query:path) → forwarded with the absolute path', async () => {
     const res = await send('PUT', '/fs/touch?path=a.txt');
     expect(res.status).toBe(200);
+    expect(seen.at(-1)?.url).toBe(`/fs/touch?path=${enc(join(ws, 'a.txt'))}`);
     expect(lastEvent()).toMatchObject({ kind: 'write', target: 'a.txt', verdict: 'ALLOW' });
+  });
+
+  // Refused before anything is judged: 400 with one line, one refusal record, nothing sent.
+  const unforwardable = [
+    {
+      name: 'a relative segment target of a path kind',
+      method: 'DELETE',
+      path: '/trash/a.txt',
+      says: `DELETE /trash/a.txt: segment 2 "a.txt" is the path ${join(ws, 'a.txt')}, and a path segment cannot carry the absolute path; give it in the query or body`,
+    },
+    {
+      name: 'a query target beside a body field of its name',
+      method: 'PUT',
+      path: '/fs/touch?path=a.txt',
+      body: { path: '/etc/cron.d/x' },
+      says: 'body field "path" may be read as the query parameter "path"',
+    },
+    {
+      name: 'a body target beside a query parameter of its name',
+      method: 'POST',
+      path: `/fs/write?Path=${enc('/etc/cron.d/x')}`,
+      body: { path: join(ws, 'a.txt') },
+      says: 'query parameter "Path" may be read as the body field "path"',
+    },
+  ];
+  it.each(unforwardable)('$name → 400, one record, nothing forwarded', async (c) => {
+    const before = seen.length;
+    const records = g.records().length;
+    const res = await send(c.method, c.path, c.body);
+    expect(res.status).toBe(400);
+    expect(res.body).toMatch(/^trajgate: [^\n]+\n$/);
+    expect(res.body).toContain(c.says);
+    expect(g.records().slice(records)).toEqual([
+      expect.objectContaining({
+        type: 'refusal',
+        source: 'bridge',
+        session: 'agent-1',
+        status: 400,
+      }),
+    ]);
+    expect(seen.length).toBe(before);
   });
 
   // The path judged must be the path the server routes: targets not in normal form are refused.
@@ -207,7 +274,8 @@ describe('HTTP adapter: routes map requests to events', () => {
       const head = `GET ${target} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${TOKEN}\r\nConnection: close\r\n\r\n`;
       const res = await exchange(g.gw.bridge.port, head);
       expect(res.status).not.toBe(0);
-      expect([[], ['/fs/read?path=a.txt']]).toContainEqual(seen.slice(before).map((s) => s.url));
+      const judged = `/fs/read?path=${enc(join(ws, 'a.txt'))}`;
+      expect([[], [judged]]).toContainEqual(seen.slice(before).map((s) => s.url));
     },
   );
 
