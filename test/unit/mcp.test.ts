@@ -39,7 +39,9 @@ describe('readMcpMessage: passed untouched', () => {
       { jsonrpc: '2.0', id: 3, result: { roots: [{ uri: 'file:///' }] } },
     ],
     ['an error response', { jsonrpc: '2.0', id: 3, error: { code: -1, message: 'x' } }],
-    ['resources/read', msg('resources/read', { uri: 'file:///etc/passwd' })],
+    ['ping', msg('ping')],
+    ['resources/unsubscribe', msg('resources/unsubscribe', { uri: 'file:///etc/passwd' })],
+    ['a cancellation', msg('notifications/cancelled', { requestId: 1 }, NO_ID)],
   ])('%s', (_name, body) => {
     expect(read(body)).toMatchObject({ kind: 'pass' });
   });
@@ -93,7 +95,7 @@ describe('readMcpMessage: tool calls become events', () => {
     const parsed = read(body);
     expect(parsed).toMatchObject({
       kind: 'resolved',
-      tool: (body.params as { name: string }).name,
+      what: `tools/call ${(body.params as { name: string }).name}`,
     });
     expect(
       parsed.kind === 'resolved' && parsed.events.map(({ kind, target }) => ({ kind, target })),
@@ -187,7 +189,10 @@ describe('readMcpMessage: Mcp-Method / Mcp-Name / MCP-Protocol-Version', () => {
     ['2025-11-25 without headers', { 'mcp-protocol-version': '2025-11-25' }],
     ['Mcp-Name alone is ignored without Mcp-Method', { 'mcp-name': 'other' }],
   ])('%s → accepted', (_name, headers) => {
-    expect(read(body, headers)).toMatchObject({ kind: 'resolved', tool: 'write_file' });
+    expect(read(body, headers)).toMatchObject({
+      kind: 'resolved',
+      what: 'tools/call write_file',
+    });
   });
 
   it.each([
@@ -222,7 +227,9 @@ describe('readMcpMessage: Mcp-Method / Mcp-Name / MCP-Protocol-Version', () => {
   it('Mcp-Name is compared with params.uri for resources', () => {
     const res = msg('resources/read', { uri: 'file:///a' });
     const headers = { 'mcp-method': 'resources/read' };
-    expect(read(res, { ...headers, 'mcp-name': 'file:///a' })).toMatchObject({ kind: 'pass' });
+    expect(read(res, { ...headers, 'mcp-name': 'file:///a' })).toMatchObject({
+      kind: 'resolved',
+    });
     expect(read(res, { ...headers, 'mcp-name': 'file:///b' })).toMatchObject({ kind: 'invalid' });
   });
 });
