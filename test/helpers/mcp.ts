@@ -210,6 +210,8 @@ export async function startMcpEcho(): Promise<McpEcho> {
 }
 
 export interface RawMcpSession {
+  /** The Mcp-Session-Id the initialize answer carried ('' when none). */
+  readonly id: string;
   /** POSTs `body` (bytes as given) in the session; the JSON-RPC answers it got back. */
   send(
     body: string | Buffer,
@@ -258,6 +260,7 @@ export async function rawMcpSession(
   const session = { 'mcp-session-id': init.res.headers.get('mcp-session-id') ?? '' };
   await post(JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }), session);
   return {
+    id: session['mcp-session-id'],
     async send(body, extra = {}) {
       const { status, messages } = await post(body, { ...session, ...extra });
       return { status, messages };
