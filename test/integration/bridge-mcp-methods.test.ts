@@ -86,12 +86,13 @@ describe('resources/read and resources/subscribe', () => {
   });
 
   it.each([
-    ['directly', `file://${outside}/secret.txt`, `${outside}/secret.txt`],
-    ['through a link', `file://${ws}/link/secret.txt`, `${ws}/link/secret.txt`],
+    ['directly', `file://${outside}/secret.txt`, `${outside}/secret.txt`, false],
+    ['through a link', `file://${ws}/link/secret.txt`, `${ws}/link/secret.txt`, false],
     [
       'FILE://localhost, escaped',
       `FILE://localhost${outside}/secret%2Etxt`,
       `${outside}/secret.txt`,
+      false,
     ],
     ['subscribed to', `file://${outside}/secret.txt`, `${outside}/secret.txt`, true],
   ])('outside %s: refused and paused, nothing reaches the server', async (_n, uri, target, sub) => {

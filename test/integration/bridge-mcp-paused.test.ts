@@ -200,7 +200,7 @@ describe('server-filesystem: calls that name no path are held while paused', () 
       'tool tools/list',
     ]);
     g.gw.sessions.resume('agent-1');
-    const [tools, dirs] = (await Promise.all(asked)) as [
+    const [tools, dirs] = (await Promise.all(asked)) as unknown as [
       { tools: { name: string }[] },
       { content: { text: string }[] },
     ];
