@@ -1,13 +1,12 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { EventRecord } from '../../src/journal/records.js';
 import type { TestGateway } from '../helpers/gateway.js';
-import { startTestGateway } from '../helpers/gateway.js';
 import { agentToken } from '../helpers/ingest.js';
-import { mcpClient, rawMcpSession, refused } from '../helpers/mcp.js';
+import { mcpPerTest, rawMcpSession, refused } from '../helpers/mcp.js';
 import { startMcpResources } from '../helpers/mcp-resources.js';
 import { layout, tempDir } from '../helpers/tmp.js';
 
@@ -26,35 +25,18 @@ writeFileSync(join(outside, 'secret.txt'), 'the secret');
 const srv = await startMcpResources();
 const AGENTS = ['agent-1', 'agent-2', 'agent-3', 'agent-4'];
 
-let gateway: TestGateway | undefined;
-const clients: Client[] = [];
-afterEach(async () => {
-  await Promise.all(clients.splice(0).map((c) => c.close().catch(() => undefined)));
-  await gateway?.stop();
-  gateway = undefined;
-});
-
-async function start(bridge: Record<string, unknown> = {}) {
-  gateway = await startTestGateway(
-    {
-      workspace: ws,
-      agents: AGENTS.map((id) => ({ id, token: agentToken(id) })),
-      policy: {
-        pause: 'block',
-        boundaries: { reads: { kinds: ['read'], outside: 'workspace', pauseAt: 1 } },
-      },
-      bridge: { upstream: srv.url, ...bridge },
+const mcp = mcpPerTest();
+const start = (bridge: Record<string, unknown> = {}) =>
+  mcp.start({
+    workspace: ws,
+    agents: AGENTS.map((id) => ({ id, token: agentToken(id) })),
+    policy: {
+      pause: 'block',
+      boundaries: { reads: { kinds: ['read'], outside: 'workspace', pauseAt: 1 } },
     },
-    { dir: tempDir() },
-  );
-  return gateway;
-}
-
-async function connect(g: TestGateway, id: string): Promise<Client> {
-  const client = await mcpClient(`http://127.0.0.1:${g.gw.bridge.port}/mcp`, agentToken(id));
-  clients.push(client);
-  return client;
-}
+    bridge: { upstream: srv.url, ...bridge },
+  });
+const connect = (g: TestGateway, id: string) => mcp.connect(g, agentToken(id));
 
 const events = (g: TestGateway, session: string) =>
   g

@@ -1,13 +1,11 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { request } from 'undici';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { JournalRecord } from '../../src/journal/records.js';
 import type { TestGateway } from '../helpers/gateway.js';
-import { startTestGateway } from '../helpers/gateway.js';
 import { agentToken } from '../helpers/ingest.js';
-import { mcpClient, rawMcpSession, refused, startSupergateway } from '../helpers/mcp.js';
+import { mcpPerTest, rawMcpSession, refused, startSupergateway } from '../helpers/mcp.js';
 import { startMcpResources } from '../helpers/mcp-resources.js';
 import { tempDir } from '../helpers/tmp.js';
 import { waitFor } from '../helpers/wait.js';
@@ -24,34 +22,16 @@ writeFileSync(join(ws, 'notes.txt'), 'notes inside');
 const srv = await startMcpResources();
 const sg = await startSupergateway([ws]);
 
-let gateway: TestGateway | undefined;
-const clients: Client[] = [];
-afterEach(async () => {
-  await Promise.all(clients.splice(0).map((c) => c.close().catch(() => undefined)));
-  await gateway?.stop();
-  gateway = undefined;
-});
-
-async function start(upstream: string, policy: Record<string, unknown> = {}) {
-  gateway = await startTestGateway(
-    {
-      workspace: ws,
-      agents: [{ id: 'agent-1', token: agentToken('agent-1') }],
-      policy: { pause: 'hold', holdTimeout: '10s', ...policy },
-      bridge: { upstream, unmapped: 'allow' },
-    },
-    { dir: tempDir() },
-  );
-  return gateway;
-}
-
+const mcp = mcpPerTest();
+const start = (upstream: string, policy: Record<string, unknown> = {}) =>
+  mcp.start({
+    workspace: ws,
+    agents: [{ id: 'agent-1', token: agentToken('agent-1') }],
+    policy: { pause: 'hold', holdTimeout: '10s', ...policy },
+    bridge: { upstream, unmapped: 'allow' },
+  });
 const bridgeUrl = (g: TestGateway) => `http://127.0.0.1:${g.gw.bridge.port}/mcp`;
-
-async function connect(g: TestGateway): Promise<Client> {
-  const client = await mcpClient(bridgeUrl(g), agentToken('agent-1'));
-  clients.push(client);
-  return client;
-}
+const connect = (g: TestGateway) => mcp.connect(g, agentToken('agent-1'));
 
 /**
  * Pauses agent-1 by a write outside its workspace sent to ingest; that request's client then

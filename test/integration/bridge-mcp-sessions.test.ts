@@ -3,6 +3,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import type { TestGateway } from '../helpers/gateway.js';
 import { startTestGateway } from '../helpers/gateway.js';
 import { agentToken } from '../helpers/ingest.js';
+import { INITIALIZE, jsonRpcMessages } from '../helpers/mcp.js';
 import { startMcpResources } from '../helpers/mcp-resources.js';
 import { tempDir } from '../helpers/tmp.js';
 
@@ -48,33 +49,20 @@ async function exchange(
     headersTimeout: 5_000,
     bodyTimeout: 5_000,
   });
-  const text = await res.body.text();
-  const sse = String(res.headers['content-type']).startsWith('text/event-stream');
-  const lines = sse
-    ? text.split('\n').flatMap((l) => (l.startsWith('data: ') ? [l.slice(6)] : []))
-    : [text].filter((t) => t.trim() !== '');
+  const type = res.headers['content-type'];
+  const messages = jsonRpcMessages(typeof type === 'string' ? type : null, await res.body.text());
   const id = res.headers['mcp-session-id'];
   return {
     status: res.statusCode,
     session: typeof id === 'string' ? id : null,
-    messages: lines.map((l) => JSON.parse(l) as Record<string, any>),
+    messages,
   };
 }
 
-const initialize = {
-  jsonrpc: '2.0',
-  id: 0,
-  method: 'initialize',
-  params: {
-    protocolVersion: '2025-11-25',
-    capabilities: {},
-    clientInfo: { name: 't', version: '0' },
-  },
-};
 const list = (id = 7) => ({ jsonrpc: '2.0', id, method: 'resources/list' });
 
 async function open(agent: string): Promise<string> {
-  const init = await exchange(agent, 'POST', null, initialize);
+  const init = await exchange(agent, 'POST', null, INITIALIZE);
   expect(init.status).toBe(200);
   const session = init.session as string;
   const note = { jsonrpc: '2.0', method: 'notifications/initialized' };

@@ -1,25 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { toolMap } from '../../src/event/tool-map.js';
-import {
-  INVALID_PARAMS,
-  INVALID_REQUEST,
-  readMcpMessage,
-  resolveCall,
-} from '../../src/ingress/mcp.js';
+import { INVALID_PARAMS, INVALID_REQUEST } from '../../src/ingress/mcp.js';
 import { fileUriPath, isProtocolMethod } from '../../src/ingress/mcp-methods.js';
+import { msg, NO_ID, readerWith } from '../helpers/json-rpc.js';
 
 /** Every MCP method but the protocol's own is judged: which events each makes, and the body. */
-const read = (value: unknown) => {
-  const m = readMcpMessage(structuredClone(value), {}, toolMap({}), '/w');
-  return m.kind === 'call' ? { ...m, ...resolveCall(m, '/w') } : m;
-};
-const NO_ID = Symbol('no id');
-const msg = (method: string, params?: unknown, id: unknown = 1) => ({
-  jsonrpc: '2.0',
-  ...(id === NO_ID ? {} : { id }),
-  method,
-  ...(params === undefined ? {} : { params }),
-});
+const read = readerWith(toolMap({}));
 const events = (m: ReturnType<typeof read>) =>
   m.kind === 'resolved' ? m.events.map(({ kind, target }) => `${kind} ${target}`) : m;
 const forwarded = (m: ReturnType<typeof read>) =>

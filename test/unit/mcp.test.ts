@@ -1,30 +1,11 @@
-import type { IncomingHttpHeaders } from 'node:http';
 import { describe, expect, it } from 'vitest';
 import { toolMap } from '../../src/event/tool-map.js';
-import {
-  INVALID_PARAMS,
-  INVALID_REQUEST,
-  jsonRpcError,
-  readMcpMessage,
-  resolveCall,
-} from '../../src/ingress/mcp.js';
+import { INVALID_PARAMS, INVALID_REQUEST, jsonRpcError } from '../../src/ingress/mcp.js';
+import { msg, NO_ID, readerWith } from '../helpers/json-rpc.js';
 
 /** readMcpMessage: what the MCP bridge does with one POST body and its headers. */
 const tools = toolMap({ run: { kind: 'command', target: 'options.cwd' } });
-/** A message read, and a call resolved (in its turn) against the workspace /w. */
-const read = (body: unknown, headers: IncomingHttpHeaders = {}) => {
-  const value: unknown = typeof body === 'string' ? JSON.parse(body) : structuredClone(body);
-  const m = readMcpMessage(value, headers, tools, '/w');
-  return m.kind === 'call' ? { ...m, ...resolveCall(m, '/w') } : m;
-};
-/** `id: NO_ID` builds a notification (no id member at all). */
-const NO_ID = Symbol('no id');
-const msg = (method: string, params?: unknown, id: unknown = 1) => ({
-  jsonrpc: '2.0',
-  ...(id === NO_ID ? {} : { id }),
-  method,
-  ...(params === undefined ? {} : { params }),
-});
+const read = readerWith(tools);
 const call = (name: unknown, args?: unknown, id: unknown = 1) =>
   msg('tools/call', { name, ...(args === undefined ? {} : { arguments: args }) }, id);
 const b64 = (s: string) => `=?base64?${Buffer.from(s).toString('base64')}?=`;
