@@ -24,6 +24,7 @@ import type { JournalRecord } from './journal/records.js';
 import type { JournalWriter } from './journal/writer.js';
 import { toolMap } from './event/tool-map.js';
 import { createBridgeServer } from './ingress/bridge.js';
+import { McpSessions } from './ingress/mcp-sessions.js';
 import { SessionOrder } from './ingress/session-order.js';
 import { Identity } from './ingress/identity.js';
 import type { ProxyContext } from './ingress/context.js';
@@ -189,8 +190,10 @@ export async function startGateway(
   };
   const sessions = new Sessions(guard, journal, held, review, watcher, opened.replica);
   shared = await opened.start({ guard, review, sessions, log, history: restored > 0 });
+  // The link key also tags MCP session ids with their agent (ingress/mcp-sessions.ts).
+  const key = linkKey(config);
   const links = new DecisionLinks({
-    key: linkKey(config),
+    key,
     guard,
     review,
     sessions,
@@ -273,6 +276,7 @@ export async function startGateway(
     tools: toolMap(config.bridge.tools),
     log,
     order: new SessionOrder(),
+    sessions: new McpSessions(key),
     drain,
   });
   const { tokens, file: adminTokenFile } = adminTokens(config);

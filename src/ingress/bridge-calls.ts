@@ -8,9 +8,11 @@ import type { EventInput, Source } from '../event/event.js';
 import type { ToolMap } from '../event/tool-map.js';
 import type { Decision } from '../guard/guard.js';
 import type { Pipeline } from '../pipeline/pipeline.js';
+import type { TunnelRuling } from '../pipeline/ruling.js';
 import type { Presence } from '../action/hold.js';
 import type { Drain } from './drain.js';
 import type { Identity } from './identity.js';
+import type { McpSessions } from './mcp-sessions.js';
 import type { SessionOrder } from './session-order.js';
 import type { Who } from './identity.js';
 
@@ -25,6 +27,8 @@ export interface BridgeContext {
   readonly log: Logger;
   /** One changing tool call at a time per session. */
   readonly order: SessionOrder;
+  /** Whose each MCP session is (Mcp-Session-Id). */
+  readonly sessions: McpSessions;
   /** Counts running handlers (a stop waits for their outcomes). */
   readonly drain: Drain;
 }
@@ -86,6 +90,19 @@ export async function judgeCall(
     decision = ruling.decision;
   }
   return { allowed: true, rids, ...(decision ? { decision } : {}) };
+}
+
+/**
+ * A message that makes no event (MCP's own protocol, a call that names no path, a server
+ * stream): while its session is paused it is held like any request (journaled as held, by
+ * `what`), and refused when the hold ends without a resume; else it goes at once, unjournaled.
+ */
+export function admitMessage(
+  pipeline: Pipeline,
+  who: { session: string; client: string; waiting: Presence; what: string },
+): Promise<TunnelRuling> {
+  const input = { kind: 'tool', target: who.what };
+  return pipeline.admitTunnel({ ...who, source: 'bridge', input, connect: false });
 }
 
 /** One outcome per judged event of the call. */

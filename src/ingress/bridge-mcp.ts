@@ -1,9 +1,11 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Flow } from '../action/flows.js';
+import type { Refusal } from '../action/respond.js';
 import type { ReverseProxy, Watcher } from '../action/reverse-proxy.js';
+import type { Transfer } from '../action/transfer.js';
+import type { Decision } from '../guard/guard.js';
 import { readJson } from '../http/body.js';
 import type { BridgeContext, BridgeRequest } from './bridge-calls.js';
-import { callOutcome, judgeCall } from './bridge-calls.js';
+import { admitMessage, callOutcome, judgeCall } from './bridge-calls.js';
 import { presence } from './context.js';
 import { mcpAnswerWatch } from './mcp-answer.js';
 import type { EventInput } from '../event/event.js';
@@ -14,12 +16,23 @@ import type { Who } from './identity.js';
 /** JSON-RPC code for an upstream that failed (implementation-defined range). */
 const UPSTREAM_FAILED = -32002;
 
+/** One message as it goes upstream (or is refused): `request` when it is owed a response. */
+interface Outgoing {
+  readonly id: JsonRpcId;
+  readonly what: string;
+  readonly request: boolean;
+  readonly body: Buffer | null;
+}
+
 /**
- * One MCP request through the bridge. Tool calls are judged event by event; a refused or
- * timed-out call is answered with a JSON-RPC error carrying the same id and a message written
- * for the model. What goes upstream is trajgate's serialisation of the message it read (tool
- * paths resolved, roots cut to the workspace), and the answer (JSON or a Server-Sent Events
- * stream) comes back as it is produced.
+ * One MCP request through the bridge. Its `Mcp-Session-Id` must be one issued to its agent
+ * (mcp-sessions.ts). Every method but MCP's own protocol is judged event by event; a refused or
+ * timed-out one is answered with a JSON-RPC error carrying the same id and a message written
+ * for the model. While the session is paused every message is held, protocol ones, calls that
+ * name no path, server streams and session ends included. What goes upstream is trajgate's
+ * serialisation of the message it read (paths resolved, roots cut to the workspace), and the
+ * answer (JSON or a Server-Sent Events stream) comes back as it is produced, as a flow of the
+ * session (a pause corks it).
  */
 export async function handleMcp(
   ctx: BridgeContext,
@@ -27,30 +40,14 @@ export async function handleMcp(
   request: BridgeRequest,
 ): Promise<void> {
   const { req, res, who } = request;
-  if (req.method !== 'POST') {
-    // Streamable HTTP: GET opens a server stream, DELETE ends a session; neither has a body,
-    // and a body on them (or any other method) would reach the server unjudged.
-    const bodyless =
-      req.headers['content-length'] === undefined || req.headers['content-length'] === '0';
-    if (
-      (req.method === 'GET' || req.method === 'DELETE') &&
-      bodyless &&
-      req.headers['transfer-encoding'] === undefined
-    ) {
-      await forward(ctx, proxy, req, res, null, null, who);
-      return;
-    }
-    const reason = `${req.method} with a body is not part of MCP's streamable HTTP (POST, GET, DELETE)`;
-    ctx.pipeline.refusal(
-      { source: 'bridge', ...who, method: req.method ?? '', target: req.url ?? '/' },
-      405,
-      reason,
-    );
-    res.setHeader('allow', 'POST, GET, DELETE');
-    res.setHeader('connection', 'close');
-    return answer(res, 405, jsonRpcError(null, INVALID_REQUEST, `trajgate: ${reason}`));
-  }
+  if (req.method !== 'POST') return handleBodyless(ctx, proxy, request);
   const value = await readJson(req, ctx.config.bridge.maxBodyBytes);
+  const claimed = ctx.sessions.claim(req, who.session);
+  if (claimed !== null) {
+    const id = (value as { id?: unknown } | null)?.id;
+    const echoed = typeof id === 'string' || typeof id === 'number' ? id : null;
+    return refuse(ctx, req, res, who, invalidSession(echoed, claimed));
+  }
   const workspace = ctx.pipeline.workspaceFor(who.session);
   const message = readMcpMessage(value, req.headers, ctx.tools, workspace);
   if (message.kind === 'invalid') return refuse(ctx, req, res, who, message);
@@ -60,17 +57,52 @@ export async function handleMcp(
       const kept = roots.kept.map((r) => r.uri);
       ctx.pipeline.rootsRemoved({ type: 'roots', ...who, removed: roots.removed, kept });
     }
-    await forward(ctx, proxy, req, res, message.body, message.id, who);
-    return;
+    return admitted(ctx, proxy, request, message);
   }
   // Anything but a read (an unmapped tool too) may change where the next call's paths lead.
-  const changes = message.targets?.some((t) => t.kind !== 'read') ?? true;
+  const changes = message.targets.some((t) => t.kind !== 'read');
   await ctx.order.run(who.session, changes, async () => {
     const resolved = resolveCall(message, workspace);
     if (resolved.kind === 'invalid') return refuse(ctx, req, res, who, resolved);
-    const { id, tool } = message;
-    await call(ctx, proxy, request, { id, tool, ...resolved });
+    const outgoing = { ...message, body: resolved.body };
+    if (resolved.events.length === 0) return admitted(ctx, proxy, request, outgoing);
+    await call(ctx, proxy, request, outgoing, resolved.events);
   });
+}
+
+/**
+ * Streamable HTTP's GET (a server stream) and DELETE (a session's end): neither has a body,
+ * and a body on them (or any other method) would reach the server unjudged.
+ */
+async function handleBodyless(
+  ctx: BridgeContext,
+  proxy: ReverseProxy,
+  request: BridgeRequest,
+): Promise<void> {
+  const { req, res, who } = request;
+  const bodyless =
+    (req.headers['content-length'] === undefined || req.headers['content-length'] === '0') &&
+    req.headers['transfer-encoding'] === undefined;
+  if ((req.method === 'GET' || req.method === 'DELETE') && bodyless) {
+    const claimed = ctx.sessions.claim(req, who.session);
+    if (claimed !== null) return refuse(ctx, req, res, who, invalidSession(null, claimed));
+    const what = req.method === 'GET' ? 'GET server stream' : 'DELETE session';
+    return admitted(ctx, proxy, request, { id: null, what, request: false, body: null });
+  }
+  const reason = `${req.method} with a body is not part of MCP's streamable HTTP (POST, GET, DELETE)`;
+  ctx.pipeline.refusal(
+    { source: 'bridge', ...who, method: req.method ?? '', target: req.url ?? '/' },
+    405,
+    reason,
+  );
+  res.setHeader('allow', 'POST, GET, DELETE');
+  res.setHeader('connection', 'close');
+  return answer(res, 405, jsonRpcError(null, INVALID_REQUEST, `trajgate: ${reason}`));
+}
+
+function invalidSession(id: JsonRpcId, claimed: { status: 400 | 404; reason: string }) {
+  const code = claimed.status === 404 ? REFUSED : INVALID_REQUEST;
+  return { kind: 'invalid', id, code, message: `trajgate: ${claimed.reason}`, ...claimed } as const;
 }
 
 function refuse(
@@ -83,85 +115,108 @@ function refuse(
   // A refused path is bad input (400) though its JSON-RPC error travels in a 200, so that
   // clients hand it to the model rather than fail the transport.
   ctx.pipeline.refusal(
-    { source: 'bridge', ...who, method: 'POST', target: req.url ?? '/' },
-    400,
+    { source: 'bridge', ...who, method: req.method ?? '', target: req.url ?? '/' },
+    invalid.status === 200 ? 400 : invalid.status,
     invalid.message,
   );
   answer(res, invalid.status, jsonRpcError(invalid.id, invalid.code, invalid.message));
 }
 
+/** A message that makes no event: held while the session is paused, then forwarded. */
+async function admitted(
+  ctx: BridgeContext,
+  proxy: ReverseProxy,
+  request: BridgeRequest,
+  m: Outgoing,
+): Promise<void> {
+  const { req, res, who, start } = request;
+  const waiting = presence(req.socket);
+  const ruling = await admitMessage(ctx.pipeline, { ...who, waiting, what: m.what });
+  const rids = ruling.rid === null ? [] : [ruling.rid];
+  let transfer: Transfer;
+  if (ruling.kind === 'gone') transfer = goneWhileHeld(m);
+  else if (ruling.kind === 'refuse') transfer = refused(res, m, ruling.refusal, ruling.decision);
+  else transfer = await forward(ctx, proxy, request, m, ruling.rid);
+  callOutcome(ctx.pipeline, rids, who.session, transfer, start);
+}
+
 async function call(
   ctx: BridgeContext,
   proxy: ReverseProxy,
-  { req, res, who, start }: BridgeRequest,
-  message: { id: JsonRpcId; tool: string; events: EventInput[]; body: Buffer },
+  request: BridgeRequest,
+  m: Outgoing,
+  events: readonly EventInput[],
 ): Promise<void> {
-  const { body } = message;
-  const ruling = await judgeCall(ctx.pipeline, message.events, {
+  const { req, res, who, start } = request;
+  const ruling = await judgeCall(ctx.pipeline, events, {
     ...who,
     source: 'bridge',
     waiting: presence(req.socket),
-    what: (e) => `tools/call ${message.tool} (${e.kind} ${e.target})`,
+    what: (e) => `${m.what} (${e.kind} ${e.target})`,
   });
-  if (ruling.gone) {
-    const transfer = {
-      status: null,
-      bytesUp: body.length,
-      bytesDown: 0,
-      error: 'client closed while held',
-    };
-    return callOutcome(ctx.pipeline, ruling.rids, who.session, transfer, start);
-  }
-  if (!ruling.allowed) {
-    const refusal = ruling.refusal;
-    const d = ruling.decision;
-    const text = jsonRpcError(message.id, REFUSED, refusal?.body.trim() ?? 'refused by trajgate', {
-      verdict: d?.verdict ?? null,
-      boundary: d?.boundary ?? null,
-      reason: d?.reason ?? refusal?.reason ?? null,
-    });
-    answer(res, 200, text);
-    const transfer = {
-      status: 200,
-      bytesUp: body.length,
-      bytesDown: 0,
-      error: refusal?.reason ?? 'refused',
-    };
-    return callOutcome(ctx.pipeline, ruling.rids, who.session, transfer, start);
-  }
+  let transfer: Transfer;
+  if (ruling.gone) transfer = goneWhileHeld(m);
+  else if (!ruling.allowed) transfer = refused(res, m, ruling.refusal, ruling.decision);
   // A JSON-RPC error or isError answer is a failed call (a refusal above is not).
-  const what = `tools/call ${message.tool}`;
-  const flow = ctx.pipeline.sessionFlow('tool', who.session, what, ruling.rids[0] ?? null);
-  try {
-    const watch = mcpAnswerWatch;
-    const transfer = await forward(ctx, proxy, req, res, body, message.id, who, watch, flow);
-    callOutcome(ctx.pipeline, ruling.rids, who.session, transfer, start);
-  } finally {
-    flow.end();
-  }
+  else transfer = await forward(ctx, proxy, request, m, ruling.rids[0] ?? null, mcpAnswerWatch);
+  callOutcome(ctx.pipeline, ruling.rids, who.session, transfer, start);
 }
 
+const goneWhileHeld = (m: Outgoing): Transfer => ({
+  status: null,
+  bytesUp: m.body?.length ?? 0,
+  bytesDown: 0,
+  error: 'client closed while held',
+});
+
+/**
+ * A policy refusal: for a request, a JSON-RPC error with its id in a 200 (clients hand it to
+ * the model); a notification, response or stream has no id to answer, so it gets the status.
+ */
+function refused(
+  res: ServerResponse,
+  m: Outgoing,
+  refusal: Refusal | undefined,
+  d: Decision | undefined,
+): Transfer {
+  const text = jsonRpcError(m.id, REFUSED, refusal?.body.trim() ?? 'refused by trajgate', {
+    verdict: d?.verdict ?? null,
+    boundary: d?.boundary ?? null,
+    reason: d?.reason ?? refusal?.reason ?? null,
+  });
+  const status = m.request ? 200 : (refusal?.status ?? 403);
+  if (!m.request) for (const [k, v] of Object.entries(refusal?.headers ?? {})) res.setHeader(k, v);
+  answer(res, status, text);
+  const error = refusal?.reason ?? 'refused';
+  return { status, bytesUp: m.body?.length ?? 0, bytesDown: 0, error };
+}
+
+/** Sends `m` upstream as a flow of its session; the answer hands on Mcp-Session-Id tagged. */
 async function forward(
   ctx: BridgeContext,
   proxy: ReverseProxy,
-  req: IncomingMessage,
-  res: ServerResponse,
-  body: Buffer | null,
-  id: JsonRpcId,
-  who: Who,
+  { req, res, who }: BridgeRequest,
+  m: Outgoing,
+  rid: number | null,
   watcher?: Watcher,
-  flow?: Flow,
-) {
-  const { transfer, failure } = await proxy.forward(req, res, body, watcher, flow);
-  if (failure) {
-    ctx.pipeline.refusal(
-      { source: 'bridge', ...who, method: req.method ?? '', target: req.url ?? '/' },
-      failure.status,
-      failure.reason,
-    );
-    answer(res, failure.status, jsonRpcError(id, UPSTREAM_FAILED, `trajgate: ${failure.reason}`));
+): Promise<Transfer> {
+  const flow = ctx.pipeline.sessionFlow('tool', who.session, m.what, rid);
+  try {
+    const watch = ctx.sessions.issuing(who.session, watcher);
+    const { transfer, failure } = await proxy.forward(req, res, m.body, watch, flow);
+    if (failure) {
+      ctx.pipeline.refusal(
+        { source: 'bridge', ...who, method: req.method ?? '', target: req.url ?? '/' },
+        failure.status,
+        failure.reason,
+      );
+      const text = jsonRpcError(m.id, UPSTREAM_FAILED, `trajgate: ${failure.reason}`);
+      answer(res, failure.status, text);
+    }
+    return transfer;
+  } finally {
+    flow.end();
   }
-  return transfer;
 }
 
 function answer(res: ServerResponse, status: number, text: string): void {

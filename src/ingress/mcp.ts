@@ -6,30 +6,37 @@ import type { ToolTarget } from '../event/tool-map.js';
 import { toolTargets } from '../event/tool-map.js';
 import type { RootsChecked } from './roots.js';
 import { rootsInside } from './roots.js';
+import { isProtocolMethod, methodTargets } from './mcp-methods.js';
 import { judgedPaths } from './tool-paths.js';
 
 export type JsonRpcId = string | number | null;
 
 /** What the bridge does with one MCP message; `body` is what goes upstream if it goes. */
 export type McpMessage =
-  /** Not a tool call (initialize, tools/list, notifications, responses): forwarded. */
+  /** MCP's own protocol (initialize, tools/list, notifications, responses): no event. */
   | {
       readonly kind: 'pass';
       readonly id: JsonRpcId;
+      /** Its method, or `response` for a response: what a held record names. */
+      readonly what: string;
+      /** A request, answered with a JSON-RPC response (not a notification nor a response). */
+      readonly request: boolean;
       readonly body: Buffer;
       /** A roots/list answer, as checked and forwarded; null for other messages. */
       readonly roots: RootsChecked | null;
     }
-  /** A tools/call, forwarded only if every event it makes is allowed (see resolveCall). */
+  /** A judged method, forwarded only if every event it makes is allowed (see resolveCall). */
   | McpCall
   | McpInvalid;
 
 export interface McpCall {
   readonly kind: 'call';
   readonly id: JsonRpcId;
-  readonly tool: string;
-  /** Its mapped targets, or null for a tool the map does not know. */
-  readonly targets: readonly ToolTarget[] | null;
+  /** `tools/call NAME`, or the method: how its events and refusals name it. */
+  readonly what: string;
+  readonly request: boolean;
+  /** Its targets; none for a mapped tool that names no path (still held while paused). */
+  readonly targets: readonly ToolTarget[];
   readonly message: object;
 }
 
@@ -39,7 +46,7 @@ export interface McpInvalid {
   readonly id: JsonRpcId;
   readonly code: number;
   readonly message: string;
-  readonly status: 200 | 400;
+  readonly status: 200 | 400 | 404;
 }
 
 /** JSON-RPC 2.0 error codes (§ 5.1). */
@@ -53,13 +60,17 @@ export const REFUSED = -32001;
 const HEADERS_REQUIRED_FROM = '2026-07-28';
 const BASE64_SENTINEL = /^=\?base64\?([A-Za-z0-9+/]*={0,2})\?=$/;
 
+/** Longest method name read: a name is a journaled target, and MCP's are short. */
+const MAX_METHOD = 256;
+
 /**
  * Reads one MCP message, parsed from a POST body (streamable HTTP, 2025-11-25 and 2026-07-28).
- * Batches are refused: MCP dropped them (2025-06-18) and one call per request keeps one verdict
- * per request. Mcp-Method / Mcp-Name, when sent (required from 2026-07-28), must match the body,
- * or an intermediary routing on headers would judge a different call than the server runs. The
- * message is re-serialised with its tool paths resolved against `workspace` and a roots/list
- * answer cut to the workspace: the server receives what was judged, not the client's bytes.
+ * Batches are refused: MCP dropped them (2025-06-18) and one message per request keeps one
+ * verdict per request. Mcp-Method / Mcp-Name, when sent (required from 2026-07-28), must match
+ * the body, or an intermediary routing on headers would judge a different call than the server
+ * runs. Every method but MCP's own protocol is judged (mcp-methods.ts). The message is
+ * re-serialised with its paths resolved against `workspace` and a roots/list answer cut to the
+ * workspace: the server receives what was judged, not the client's bytes.
  */
 export function readMcpMessage(
   value: unknown,
@@ -83,31 +94,62 @@ export function readMcpMessage(
   }
   const msg = value as { id?: unknown; method?: unknown; params?: unknown; result?: unknown };
   const id = typeof msg.id === 'string' || typeof msg.id === 'number' ? msg.id : null;
-  const mismatch = checkStandardHeaders(msg, headers);
-  if (mismatch) return invalid(id, INVALID_REQUEST, mismatch);
-  if ('method' in msg && ('result' in msg || 'error' in msg)) {
-    // Which half a peer acts on is its choice: the SDK drops it, others may not.
-    return invalid(id, INVALID_REQUEST, 'a message is a request or a response, not both');
+  const problem = shapeProblem(msg) ?? checkStandardHeaders(msg, headers);
+  if (problem) return invalid(id, INVALID_REQUEST, problem);
+  const method = msg.method;
+  if (method === undefined) return passed(msg, id, workspace);
+  const request = 'id' in msg;
+  if (isProtocolMethod(method as string)) {
+    return { kind: 'pass', id, what: method as string, request, body: serialise(msg), roots: null };
   }
-  if (msg.method !== 'tools/call') return passed(msg, id, workspace);
-  const params = msg.params;
-  if (typeof params !== 'object' || params === null || Array.isArray(params)) {
-    return invalid(id, INVALID_PARAMS, 'tools/call needs params with a "name"');
-  }
-  const { name, arguments: args = {} } = params as { name?: unknown; arguments?: unknown };
-  if (typeof name !== 'string' || name === '') {
-    return invalid(id, INVALID_PARAMS, 'tools/call needs a string "name"');
-  }
-  if (typeof args !== 'object' || args === null || Array.isArray(args)) {
-    return invalid(id, INVALID_PARAMS, `tools/call ${name}: "arguments" must be an object`);
-  }
+  const params = (msg.params ?? {}) as Record<string, unknown>;
   try {
-    const targets = toolTargets(tools, name, args as Record<string, unknown>);
-    return { kind: 'call', id, tool: name, targets, message: msg };
+    if (method !== 'tools/call') {
+      const targets = methodTargets(method as string, params);
+      return { kind: 'call', id, what: method as string, request, targets, message: msg };
+    }
+    if (Array.isArray(params))
+      return invalid(id, INVALID_PARAMS, 'tools/call needs params as an object, not an array');
+    const { name, arguments: args = {} } = params as { name?: unknown; arguments?: unknown };
+    if (typeof name !== 'string' || name === '') {
+      return invalid(id, INVALID_PARAMS, 'tools/call needs params with a string "name"');
+    }
+    if (typeof args !== 'object' || args === null || Array.isArray(args)) {
+      return invalid(id, INVALID_PARAMS, `tools/call ${name}: "arguments" must be an object`);
+    }
+    const targets = toolTargets(tools, name, args as Record<string, unknown>) ?? [
+      { kind: 'tool', target: name, set: () => undefined },
+    ];
+    return { kind: 'call', id, what: `tools/call ${name}`, request, targets, message: msg };
   } catch (err) {
     if (!isTrajgateError(err)) throw err;
-    return invalid(id, INVALID_PARAMS, err.message);
+    // A file: URI servers read differently is answered for the model, as a tool path is.
+    const status = err.code === 'E_PATH_REFUSED' ? (200 as const) : (400 as const);
+    return { ...invalid(id, INVALID_PARAMS, `trajgate: ${method}: ${err.message}`), status };
   }
+}
+
+/** What makes a message no JSON-RPC 2.0 request, notification or response (§ 4, § 5). */
+function shapeProblem(msg: {
+  id?: unknown;
+  method?: unknown;
+  params?: unknown;
+  result?: unknown;
+}): string | null {
+  if ('id' in msg && msg.id !== null && typeof msg.id !== 'string' && typeof msg.id !== 'number')
+    return '"id" must be a string, a number or null';
+  if (!('method' in msg)) {
+    if ('result' in msg || 'error' in msg) return 'id' in msg ? null : 'a response needs an "id"';
+    return 'a message needs a "method" (a request or notification) or a "result" or "error"';
+  }
+  // Which half a peer acts on is its choice: the SDK drops it, others may not.
+  if ('result' in msg || 'error' in msg) return 'a message is a request or a response, not both';
+  if (typeof msg.method !== 'string' || msg.method === '')
+    return '"method" must be a non-empty string';
+  if (msg.method.length > MAX_METHOD) return `"method" is longer than ${MAX_METHOD} characters`;
+  if ('params' in msg && (typeof msg.params !== 'object' || msg.params === null))
+    return '"params" must be an object or an array';
+  return null;
 }
 
 /**
@@ -120,13 +162,11 @@ export function resolveCall(
   workspace: string,
 ): { kind: 'resolved'; events: EventInput[]; body: Buffer } | McpInvalid {
   try {
-    const events = call.targets
-      ? judgedPaths(call.targets, workspace)
-      : [{ kind: 'tool', target: call.tool }];
+    const events = judgedPaths(call.targets, workspace);
     return { kind: 'resolved', events, body: serialise(call.message) };
   } catch (err) {
     if (!isTrajgateError(err) || err.code !== 'E_PATH_REFUSED') throw err;
-    const message = `trajgate: tools/call ${call.tool}: ${err.message}`;
+    const message = `trajgate: ${call.what}: ${err.message}`;
     return { kind: 'invalid', id: call.id, code: INVALID_PARAMS, message, status: 200 };
   }
 }
@@ -138,15 +178,14 @@ function passed(
 ): McpMessage {
   const result = msg.result as { roots?: unknown } | null | undefined;
   const answersRoots =
-    msg.method === undefined &&
-    typeof result === 'object' &&
-    result !== null &&
-    Object.hasOwn(result, 'roots');
-  if (!answersRoots) return { kind: 'pass', id, body: serialise(msg), roots: null };
+    typeof result === 'object' && result !== null && Object.hasOwn(result, 'roots');
+  const what = 'response';
+  if (!answersRoots)
+    return { kind: 'pass', id, what, request: false, body: serialise(msg), roots: null };
   if (!Array.isArray(result.roots)) return invalid(id, INVALID_PARAMS, '"roots" must be an array');
   const roots = rootsInside(result.roots, workspace);
   result.roots = roots.kept;
-  return { kind: 'pass', id, body: serialise(msg), roots };
+  return { kind: 'pass', id, what, request: false, body: serialise(msg), roots };
 }
 
 const serialise = (msg: object): Buffer => Buffer.from(JSON.stringify(msg));

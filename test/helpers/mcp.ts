@@ -7,7 +7,10 @@ import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ListRootsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
-import { afterAll } from 'vitest';
+import { afterAll, afterEach } from 'vitest';
+import type { TestGateway } from './gateway.js';
+import { startTestGateway } from './gateway.js';
+import { tempDir } from './tmp.js';
 import { readBody } from './upstream.js';
 
 const BIN = join(import.meta.dirname, '../../node_modules/.bin');
@@ -168,6 +171,44 @@ export async function mcpClient(
   return client;
 }
 
+/**
+ * One gateway and its MCP clients per test, closed and stopped after each: `start` runs a
+ * gateway on `config` in a fresh folder, `connect` opens an SDK client to its bridge with an
+ * agent's token, `keep` has another client closed with them.
+ */
+export function mcpPerTest(): {
+  start(config: Record<string, unknown>): Promise<TestGateway>;
+  connect(g: TestGateway, token: string, options?: { roots?: readonly string[] }): Promise<Client>;
+  keep(client: Client): Client;
+} {
+  let gateway: TestGateway | undefined;
+  const clients: Client[] = [];
+  afterEach(async () => {
+    await Promise.all(clients.splice(0).map((c) => c.close().catch(() => undefined)));
+    await gateway?.stop();
+    gateway = undefined;
+  });
+  const keep = (client: Client) => (clients.push(client), client);
+  return {
+    async start(config) {
+      gateway = await startTestGateway(config, { dir: tempDir() });
+      return gateway;
+    },
+    async connect(g, token, options = {}) {
+      return keep(await mcpClient(`http://127.0.0.1:${g.gw.bridge.port}/mcp`, token, options));
+    },
+    keep,
+  };
+}
+
+/** The JSON-RPC messages of an answer: the data lines of an SSE stream, or the JSON body. */
+export function jsonRpcMessages(contentType: string | null | undefined, text: string): any[] {
+  const lines = contentType?.startsWith('text/event-stream')
+    ? text.split('\n').flatMap((l) => (l.startsWith('data: ') ? [l.slice(6)] : []))
+    : [text].filter((t) => t.trim() !== '');
+  return lines.map((l) => JSON.parse(l) as unknown);
+}
+
 /** The JSON-RPC error a call was answered with; fails the test when the call succeeded. */
 export async function refused(call: Promise<unknown>): Promise<{ code: number; message: string }> {
   const result = await call.then(
@@ -209,7 +250,21 @@ export async function startMcpEcho(): Promise<McpEcho> {
   return { port, url: `http://127.0.0.1:${port}/mcp`, seen };
 }
 
+/** An initialize request as a client without capabilities sends it (protocol 2025-11-25). */
+export const INITIALIZE = {
+  jsonrpc: '2.0',
+  id: 0,
+  method: 'initialize',
+  params: {
+    protocolVersion: '2025-11-25',
+    capabilities: {},
+    clientInfo: { name: 'raw', version: '0' },
+  },
+};
+
 export interface RawMcpSession {
+  /** The Mcp-Session-Id the initialize answer carried ('' when none). */
+  readonly id: string;
   /** POSTs `body` (bytes as given) in the session; the JSON-RPC answers it got back. */
   send(
     body: string | Buffer,
@@ -233,31 +288,14 @@ export async function rawMcpSession(
   };
   const post = async (body: string | Buffer, extra: Record<string, string>) => {
     const res = await fetch(url, { method: 'POST', headers: { ...base, ...extra }, body });
-    const text = await res.text();
-    const lines = res.headers.get('content-type')?.startsWith('text/event-stream')
-      ? text
-          .split('\n')
-          .filter((l) => l.startsWith('data: '))
-          .map((l) => l.slice(6))
-      : [text].filter((t) => t.trim() !== '');
-    return { status: res.status, messages: lines.map((l) => JSON.parse(l)), res };
+    const messages = jsonRpcMessages(res.headers.get('content-type'), await res.text());
+    return { status: res.status, messages, res };
   };
-  const init = await post(
-    JSON.stringify({
-      jsonrpc: '2.0',
-      id: 0,
-      method: 'initialize',
-      params: {
-        protocolVersion: '2025-11-25',
-        capabilities: {},
-        clientInfo: { name: 'raw', version: '0' },
-      },
-    }),
-    {},
-  );
+  const init = await post(JSON.stringify(INITIALIZE), {});
   const session = { 'mcp-session-id': init.res.headers.get('mcp-session-id') ?? '' };
   await post(JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }), session);
   return {
+    id: session['mcp-session-id'],
     async send(body, extra = {}) {
       const { status, messages } = await post(body, { ...session, ...extra });
       return { status, messages };

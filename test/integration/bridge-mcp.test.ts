@@ -1,12 +1,10 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { EventRecord } from '../../src/journal/records.js';
 import { curl } from '../helpers/curl.js';
 import type { TestGateway } from '../helpers/gateway.js';
-import { startTestGateway } from '../helpers/gateway.js';
-import { mcpClient, refused, startSupergateway } from '../helpers/mcp.js';
+import { mcpClient, mcpPerTest, refused, startSupergateway } from '../helpers/mcp.js';
 import { layout, tempDir } from '../helpers/tmp.js';
 import { startUpstream } from '../helpers/upstream.js';
 import { waitFor } from '../helpers/wait.js';
@@ -25,33 +23,16 @@ const allowed = await startUpstream();
 const AGENTS = ['agent-1', 'agent-2', 'agent-3', 'agent-4'];
 const token = (id: string) => `${id}-token-0123456789abcdef`;
 
-let gateway: TestGateway | undefined;
-const clients: Client[] = [];
-afterEach(async () => {
-  await Promise.all(clients.splice(0).map((c) => c.close().catch(() => undefined)));
-  await gateway?.stop();
-  gateway = undefined;
-});
-
-async function start(policy: Record<string, unknown>, bridge: Record<string, unknown> = {}) {
-  gateway = await startTestGateway(
-    {
-      workspace: ws,
-      agents: AGENTS.map((id) => ({ id, token: token(id) })),
-      policy,
-      network: { allow: [`127.0.0.1:${allowed.port}`], allowPrivate: ['127.0.0.1/32'] },
-      bridge: { upstream: sg.url, ...bridge },
-    },
-    { dir: tempDir() },
-  );
-  return gateway;
-}
-
-async function connect(g: TestGateway, id: string): Promise<Client> {
-  const client = await mcpClient(`http://127.0.0.1:${g.gw.bridge.port}/mcp`, token(id));
-  clients.push(client);
-  return client;
-}
+const mcp = mcpPerTest();
+const start = (policy: Record<string, unknown>, bridge: Record<string, unknown> = {}) =>
+  mcp.start({
+    workspace: ws,
+    agents: AGENTS.map((id) => ({ id, token: token(id) })),
+    policy,
+    network: { allow: [`127.0.0.1:${allowed.port}`], allowPrivate: ['127.0.0.1/32'] },
+    bridge: { upstream: sg.url, ...bridge },
+  });
+const connect = (g: TestGateway, id: string) => mcp.connect(g, token(id));
 
 function events(g: TestGateway, session?: string): EventRecord[] {
   return g
@@ -65,8 +46,7 @@ const text = (r: unknown) =>
 
 describe('MCP bridge end to end (server-filesystem behind supergateway)', () => {
   it('control: without trajgate the server itself writes outside the workspace', async () => {
-    const direct = await mcpClient(sg.url, 'unused-by-supergateway');
-    clients.push(direct);
+    const direct = mcp.keep(await mcpClient(sg.url, 'unused-by-supergateway'));
     await direct.callTool({
       name: 'write_file',
       arguments: { path: join(outside, 'control.txt'), content: 'x' },
@@ -176,10 +156,8 @@ describe('MCP bridge end to end (server-filesystem behind supergateway)', () => 
   it('roots outside the workspace are removed before the server sees them (journaled)', async () => {
     const g = await start({ pause: 'block' });
     mkdirSync(join(ws, 'sub'), { recursive: true });
-    const url = `http://127.0.0.1:${g.gw.bridge.port}/mcp`;
     const listed = ['file:///', `file://${outside}`, `file://${ws}/sub`];
-    const a1 = await mcpClient(url, token('agent-1'), { roots: listed });
-    clients.push(a1);
+    const a1 = await mcp.connect(g, token('agent-1'), { roots: listed });
     // The server asks for roots over the standalone SSE stream (through the bridge) and
     // replaces its allowed directories with them; its first ask may race the stream's opening,
     // so nudge it with list_changed until it has adopted them.

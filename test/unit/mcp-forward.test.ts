@@ -1,24 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { toolMap } from '../../src/event/tool-map.js';
-import {
-  INVALID_PARAMS,
-  INVALID_REQUEST,
-  readMcpMessage,
-  resolveCall,
-} from '../../src/ingress/mcp.js';
+import { INVALID_PARAMS, INVALID_REQUEST } from '../../src/ingress/mcp.js';
+import { msg, readerWith } from '../helpers/json-rpc.js';
 
 /** What the MCP bridge forwards: its own serialisation, tool paths resolved, roots cut. */
 const tools = toolMap({});
-const read = (value: unknown) => {
-  const m = readMcpMessage(structuredClone(value), {}, tools, '/w');
-  return m.kind === 'call' ? { ...m, ...resolveCall(m, '/w') } : m;
-};
-const msg = (method: string, params?: unknown, id: unknown = 1) => ({
-  jsonrpc: '2.0',
-  id,
-  method,
-  ...(params === undefined ? {} : { params }),
-});
+const read = readerWith(tools);
 const call = (name: string, args: unknown, id: unknown = 1) =>
   msg('tools/call', { name, arguments: args }, id);
 

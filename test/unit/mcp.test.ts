@@ -1,30 +1,11 @@
-import type { IncomingHttpHeaders } from 'node:http';
 import { describe, expect, it } from 'vitest';
 import { toolMap } from '../../src/event/tool-map.js';
-import {
-  INVALID_PARAMS,
-  INVALID_REQUEST,
-  jsonRpcError,
-  readMcpMessage,
-  resolveCall,
-} from '../../src/ingress/mcp.js';
+import { INVALID_PARAMS, INVALID_REQUEST, jsonRpcError } from '../../src/ingress/mcp.js';
+import { msg, NO_ID, readerWith } from '../helpers/json-rpc.js';
 
 /** readMcpMessage: what the MCP bridge does with one POST body and its headers. */
 const tools = toolMap({ run: { kind: 'command', target: 'options.cwd' } });
-/** A message read, and a call resolved (in its turn) against the workspace /w. */
-const read = (body: unknown, headers: IncomingHttpHeaders = {}) => {
-  const value: unknown = typeof body === 'string' ? JSON.parse(body) : structuredClone(body);
-  const m = readMcpMessage(value, headers, tools, '/w');
-  return m.kind === 'call' ? { ...m, ...resolveCall(m, '/w') } : m;
-};
-/** `id: NO_ID` builds a notification (no id member at all). */
-const NO_ID = Symbol('no id');
-const msg = (method: string, params?: unknown, id: unknown = 1) => ({
-  jsonrpc: '2.0',
-  ...(id === NO_ID ? {} : { id }),
-  method,
-  ...(params === undefined ? {} : { params }),
-});
+const read = readerWith(tools);
 const call = (name: unknown, args?: unknown, id: unknown = 1) =>
   msg('tools/call', { name, ...(args === undefined ? {} : { arguments: args }) }, id);
 const b64 = (s: string) => `=?base64?${Buffer.from(s).toString('base64')}?=`;
@@ -39,7 +20,9 @@ describe('readMcpMessage: passed untouched', () => {
       { jsonrpc: '2.0', id: 3, result: { roots: [{ uri: 'file:///' }] } },
     ],
     ['an error response', { jsonrpc: '2.0', id: 3, error: { code: -1, message: 'x' } }],
-    ['resources/read', msg('resources/read', { uri: 'file:///etc/passwd' })],
+    ['ping', msg('ping')],
+    ['resources/unsubscribe', msg('resources/unsubscribe', { uri: 'file:///etc/passwd' })],
+    ['a cancellation', msg('notifications/cancelled', { requestId: 1 }, NO_ID)],
   ])('%s', (_name, body) => {
     expect(read(body)).toMatchObject({ kind: 'pass' });
   });
@@ -93,7 +76,7 @@ describe('readMcpMessage: tool calls become events', () => {
     const parsed = read(body);
     expect(parsed).toMatchObject({
       kind: 'resolved',
-      tool: (body.params as { name: string }).name,
+      what: `tools/call ${(body.params as { name: string }).name}`,
     });
     expect(
       parsed.kind === 'resolved' && parsed.events.map(({ kind, target }) => ({ kind, target })),
@@ -187,7 +170,10 @@ describe('readMcpMessage: Mcp-Method / Mcp-Name / MCP-Protocol-Version', () => {
     ['2025-11-25 without headers', { 'mcp-protocol-version': '2025-11-25' }],
     ['Mcp-Name alone is ignored without Mcp-Method', { 'mcp-name': 'other' }],
   ])('%s → accepted', (_name, headers) => {
-    expect(read(body, headers)).toMatchObject({ kind: 'resolved', tool: 'write_file' });
+    expect(read(body, headers)).toMatchObject({
+      kind: 'resolved',
+      what: 'tools/call write_file',
+    });
   });
 
   it.each([
@@ -222,7 +208,9 @@ describe('readMcpMessage: Mcp-Method / Mcp-Name / MCP-Protocol-Version', () => {
   it('Mcp-Name is compared with params.uri for resources', () => {
     const res = msg('resources/read', { uri: 'file:///a' });
     const headers = { 'mcp-method': 'resources/read' };
-    expect(read(res, { ...headers, 'mcp-name': 'file:///a' })).toMatchObject({ kind: 'pass' });
+    expect(read(res, { ...headers, 'mcp-name': 'file:///a' })).toMatchObject({
+      kind: 'resolved',
+    });
     expect(read(res, { ...headers, 'mcp-name': 'file:///b' })).toMatchObject({ kind: 'invalid' });
   });
 });
