@@ -26,7 +26,10 @@ export interface Agent {
 }
 
 /** A validated configuration with paths made absolute and durations in milliseconds. */
-export interface Config extends Omit<RawConfig, 'workspace' | 'agents' | 'listen' | 'journal' | 'tls'> {
+export interface Config extends Omit<
+  RawConfig,
+  'workspace' | 'agents' | 'listen' | 'journal' | 'tls'
+> {
   /** The file it came from, or "(embedded default)". */
   readonly source: string;
   readonly workspace: string;

@@ -79,7 +79,11 @@ function checkBoundary(key: string, b: z.output<typeof boundary>, ctx: z.Refinem
   }
   // Its counts would mix with those of trajgate's own files (guard/protected.ts).
   if (key === 'trajgate-files')
-    ctx.addIssue({ code: 'custom', path: [key], message: "is trajgate's own boundary: name it otherwise" });
+    ctx.addIssue({
+      code: 'custom',
+      path: [key],
+      message: "is trajgate's own boundary: name it otherwise",
+    });
   if (!b.kinds) at('kinds', 'is required for a new boundary (the event kinds that cross it)');
   if (b.pauseAt === undefined)
     at('pauseAt', 'is required for a new boundary (the count that pauses)');

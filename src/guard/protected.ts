@@ -21,7 +21,9 @@ export function protectedReach(p: ProtectedFiles, event: Event): string | null {
     if (reading === null) continue;
     for (const own of p.folders) {
       if (isInside(reading, own.path))
-        return reading === own.path ? `${reading} is ${own.what}` : `${reading} is inside ${own.what} ${own.path}`;
+        return reading === own.path
+          ? `${reading} is ${own.what}`
+          : `${reading} is inside ${own.what} ${own.path}`;
       if (wide && isInside(own.path, reading)) return holds(event, reading, own);
     }
     for (const own of p.files) {
@@ -42,7 +44,8 @@ function isTree(s: PathSubject): boolean {
 }
 
 function holds(event: Event, reading: string, own: OwnPath): string {
-  const effect = event.kind === 'write' ? 'moving or removing it takes' : 'reading its tree returns';
+  const effect =
+    event.kind === 'write' ? 'moving or removing it takes' : 'reading its tree returns';
   return `${reading} holds ${own.what} ${own.path} (${effect} it along)`;
 }
 
