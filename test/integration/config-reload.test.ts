@@ -14,6 +14,7 @@ import { fileGateway as startFileGateway } from '../helpers/file-gateway.js';
 import { connectTunnel, roundTrip, startEchoServer } from '../helpers/raw.js';
 import { makeLocalCa } from '../helpers/tls.js';
 import { startUpstream, TEST_CA_PATH } from '../helpers/upstream.js';
+import { tempDir } from '../helpers/tmp.js';
 
 /** Config reload by the admin API: what changes, what stays, what a bad file does. Loopback only. */
 const upstream = await startUpstream();
@@ -186,10 +187,11 @@ describe('SIGHUP', () => {
     const base = { policy: { pause: 'block' } };
     const { cli, journal, proxy } = await spawnGateway({ ...base, ...network([]) });
     const dir = dirname(journal);
+    const workspace = tempDir('trajgate-ws-');
     const rewrite = (extra: Record<string, unknown>) =>
       writeConfig(dir, {
         version: 1,
-        workspace: dir,
+        workspace,
         journal,
         listen: { proxy: '127.0.0.1:0', bridge: '127.0.0.1:0', admin: '127.0.0.1:0' },
         ...base,
