@@ -1,3 +1,4 @@
+import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/cli.js';
@@ -5,7 +6,10 @@ import { spawnGateway, writeConfig } from '../helpers/child-gateway.js';
 import { makeLocalCa } from '../helpers/tls.js';
 import { tempDir } from '../helpers/tmp.js';
 
-/** What `trajgate start` says before it serves, and the workspace it refuses to start without. */
+/**
+ * What `trajgate start` says before it serves, the workspace it refuses to start without, and
+ * trajgate's data it refuses to keep inside a workspace.
+ */
 let stop: (() => Promise<unknown>) | undefined;
 afterEach(async () => {
   await stop?.();
@@ -58,6 +62,41 @@ describe('trajgate start', () => {
           '',
         ].join('\n'),
       );
+    }
+  });
+
+  it("trajgate's data inside a workspace is a startup error naming both paths and keys", () => {
+    const dir = tempDir();
+    const ws = join(dir, 'ws');
+    mkdirSync(join(ws, 'agent'), { recursive: true });
+    const config = writeConfig(dir, {
+      version: 1,
+      workspace: './ws',
+      journal: './ws/.trajgate/journal.jsonl',
+      agents: [{ id: 'a1', token: 'a'.repeat(20), workspace: './ws/agent' }],
+      tls: { ca: './ws/agent/certs' },
+      listen: { proxy: '127.0.0.1:0', bridge: '127.0.0.1:0', admin: '127.0.0.1:0' },
+    });
+    for (const args of [
+      ['start', '--config', config],
+      ['check-config', config],
+    ]) {
+      const r = runCli(args);
+      expect(r.status, args[0]).toBe(1);
+      const then = ', where the agent could read or rewrite it: move one of them';
+      expect(r.stderr).toBe(
+        [
+          `trajgate: ${config}: trajgate's data and a workspace overlap`,
+          `  journal.path: the journal's folder ${ws}/.trajgate is inside the workspace ${ws} (workspace)${then}`,
+          `  tls.ca: the CA certificate ${ws}/agent/certs/ca.pem is inside the workspace ${ws} (workspace)${then}`,
+          `  tls.ca: the CA certificate ${ws}/agent/certs/ca.pem is inside the workspace ${ws}/agent (agents[0].workspace)${then}`,
+          `  tls.ca: the CA key ${ws}/agent/certs/ca-key.pem is inside the workspace ${ws} (workspace)${then}`,
+          `  tls.ca: the CA key ${ws}/agent/certs/ca-key.pem is inside the workspace ${ws}/agent (agents[0].workspace)${then}`,
+          '',
+        ].join('\n'),
+      );
+      // Refused before the journal was opened.
+      expect(existsSync(join(ws, '.trajgate')), args[0]).toBe(false);
     }
   });
 });

@@ -63,6 +63,23 @@ describe('POST /api/reload', () => {
     expect(g.records().some((r) => r.type === 'config')).toBe(false);
   });
 
+  it("a workspace holding trajgate's data is refused, naming both; the running config is kept", async () => {
+    const g = await fileGateway(network([`127.0.0.1:${upstream.port}`]));
+    const data = dirname(g.journal);
+    g.write({ ...network([`127.0.0.1:${upstream.port}`]), workspace: dirname(data) });
+    const res = await reload(g);
+    expect(res.status).toBe(400);
+    expect(res.json.error).toMatchObject({
+      code: 'E_CONFIG_INVALID',
+      message: `${g.file}: trajgate's data and a workspace overlap; the running config was kept`,
+    });
+    expect(res.json.error.details).toContain(
+      `journal.path: the journal's folder ${data} is inside the workspace ${dirname(data)} (workspace), where the agent could read or rewrite it: move one of them`,
+    );
+    expect(g.gw.config.workspace).not.toBe(dirname(data));
+    expect(g.records().some((r) => r.type === 'config')).toBe(false);
+  });
+
   it('a paused session stays paused and operator approvals stay', async () => {
     const g = await fileGateway(network([]));
     const admin = adminClient(g.gw.admin.port, ADMIN);
