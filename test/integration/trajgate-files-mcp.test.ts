@@ -10,6 +10,7 @@ import { startGateway } from '../../src/gateway.js';
 import type { EventRecord, JournalRecord, PauseJournalRecord } from '../../src/journal/records.js';
 import type { AdminClient } from '../helpers/admin.js';
 import { adminClient } from '../helpers/admin.js';
+import { runCliAsync } from '../helpers/cli.js';
 import { AGENT_TOKEN, readRecords } from '../helpers/gateway.js';
 import { mcpClient, refused, startSupergateway } from '../helpers/mcp.js';
 import { tempDir } from '../helpers/tmp.js';
@@ -177,6 +178,22 @@ describe("trajgate's files through the bridge", () => {
     expect(err.data?.reason).toMatch(/no approval covers them/);
     const last = events(s.records()).at(-1);
     expect(last).toMatchObject({ verdict: 'PAUSE', boundary: 'trajgate-files', approved: false });
+  });
+});
+
+describe('trajgate replay', () => {
+  it('gives the verdicts of the journal, trajgate-files included (config and files as live)', async () => {
+    const recorded = events(s.records()).filter((e) => e.held !== true);
+    expect(recorded.filter((e) => e.boundary === 'trajgate-files').length).toBeGreaterThan(15);
+    const r = await runCliAsync(['replay', JOURNAL, '--config', s.file, '--json']);
+    expect(r.stderr).toBe('');
+    const replayed = r.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { verdict: string; boundary: string | null });
+    expect(replayed.map((v) => [v.verdict, v.boundary])).toEqual(
+      recorded.map((e) => [e.verdict, e.boundary]),
+    );
   });
 });
 
