@@ -16,6 +16,18 @@ afterEach(async () => {
   stop = undefined;
 });
 
+/** `start` and `check-config` both exit 1 on `config` with exactly these lines on stderr. */
+function refusedByBoth(config: string, lines: readonly string[]): void {
+  for (const args of [
+    ['start', '--config', config],
+    ['check-config', config],
+  ]) {
+    const r = runCli(args);
+    expect(r.status, args[0]).toBe(1);
+    expect(r.stderr, args[0]).toBe([...lines, ''].join('\n'));
+  }
+}
+
 describe('trajgate start', () => {
   it('says when the allowlist is empty and lists the intercepted hosts', async () => {
     const ca = makeLocalCa();
@@ -48,21 +60,11 @@ describe('trajgate start', () => {
       agents: [{ id: 'a1', token: 'a'.repeat(20), workspace: join(dir, 'gone') }],
       listen: { proxy: '127.0.0.1:0', bridge: '127.0.0.1:0', admin: '127.0.0.1:0' },
     });
-    for (const args of [
-      ['start', '--config', config],
-      ['check-config', config],
-    ]) {
-      const r = runCli(args);
-      expect(r.status, args[0]).toBe(1);
-      expect(r.stderr).toBe(
-        [
-          `trajgate: ${config}: no such workspace`,
-          `  workspace: ${dir}/missing does not exist (create it, or change workspace)`,
-          `  agents[0].workspace: ${dir}/gone does not exist (create it, or change agents[0].workspace)`,
-          '',
-        ].join('\n'),
-      );
-    }
+    refusedByBoth(config, [
+      `trajgate: ${config}: no such workspace`,
+      `  workspace: ${dir}/missing does not exist (create it, or change workspace)`,
+      `  agents[0].workspace: ${dir}/gone does not exist (create it, or change agents[0].workspace)`,
+    ]);
   });
 
   it("trajgate's data inside a workspace is a startup error naming both paths and keys", () => {
@@ -77,26 +79,16 @@ describe('trajgate start', () => {
       tls: { ca: './ws/agent/certs' },
       listen: { proxy: '127.0.0.1:0', bridge: '127.0.0.1:0', admin: '127.0.0.1:0' },
     });
-    for (const args of [
-      ['start', '--config', config],
-      ['check-config', config],
-    ]) {
-      const r = runCli(args);
-      expect(r.status, args[0]).toBe(1);
-      const then = ', where the agent could read or rewrite it: move one of them';
-      expect(r.stderr).toBe(
-        [
-          `trajgate: ${config}: trajgate's data and a workspace overlap`,
-          `  journal.path: the journal's folder ${ws}/.trajgate is inside the workspace ${ws} (workspace)${then}`,
-          `  tls.ca: the CA certificate ${ws}/agent/certs/ca.pem is inside the workspace ${ws} (workspace)${then}`,
-          `  tls.ca: the CA certificate ${ws}/agent/certs/ca.pem is inside the workspace ${ws}/agent (agents[0].workspace)${then}`,
-          `  tls.ca: the CA key ${ws}/agent/certs/ca-key.pem is inside the workspace ${ws} (workspace)${then}`,
-          `  tls.ca: the CA key ${ws}/agent/certs/ca-key.pem is inside the workspace ${ws}/agent (agents[0].workspace)${then}`,
-          '',
-        ].join('\n'),
-      );
-      // Refused before the journal was opened.
-      expect(existsSync(join(ws, '.trajgate')), args[0]).toBe(false);
-    }
+    const then = ', where the agent could read or rewrite it: move one of them';
+    refusedByBoth(config, [
+      `trajgate: ${config}: trajgate's data and a workspace overlap`,
+      `  journal.path: the journal's folder ${ws}/.trajgate is inside the workspace ${ws} (workspace)${then}`,
+      `  tls.ca: the CA certificate ${ws}/agent/certs/ca.pem is inside the workspace ${ws} (workspace)${then}`,
+      `  tls.ca: the CA certificate ${ws}/agent/certs/ca.pem is inside the workspace ${ws}/agent (agents[0].workspace)${then}`,
+      `  tls.ca: the CA key ${ws}/agent/certs/ca-key.pem is inside the workspace ${ws} (workspace)${then}`,
+      `  tls.ca: the CA key ${ws}/agent/certs/ca-key.pem is inside the workspace ${ws}/agent (agents[0].workspace)${then}`,
+    ]);
+    // Refused before the journal was opened.
+    expect(existsSync(join(ws, '.trajgate'))).toBe(false);
   });
 });
