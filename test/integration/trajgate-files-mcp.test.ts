@@ -14,7 +14,8 @@ import { runCliAsync } from '../helpers/cli.js';
 import { AGENT_TOKEN, readRecords } from '../helpers/gateway.js';
 import { mcpClient, refused, startSupergateway } from '../helpers/mcp.js';
 import { tempDir } from '../helpers/tmp.js';
-import { waitForRecords } from '../helpers/wait.js';
+import { waitFor, waitForRecords } from '../helpers/wait.js';
+import { startWebhook } from '../helpers/webhook.js';
 
 /**
  * Issue 26 class 1 through the real server-filesystem (supergateway on port 0), allowed on the
@@ -38,7 +39,7 @@ interface Stage {
 /** A gateway on a config file of its own with its data in `root/<name>`; its admin token generated there. */
 async function stage(
   name: string,
-  policy: Record<string, unknown>,
+  keys: Record<string, unknown>,
   upstream: string,
 ): Promise<Stage> {
   const data = join(root, name);
@@ -52,8 +53,8 @@ async function stage(
       journal: join(data, 'journal.jsonl'),
       listen: { proxy: '127.0.0.1:0', bridge: '127.0.0.1:0', admin: '127.0.0.1:0' },
       agents: [{ id: 'agent-1', token: AGENT_TOKEN }],
-      policy,
       bridge: { upstream },
+      ...keys,
     }),
   );
   const gw = await startGateway(loadConfigFile(file), { log: pino({ level: 'silent' }) });
@@ -66,7 +67,7 @@ async function stage(
 mkdirSync(ws);
 writeFileSync(join(ws, 'notes.txt'), 'the agent’s own notes');
 const sg = await startSupergateway([root]);
-const s = await stage('data', { pause: 'block' }, sg.url);
+const s = await stage('data', { policy: { pause: 'block' } }, sg.url);
 const TOKEN_FILE = join(s.data, 'admin-token');
 const JOURNAL = join(s.data, 'journal.jsonl');
 const TOKEN_TEXT = readFileSync(TOKEN_FILE, 'utf8');
@@ -199,7 +200,9 @@ describe('trajgate replay', () => {
 
 describe('approve once and resume, with pause: hold', () => {
   it('judge the held call again: PAUSE again, still nothing sent; deny ends it', async () => {
-    const h = await stage('held', { pause: 'hold', holdTimeout: '20s' }, sg.url);
+    const hook = await startWebhook();
+    const policy = { pause: 'hold', holdTimeout: '20s' };
+    const h = await stage('held', { policy, notify: { webhook: hook.url } }, sg.url);
     const token = join(h.data, 'admin-token');
     const a = await mcpClient(`http://127.0.0.1:${h.gw.bridge.port}/mcp`, AGENT_TOKEN);
     clients.push(a);
@@ -208,6 +211,13 @@ describe('approve once and resume, with pause: hold', () => {
     const first = (await waitForRecords(h, isPause)).find(isPause) as PauseJournalRecord;
     const rid = first.held[0]?.rid as number;
     expect(first.boundary).toBe('trajgate-files');
+    // The notification offers no approval to suggest: none would cover it.
+    await waitFor(() => hook.deliveries.length > 0);
+    expect(hook.deliveries[0]?.body.links).toMatchObject({
+      approveOnce: expect.any(String),
+      approvePattern: null,
+      suggestion: null,
+    });
 
     const once = await h.api.post('/api/sessions/agent-1/resume', { once: [rid] });
     expect(once.status).toBe(200);
