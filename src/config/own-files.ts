@@ -121,6 +121,7 @@ export class OwnFiles implements ProtectedFiles {
     return this.#inodes;
   }
 
+  /** Reads the identities again if anything protected changed since the last time. */
   refresh(): void {
     if (this.#stamp !== '' && this.#stampNow() === this.#stamp) return;
     const inodes = new Map<string, string>();
