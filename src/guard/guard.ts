@@ -25,8 +25,8 @@ const NO_REF: EventRef = { seq: 0, kind: '', target: '' };
  * (time comes from `event.ts`), so replaying a journal rebuilds the same state. `inspect`
  * decides on a copy; state moves only by `commit`, `approve`, `block`, `revoke` and `resume`,
  * each called once its record is written (a failed write changes nothing), and by a reload's
- * `replacePolicy`. trajgate's own files, then deny patterns, are checked before anything approves. What it remembers
- * lives in `store`: the rule is here, the state there.
+ * `replacePolicy`. trajgate's own files, then deny patterns, are checked before anything
+ * approves. What it remembers lives in `store`: the rule is here, the state there.
  */
 export class Guard {
   #policy: GuardPolicy;
