@@ -10,6 +10,7 @@ import { ReverseProxy } from './action/reverse-proxy.js';
 import { upstreamTrust } from './action/trust.js';
 import type { HostPort } from './config/formats.js';
 import type { Config } from './config/load.js';
+import { refuseDataInWorkspaces } from './config/own-files.js';
 import type { RunningConfig } from './config/reload-plan.js';
 import { TrajgateError } from './errors.js';
 import { compilePolicy } from './guard/compile.js';
@@ -98,6 +99,7 @@ export async function startGateway(
   options: GatewayOptions,
 ): Promise<RunningGateway> {
   const { log } = options;
+  refuseDataInWorkspaces(initial);
   // One object every part reads; a reload swaps its sections (see Reloader).
   const config: RunningConfig = { ...initial };
   // What the guard and review remember, in one place (see TrajectoryStore).

@@ -109,7 +109,7 @@ try {
       [
         'version: 1',
         `workspace: ${workspace}`,
-        `journal: ${join(tmp, `${name}-journal.jsonl`)}`,
+        `journal: ${join(tmp, 'data', `${name}-journal.jsonl`)}`,
         `listen: { proxy: "127.0.0.1:0", bridge: "127.0.0.1:${bridgePort}", admin: "127.0.0.1:0" }`,
         `agents: [{ id: agent-1, token: ${TOKEN} }]`,
         `bridge: { upstream: "http://127.0.0.1:${port}/mcp" }`,
@@ -120,7 +120,7 @@ try {
     await waitPort(bridgePort);
     await wrk(`http://127.0.0.1:${bridgePort}/mcp`, { TARGET_PATH: target, TOKEN }); // warm-up
     const bridged = await wrk(`http://127.0.0.1:${bridgePort}/mcp`, { TARGET_PATH: target, TOKEN });
-    const journal = readFileSync(join(tmp, `${name}-journal.jsonl`), 'utf8');
+    const journal = readFileSync(join(tmp, 'data', `${name}-journal.jsonl`), 'utf8');
     const events = journal.split('\n').filter((l) => l.includes('"type":"event"')).length;
     gw.kill('SIGTERM');
     up.kill('SIGTERM');

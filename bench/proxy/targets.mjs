@@ -120,7 +120,7 @@ export async function startTrajgate({ root, tmp, pin, force, upstream, name, cha
     dir,
     pin,
     // `chain`: false turns the journal's hash chain off (run.mjs measures what it costs).
-    ...(chain === false ? { journal: `{ path: ${dir}/journal.jsonl, chain: false }` } : {}),
+    ...(chain === false ? { journal: `{ path: ${dir}/data/journal.jsonl, chain: false }` } : {}),
     lines: [
       'network:',
       `  allow: ["127.0.0.1:${upstream.http}", "127.0.0.1:${upstream.sink}"]`,
@@ -143,7 +143,8 @@ export async function spawnTrajgate({ main, dir, pin, lines, env, journal }) {
   const head = [
     'version: 1',
     `workspace: ${dir}/workspace`,
-    `journal: ${journal ?? `${dir}/journal.jsonl`}`,
+    // The journal's folder is trajgate's own, apart from the workspace (start refuses an overlap).
+    `journal: ${journal ?? `${dir}/data/journal.jsonl`}`,
     'listen: { proxy: 127.0.0.1:0, admin: 127.0.0.1:0, bridge: 127.0.0.1:0 }',
   ];
   writeFileSync(conf, [...head, ...lines].join('\n') + '\n');

@@ -7,7 +7,7 @@
 //   npm run build && node bench/review/events.mjs [--lines 1500000] [--agents 20] [--rate 1000]
 //     [--seconds 3] [--rounds 4] [--callers 4] [--max-ratio 1.5] [--keep]
 import http from 'node:http';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -40,7 +40,10 @@ const PAGES = 12; // pages of 1,000 per session walk: past the index's 10,240 in
 
 const pinned = pinSelf('0');
 const dir = mkdtempSync(join(tmpdir(), 'trajgate-review-events-'));
-const journal = join(dir, 'journal.jsonl');
+// The journal's folder and the workspace apart, as start requires.
+const journal = join(dir, 'data', 'journal.jsonl');
+mkdirSync(join(dir, 'data'));
+mkdirSync(join(dir, 'workspace'));
 const agents = Array.from({ length: AGENTS }, (_, i) => ({
   id: `agent-${String(i).padStart(3, '0')}`,
   token: `bench-agent-${i}-${Math.random().toString(36).slice(2)}-0123456789`,
@@ -54,7 +57,7 @@ writeFileSync(
   config,
   JSON.stringify({
     version: 1,
-    workspace: dir,
+    workspace: join(dir, 'workspace'),
     journal,
     listen: { proxy: '127.0.0.1:0', bridge: '127.0.0.1:0', admin: '127.0.0.1:0' },
     agents,

@@ -1,7 +1,7 @@
 // The gateway under load: `node dist/cli/main.js start` in its own process group, pinned to
 // core 1 with taskset when there is one; ports parsed from its banner; RSS read from /proc.
 import { spawn, spawnSync } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { join } from 'node:path';
 import { launcherFlags } from '../proxy/targets.mjs';
@@ -72,19 +72,21 @@ export async function startGateway(configFile, { cpu = '1', timeoutMs = 15_000 }
 
 /**
  * Writes `dir`/trajgate.yaml for `sessions` agents (`agent-000`…, random tokens): loopback
- * listeners on port 0, the journal in `dir`, 127.0.0.1:`allowedPort` allowlisted, `extra`
- * keys added. Returns the file's path, the agents and the journal's path.
+ * listeners on port 0, the journal in `dir`/data and the workspace `dir`/workspace (apart, as
+ * start requires), 127.0.0.1:`allowedPort` allowlisted, `extra` keys added. Returns the
+ * file's path, the agents and the journal's path.
  */
 export function writeConfig(dir, { sessions, allowedPort, adminToken, ...extra }) {
   const agents = Array.from({ length: sessions }, (_, i) => ({
     id: `agent-${String(i).padStart(3, '0')}`,
     token: `token-${i}-${Math.random().toString(36).slice(2)}-0123456789`,
   }));
-  const journal = join(dir, 'journal.jsonl');
+  const journal = join(dir, 'data', 'journal.jsonl');
   const config = join(dir, 'trajgate.yaml');
+  mkdirSync(join(dir, 'workspace'), { recursive: true });
   const keys = {
     version: 1,
-    workspace: dir,
+    workspace: join(dir, 'workspace'),
     journal,
     listen: { proxy: '127.0.0.1:0', bridge: '127.0.0.1:0', admin: '127.0.0.1:0' },
     agents,

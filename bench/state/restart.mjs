@@ -43,7 +43,7 @@ function stage(name, journal) {
   const text = [
     'version: 1',
     `workspace: ${dir}/workspace`,
-    `journal: ${journal(join(dir, 'journal.jsonl'))}`,
+    `journal: ${journal(join(dir, 'data', 'journal.jsonl'))}`,
     'listen: { proxy: 127.0.0.1:0, admin: 127.0.0.1:0, bridge: 127.0.0.1:0 }',
     'network: { allow: [registry.example.com] }',
     'admin: { token: bench-admin-token-0123456789 }',
@@ -123,7 +123,7 @@ for (const c of cases) {
     c.events = wrote.events;
   }
   const wrote = ((performance.now() - t0) / 1000).toFixed(1);
-  const disk = onDisk(s.dir);
+  const disk = onDisk(join(s.dir, 'data'));
   const { ms, min, restored } = await restart(s);
   rows.push({ ...c, ...disk, ms, min, restored });
   log(

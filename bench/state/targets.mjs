@@ -97,7 +97,7 @@ export async function startGateway({ main, dir, name, redis, prefix, lines, cpus
     child: started.child,
     proxy: started.port,
     admin: Number(admin.match[1]),
-    journal: join(dir, 'journal.jsonl'),
+    journal: join(dir, 'data', 'journal.jsonl'),
   };
 }
 

@@ -1,5 +1,6 @@
 import { TrajgateError } from '../errors.js';
 import { loadConfigFile, missingWorkspaces } from '../config/load.js';
+import { refuseDataInWorkspaces } from '../config/own-files.js';
 import { usageOf } from './help.js';
 
 /** Prints `ok` and a one-line summary, or throws the list of errors (each with its key path). */
@@ -13,6 +14,7 @@ export function checkConfig(argv: string[], print: (line: string) => void): numb
   const missing = missingWorkspaces(config);
   if (missing.length > 0)
     throw new TrajgateError('E_CONFIG_INVALID', `${file}: no such workspace`, missing);
+  refuseDataInWorkspaces(config);
   print('ok');
   const agents = config.agents
     ? `${config.agents.length} agent(s)`

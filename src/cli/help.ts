@@ -68,7 +68,10 @@ const COMMANDS: Record<string, CommandHelp> = {
     options: [
       ['init', 'create the CA: ca.pem and ca-key.pem (mode 0600: keep it secret)'],
       ['show', 'its path and fingerprint, and how Node.js, npm, pip, git and curl trust it'],
-      ['--dir DIR', 'the CA folder (default: tls.ca of the config, ./certs)'],
+      [
+        '--dir DIR',
+        "the CA folder (default: tls.ca of the config, else certs/ in the journal's folder)",
+      ],
       ['--config FILE', 'read tls.ca from this config'],
       ['--force', 'init: replace an existing CA'],
     ],

@@ -18,7 +18,8 @@ export interface RawJournal {
   readonly chain: boolean;
 }
 
-export const DEFAULT_JOURNAL = './data/journal.jsonl';
+/** The journal's file name in trajgate's data folder when `journal.path` is not given. */
+export const DEFAULT_JOURNAL = 'journal.jsonl';
 
 /** Bytes as a number or a string like 256MB (B, KB, MB, GB 1000-based; KiB, MiB, GiB 1024). */
 const size = z.union([z.number(), z.string()]).transform((value, ctx): number => {
@@ -33,7 +34,8 @@ const size = z.union([z.number(), z.string()]).transform((value, ctx): number =>
 });
 
 const object = z.strictObject({
-  path: z.string().min(1).default(DEFAULT_JOURNAL),
+  // Not given: DEFAULT_JOURNAL in trajgate's data folder (config/load.ts dataHome).
+  path: z.string().min(1).optional(),
   rotate: size.default(0),
   keep: z.number().int().min(0).default(20),
   // A week: an agent filling the journal cannot rotate its own records out before anyone looks.

@@ -1,11 +1,14 @@
 import { readFileSync, statSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
+import { homedir } from 'node:os';
+import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { isMap, isScalar, isSeq, LineCounter, parseDocument } from 'yaml';
 import type { Document } from 'yaml';
 import { errnoCode, TrajgateError } from '../errors.js';
 import { physicalPath } from '../event/paths.js';
 import { expandEnv } from './env.js';
 import { formatIssue, keyPath } from './issues.js';
+import type { RawJournal } from './journal-schema.js';
+import { DEFAULT_JOURNAL } from './journal-schema.js';
 import type { HostPort } from './formats.js';
 import { parseHostPort } from './formats.js';
 import type { RawConfig } from './schema.js';
@@ -23,10 +26,15 @@ export interface Agent {
 }
 
 /** A validated configuration with paths made absolute and durations in milliseconds. */
-export interface Config extends Omit<RawConfig, 'workspace' | 'agents' | 'listen'> {
+export interface Config extends Omit<
+  RawConfig,
+  'workspace' | 'agents' | 'listen' | 'journal' | 'tls'
+> {
   /** The file it came from, or "(embedded default)". */
   readonly source: string;
   readonly workspace: string;
+  readonly journal: RawJournal;
+  readonly tls: RawConfig['tls'] & { readonly ca: string };
   readonly agents: readonly Agent[] | null;
   readonly listen: {
     readonly proxy: HostPort;
@@ -50,20 +58,38 @@ export function loadConfigFile(file: string, env: NodeJS.ProcessEnv = process.en
   return parseConfig(text, file, dirname(resolve(file)), env);
 }
 
-/** The embedded default: every key at its default, the current directory as workspace. */
+/**
+ * The embedded default: every key at its default, the current directory as workspace and
+ * trajgate's data in its data folder (dataHome), never in the workspace.
+ */
 export function defaultConfig(
   cwd: string = process.cwd(),
   env: NodeJS.ProcessEnv = process.env,
 ): Config {
-  return validate({ version: 1 }, EMBEDDED_DEFAULT, cwd, dataDir(cwd, env), undefined);
+  return validate({ version: 1 }, EMBEDDED_DEFAULT, cwd, env, undefined);
 }
 
 /**
- * Where a relative `journal` resolves: `TRAJGATE_DATA` when set (the Dockerfile sets it to its
- * data volume, so the journal lands there whatever the config says), else the config's folder.
+ * trajgate's data folder, where the journal (with admin-token, link-key, captures/ and certs/
+ * beside it) goes when `journal.path` is not given: `$TRAJGATE_DATA` (the Dockerfile sets it
+ * to its data volume), else `$XDG_STATE_HOME/trajgate`, else `~/.local/state/trajgate`. Never
+ * the current folder: that is the agent's workspace by default.
  */
-function dataDir(baseDir: string, env: NodeJS.ProcessEnv): string {
-  return env.TRAJGATE_DATA ? resolve(baseDir, env.TRAJGATE_DATA) : baseDir;
+export function dataHome(baseDir: string, env: NodeJS.ProcessEnv = process.env): string {
+  if (env.TRAJGATE_DATA) return resolve(baseDir, env.TRAJGATE_DATA);
+  // The XDG spec: a relative value is invalid and ignored.
+  const state = env.XDG_STATE_HOME;
+  if (state && isAbsolute(state)) return join(state, 'trajgate');
+  return join(env.HOME || homedir(), '.local', 'state', 'trajgate');
+}
+
+/**
+ * The journal's path: a relative one resolves against `TRAJGATE_DATA` when set (so the journal
+ * lands on the container's volume whatever the config says), else the config's folder.
+ */
+function journalPath(given: string | undefined, baseDir: string, env: NodeJS.ProcessEnv): string {
+  if (given === undefined) return join(dataHome(baseDir, env), DEFAULT_JOURNAL);
+  return resolve(env.TRAJGATE_DATA ? resolve(baseDir, env.TRAJGATE_DATA) : baseDir, given);
 }
 
 /**
@@ -117,7 +143,7 @@ export function parseConfig(
       `${where(source, doc, lines, path)}${keyPath(path)}: environment variable ${name} is not set`,
     );
   });
-  return validate(expanded, source, baseDir, dataDir(baseDir, env), {
+  return validate(expanded, source, baseDir, env, {
     doc,
     lines,
     envErrors,
@@ -129,7 +155,7 @@ function validate(
   value: unknown,
   source: string,
   baseDir: string,
-  dataDir: string,
+  env: NodeJS.ProcessEnv,
   yaml: YamlSource | undefined,
 ): Config {
   const result = configSchema.safeParse(value, { reportInput: true });
@@ -158,11 +184,12 @@ function validate(
     bridge: parseHostPort(raw.listen.bridge) as HostPort,
     admin: parseHostPort(raw.listen.admin) as HostPort,
   };
+  const journal = journalPath(raw.journal.path, baseDir, env);
   return {
     ...raw,
     source,
     workspace,
-    journal: { ...raw.journal, path: resolve(dataDir, raw.journal.path) },
+    journal: { ...raw.journal, path: journal },
     listen,
     agents:
       raw.agents?.map((a) => ({
@@ -171,7 +198,7 @@ function validate(
       })) ?? null,
     tls: {
       ...raw.tls,
-      ca: resolve(baseDir, raw.tls.ca),
+      ca: raw.tls.ca === undefined ? join(dirname(journal), 'certs') : resolve(baseDir, raw.tls.ca),
       upstreamCa: raw.tls.upstreamCa.map((f) => resolve(baseDir, f)),
     },
     kinds: knownKinds(raw),

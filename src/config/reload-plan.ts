@@ -4,6 +4,7 @@ import { dirname, resolve } from 'node:path';
 import { errnoCode, TrajgateError } from '../errors.js';
 import type { Config } from './load.js';
 import { EMBEDDED_DEFAULT, parseConfig } from './load.js';
+import { refuseDataInWorkspaces } from './own-files.js';
 
 /** The running configuration: readers see `Config`; only the gateway swaps its sections. */
 export type RunningConfig = { -readonly [K in keyof Config]: Config[K] };
@@ -60,8 +61,10 @@ export function planReload(running: Config, env: NodeJS.ProcessEnv = process.env
   const restartNeeded = FIXED.filter(
     ([, read]) => JSON.stringify(read(running)) !== JSON.stringify(read(loaded)),
   ).map(([key]) => key);
+  const next = keepFixed(running, loaded);
+  refuseDataInWorkspaces(next);
   return {
-    next: keepFixed(running, loaded),
+    next,
     sha256: createHash('sha256').update(bytes).digest('hex'),
     restartNeeded,
   };

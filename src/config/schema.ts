@@ -77,6 +77,13 @@ function checkBoundary(key: string, b: z.output<typeof boundary>, ctx: z.Refinem
       message: 'a boundary name must start with a letter and use only letters, digits, _ and -',
     });
   }
+  // Its counts would mix with those of trajgate's own files (guard/protected.ts).
+  if (key === 'trajgate-files')
+    ctx.addIssue({
+      code: 'custom',
+      path: [key],
+      message: "is trajgate's own boundary: name it otherwise",
+    });
   if (!b.kinds) at('kinds', 'is required for a new boundary (the event kinds that cross it)');
   if (b.pauseAt === undefined)
     at('pauseAt', 'is required for a new boundary (the count that pauses)');
@@ -278,7 +285,8 @@ const fields = z.strictObject({
     .strictObject({
       intercept: z.array(networkPattern).default([]),
       upstreamCa: z.array(z.string().min(1)).default([]),
-      ca: z.string().default('./certs'),
+      // Not given: certs/ in the journal's folder (config/load.ts).
+      ca: z.string().min(1).optional(),
     })
     .prefault({}),
   capture: z

@@ -17,6 +17,11 @@ export interface PathSubject {
   readonly path: string | null;
   /** The lexical-`..` reading when it differs from `path` (see pathReadings), else null. */
   readonly alias: string | null;
+  /**
+   * `device:inode` of each reading that is a regular file with more than one name (hard
+   * links): its other names may be anywhere, trajgate's own files included. Absent: none.
+   */
+  readonly inodes?: readonly string[] | undefined;
 }
 
 export interface NetworkSubject {

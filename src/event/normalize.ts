@@ -1,5 +1,4 @@
-import { lstatSync } from 'node:fs';
-import type { Event, EventInput, Source, Subject } from './event.js';
+import type { Event, EventInput, PathSubject, Source, Subject } from './event.js';
 import { PATH_KINDS } from './event.js';
 import { TrajgateError } from '../errors.js';
 import { networkTargetProblem } from './network-readings.js';
@@ -39,7 +38,7 @@ export function normalizeEvent(
     ts: ctx.ts,
     method: input.method?.toUpperCase(),
     subject,
-    denied: subject.type === 'path' ? pathRefusal(input.kind, subject.path) : undefined,
+    denied: subject.type === 'path' ? pathRefusal(input.kind, subject) : undefined,
     failed: input.failed,
   };
 }
@@ -50,21 +49,13 @@ export function normalizeEvent(
  * tool server may resolve it where trajgate could not. A regular file with other hard links
  * has names trajgate cannot see, which may be outside the workspace: a write to it is refused.
  */
-function pathRefusal(kind: string, path: string | null): string | undefined {
-  if (path === null) return UNRESOLVED;
-  if (kind !== 'write') return undefined;
-  let links = 0;
-  try {
-    const stat = lstatSync(path, { throwIfNoEntry: false });
-    links = stat?.isFile() ? stat.nlink : 0;
-  } catch {
-    return UNRESOLVED;
-  }
-  return links > 1
-    ? `the file has ${links} hard links: its other names may be outside the workspace`
-    : undefined;
+function pathRefusal(kind: string, subject: PathSubject): string | undefined {
+  if (subject.path === null) return UNRESOLVED;
+  if (kind === 'write' && subject.inodes !== undefined) return HARD_LINKED;
+  return undefined;
 }
 
+const HARD_LINKED = 'the file has other hard links: its other names may be outside the workspace';
 const UNRESOLVED =
   'the path cannot be resolved (a link loop, no permission, or a name too long): what it names is unknown';
 

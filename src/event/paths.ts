@@ -1,4 +1,5 @@
-import { lstatSync, readdirSync, readlinkSync, realpathSync } from 'node:fs';
+import type { BigIntStats } from 'node:fs';
+import { lstatSync, readdirSync, readlinkSync, realpathSync, statSync } from 'node:fs';
 import { isAbsolute, posix } from 'node:path';
 import { errnoCode, TrajgateError } from '../errors.js';
 
@@ -147,10 +148,11 @@ export function pathReadings(
 ): PathReadings {
   const abs = absolute(target, base);
   const path = within(physicalPath(abs, '/', options));
-  if (!abs.split('/').includes('..')) return { path, alias: null };
+  if (!abs.split('/').includes('..')) return { path, alias: null, inodes: linked(path, null) };
   const alias = within(physicalPath(posix.normalize(abs), '/', options));
-  if (alias === null) return { path: null, alias: null };
-  return { path, alias: alias === path ? null : alias };
+  if (alias === null) return { path: null, alias: null, inodes: undefined };
+  const other = alias === path ? null : alias;
+  return { path, alias: other, inodes: linked(path, other) };
 }
 
 /**
@@ -176,6 +178,26 @@ function within(path: string | null): string | null {
 export interface PathReadings {
   readonly path: string | null;
   readonly alias: string | null;
+  /** `device:inode` of the readings that are files with hard links (see PathSubject). */
+  readonly inodes?: readonly string[] | undefined;
+}
+
+/** A file's identity whatever its name: `device:inode`. */
+export const fileIdentity = (st: BigIntStats): string => `${st.dev}:${st.ino}`;
+
+/** The identities of the readings that are regular files with more than one name, if any. */
+function linked(path: string | null, alias: string | null): readonly string[] | undefined {
+  let out: string[] | undefined;
+  for (const p of [path, alias]) {
+    if (p === null) continue;
+    try {
+      const st = statSync(p, { bigint: true, throwIfNoEntry: false });
+      if (st?.isFile() && st.nlink > 1n) (out ??= []).push(fileIdentity(st));
+    } catch {
+      // Unreadable now: judged by its paths, as a path that cannot be resolved is.
+    }
+  }
+  return out;
 }
 
 export type PathResolver = (target: string, base: string) => PathReadings;

@@ -1,4 +1,5 @@
 import type { Config } from '../config/load.js';
+import { OwnFiles } from '../config/own-files.js';
 import type { Approval } from './approvals.js';
 import { compileApproval } from './approvals.js';
 import { compileDeny } from './denies.js';
@@ -10,7 +11,7 @@ import type { Matcher, Sequence } from './sequences.js';
 /**
  * Builds everything the guard takes from a validated configuration (patterns already checked):
  * boundaries, trajectory rules, workspaces, the allowlists (global, per agent, per role) and
- * `network.deny`.
+ * `network.deny`, trajgate's own files (their identities read from the disk now).
  * A reload swaps the result in whole (Guard.replacePolicy).
  */
 export function compilePolicy(config: Config): GuardPolicy {
@@ -56,6 +57,7 @@ export function compilePolicy(config: Config): GuardPolicy {
     sequences: compileSequences(config.policy.sequences),
     allow,
     deny,
+    protected: new OwnFiles(config),
     allowlistFor: (session) => [
       ...new Set([...config.network.allow, ...(lists.get(session) ?? [])]),
     ],

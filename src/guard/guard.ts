@@ -8,6 +8,7 @@ import { compileDeny } from './denies.js';
 import { explainMiss } from './explain.js';
 import type { Boundary, GuardPolicy } from './policy.js';
 import { countKey, crosses } from './policy.js';
+import { protectedReach, protectedReason, TRAJGATE_FILES } from './protected.js';
 import { applySequences, failureMarks, numbered, volumeWindow } from './sequences.js';
 import type { SessionState, SharedState, TrajectoryStore } from './store.js';
 import { EMPTY, MemoryStore } from './store.js';
@@ -24,8 +25,8 @@ const NO_REF: EventRef = { seq: 0, kind: '', target: '' };
  * (time comes from `event.ts`), so replaying a journal rebuilds the same state. `inspect`
  * decides on a copy; state moves only by `commit`, `approve`, `block`, `revoke` and `resume`,
  * each called once its record is written (a failed write changes nothing), and by a reload's
- * `replacePolicy`. Deny patterns are checked before anything approves. What it remembers
- * lives in `store`: the rule is here, the state there.
+ * `replacePolicy`. trajgate's own files, then deny patterns, are checked before anything
+ * approves. What it remembers lives in `store`: the rule is here, the state there.
  */
 export class Guard {
   #policy: GuardPolicy;
@@ -75,6 +76,9 @@ export class Guard {
    * approved events included, but not one an operator let through (`approved` on the event).
    */
   inspect(event: Event): Decision {
+    // trajgate's own files go before anything: no approval, approve-once or pattern covers them.
+    const own = protectedReach(this.#policy.protected, event);
+    if (own !== null) return this.#ownFiles(event, own);
     // A deny pattern goes first: nothing approves what it refuses.
     const deny = this.denies.match(event);
     const denied = event.denied ?? deny?.reason;
@@ -93,7 +97,7 @@ export class Guard {
     let counted: Record<string, number> | null = null;
     for (const b of this.policy.boundaries) {
       if (!crosses(b, event, workspace)) continue;
-      const key = countKey(this.policy, b, event);
+      const key = countKey(this.policy, b.name, event);
       const n = (state.counts.get(key) ?? 0) + 1;
       (counted ??= {})[key] = n;
       const verdict = verdictAt(b, n);
@@ -136,6 +140,26 @@ export class Guard {
     const state = this.#store.session(event.session) ?? EMPTY;
     if (counting === MARKED_APPROVED) return numbered(counting, state.events + 1);
     return applySequences(rules, state, event, counting);
+  }
+
+  /**
+   * An event reaching trajgate's own files: PAUSE at once, counted against `trajgate-files`.
+   * Trajectory rules only number it: none may rename or soften it.
+   */
+  #ownFiles(event: Event, reach: string): Decision {
+    const state = this.#store.session(event.session) ?? EMPTY;
+    const key = countKey(this.#policy, TRAJGATE_FILES, event);
+    const count = (state.counts.get(key) ?? 0) + 1;
+    const decision: Decision = {
+      verdict: 'PAUSE',
+      boundary: TRAJGATE_FILES,
+      count,
+      reason: protectedReason(event, reach),
+      approved: false,
+      approvedBy: null,
+      counted: { [key]: count },
+    };
+    return this.#policy.sequences.length === 0 ? decision : numbered(decision, state.events + 1);
   }
 
   /** Why the session's network approvals for the event's host did not cover it, or null. */

@@ -1,3 +1,4 @@
+import type { OwnFiles } from '../config/own-files.js';
 import type { Event } from '../event/event.js';
 import { destination } from '../event/event.js';
 import { isInside } from '../event/paths.js';
@@ -42,6 +43,8 @@ export interface GuardPolicy {
   readonly allow: readonly Approval[];
   /** `network.deny`: refused whatever allows or approves them. */
   readonly deny: readonly Deny[];
+  /** trajgate's own files (boundary `trajgate-files`): no event reaches them, nothing approves one. */
+  readonly protected: OwnFiles;
   /** A session's effective config allowlist: network.allow, its agent's and roles' allow. */
   allowlistFor(session: string): string[];
   /** The real path of a session's workspace. */
@@ -97,8 +100,8 @@ export function matchesTargets(targets: Targets, event: Event): boolean {
 }
 
 /** The counter a crossing bumps: per boundary, or per boundary and destination. */
-export function countKey(policy: GuardPolicy, b: Boundary, event: Event): string {
-  return policy.countBy === 'boundary' ? b.name : `${b.name} ${destination(event.subject)}`;
+export function countKey(policy: GuardPolicy, boundary: string, event: Event): string {
+  return policy.countBy === 'boundary' ? boundary : `${boundary} ${destination(event.subject)}`;
 }
 
 /** The boundary part of a counter key. */

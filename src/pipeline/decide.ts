@@ -136,13 +136,19 @@ export class Decider {
   }
 
   normalize(ask: Pick<Ask, 'session' | 'input'> & { source?: Source }, approved = false): Event {
-    return normalizeEvent(ask.input, {
+    const { policy } = this.p.guard;
+    const event = normalizeEvent(ask.input, {
       session: ask.session,
       source: ask.source ?? 'proxy',
       ts: Date.now(),
-      workspace: this.p.guard.policy.workspaceFor(ask.session),
+      workspace: policy.workspaceFor(ask.session),
       approved,
     });
+    // A file with hard links may be one of trajgate's under another name: compare it with
+    // trajgate's files as they are now (a rotation made a new journal file since).
+    if (event.subject.type === 'path' && event.subject.inodes !== undefined)
+      policy.protected.refresh();
+    return event;
   }
 
   /** A request of a paused session: journaled as held (it decides nothing), then held. */

@@ -61,13 +61,16 @@ export async function startChild(configFile: string, ms = 10_000): Promise<Child
   return child;
 }
 
-/** A config in a fresh temp folder (its own workspace and journal, listeners on port 0), `extra` over it. */
+/**
+ * A config and its journal in a fresh temp folder, its workspace in another (listeners on port
+ * 0), `extra` over it.
+ */
 export function tempConfig(extra: Record<string, unknown>): { journal: string; config: string } {
   const dir = tempDir();
   const journal = join(dir, 'journal.jsonl');
   const config = writeConfig(dir, {
     version: 1,
-    workspace: dir,
+    workspace: tempDir('trajgate-ws-'),
     journal,
     listen: { proxy: '127.0.0.1:0', bridge: '127.0.0.1:0', admin: '127.0.0.1:0' },
     ...extra,

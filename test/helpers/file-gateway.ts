@@ -37,6 +37,7 @@ export async function fileGateway(
   options: { readonly lookup?: Lookup } = {},
 ): Promise<FileGateway> {
   const dir = tempDir();
+  const workspace = tempDir('trajgate-ws-');
   const file = join(dir, 'trajgate.yaml');
   const journal = join(dir, 'journal.jsonl');
   const write = (keys: Record<string, unknown>) =>
@@ -44,7 +45,7 @@ export async function fileGateway(
       file,
       stringify({
         version: 1,
-        workspace: dir,
+        workspace,
         journal,
         listen: { proxy: '127.0.0.1:0', bridge: '127.0.0.1:0', admin: '127.0.0.1:0' },
         admin: { token: admin },

@@ -24,13 +24,17 @@ export interface TestGateway {
 export interface TestGatewayOptions {
   /** Resolves names instead of the system resolver. */
   readonly lookup?: Lookup;
-  /** The folder of its workspace and journal (a new temp folder by default). */
+  /**
+   * The folder of its journal (a new temp folder by default; the same one again: a restart).
+   * Its workspace, unless the config names one, is a temp folder of its own: trajgate's data
+   * is never inside a workspace.
+   */
   readonly dir?: string;
 }
 
 /**
- * A gateway in this process on loopback port 0, with its own temp workspace and journal.
- * `config` is merged over a base that listens on free ports.
+ * A gateway in this process on loopback port 0, with its own temp workspace and journal (in
+ * separate folders). `config` is merged over a base that listens on free ports.
  */
 export async function startTestGateway(
   config: Record<string, unknown> = {},
@@ -40,7 +44,7 @@ export async function startTestGateway(
   const journalPath = join(dir, 'journal.jsonl');
   const text = stringify({
     version: 1,
-    workspace: dir,
+    workspace: config.workspace ?? tempDir('trajgate-ws-'),
     journal: journalPath,
     listen: { proxy: '127.0.0.1:0', bridge: '127.0.0.1:0', admin: '127.0.0.1:0' },
     ...config,

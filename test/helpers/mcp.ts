@@ -209,11 +209,18 @@ export function jsonRpcMessages(contentType: string | null | undefined, text: st
   return lines.map((l) => JSON.parse(l) as unknown);
 }
 
+/** A JSON-RPC error as the SDK client throws it; trajgate's refusals carry `data`. */
+export interface JsonRpcFailure {
+  readonly code: number;
+  readonly message: string;
+  readonly data?: { verdict?: string; boundary?: string; reason?: string };
+}
+
 /** The JSON-RPC error a call was answered with; fails the test when the call succeeded. */
-export async function refused(call: Promise<unknown>): Promise<{ code: number; message: string }> {
+export async function refused(call: Promise<unknown>): Promise<JsonRpcFailure> {
   const result = await call.then(
     (r) => ({ ok: true as const, r }),
-    (e: unknown) => ({ ok: false as const, e: e as { code: number; message: string } }),
+    (e: unknown) => ({ ok: false as const, e: e as JsonRpcFailure }),
   );
   if (result.ok) throw new Error(`expected a refusal, got ${JSON.stringify(result.r)}`);
   return result.e;

@@ -1,3 +1,4 @@
+import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/cli.js';
@@ -5,12 +6,27 @@ import { spawnGateway, writeConfig } from '../helpers/child-gateway.js';
 import { makeLocalCa } from '../helpers/tls.js';
 import { tempDir } from '../helpers/tmp.js';
 
-/** What `trajgate start` says before it serves, and the workspace it refuses to start without. */
+/**
+ * What `trajgate start` says before it serves, the workspace it refuses to start without, and
+ * trajgate's data it refuses to keep inside a workspace.
+ */
 let stop: (() => Promise<unknown>) | undefined;
 afterEach(async () => {
   await stop?.();
   stop = undefined;
 });
+
+/** `start` and `check-config` both exit 1 on `config` with exactly these lines on stderr. */
+function refusedByBoth(config: string, lines: readonly string[]): void {
+  for (const args of [
+    ['start', '--config', config],
+    ['check-config', config],
+  ]) {
+    const r = runCli(args);
+    expect(r.status, args[0]).toBe(1);
+    expect(r.stderr, args[0]).toBe([...lines, ''].join('\n'));
+  }
+}
 
 describe('trajgate start', () => {
   it('says when the allowlist is empty and lists the intercepted hosts', async () => {
@@ -44,20 +60,35 @@ describe('trajgate start', () => {
       agents: [{ id: 'a1', token: 'a'.repeat(20), workspace: join(dir, 'gone') }],
       listen: { proxy: '127.0.0.1:0', bridge: '127.0.0.1:0', admin: '127.0.0.1:0' },
     });
-    for (const args of [
-      ['start', '--config', config],
-      ['check-config', config],
-    ]) {
-      const r = runCli(args);
-      expect(r.status, args[0]).toBe(1);
-      expect(r.stderr).toBe(
-        [
-          `trajgate: ${config}: no such workspace`,
-          `  workspace: ${dir}/missing does not exist (create it, or change workspace)`,
-          `  agents[0].workspace: ${dir}/gone does not exist (create it, or change agents[0].workspace)`,
-          '',
-        ].join('\n'),
-      );
-    }
+    refusedByBoth(config, [
+      `trajgate: ${config}: no such workspace`,
+      `  workspace: ${dir}/missing does not exist (create it, or change workspace)`,
+      `  agents[0].workspace: ${dir}/gone does not exist (create it, or change agents[0].workspace)`,
+    ]);
+  });
+
+  it("trajgate's data inside a workspace is a startup error naming both paths and keys", () => {
+    const dir = tempDir();
+    const ws = join(dir, 'ws');
+    mkdirSync(join(ws, 'agent'), { recursive: true });
+    const config = writeConfig(dir, {
+      version: 1,
+      workspace: './ws',
+      journal: './ws/.trajgate/journal.jsonl',
+      agents: [{ id: 'a1', token: 'a'.repeat(20), workspace: './ws/agent' }],
+      tls: { ca: './ws/agent/certs' },
+      listen: { proxy: '127.0.0.1:0', bridge: '127.0.0.1:0', admin: '127.0.0.1:0' },
+    });
+    const then = ', where the agent could read or rewrite it: move one of them';
+    refusedByBoth(config, [
+      `trajgate: ${config}: trajgate's data and a workspace overlap`,
+      `  journal.path: the journal's folder ${ws}/.trajgate is inside the workspace ${ws} (workspace)${then}`,
+      `  tls.ca: the CA certificate ${ws}/agent/certs/ca.pem is inside the workspace ${ws} (workspace)${then}`,
+      `  tls.ca: the CA certificate ${ws}/agent/certs/ca.pem is inside the workspace ${ws}/agent (agents[0].workspace)${then}`,
+      `  tls.ca: the CA key ${ws}/agent/certs/ca-key.pem is inside the workspace ${ws} (workspace)${then}`,
+      `  tls.ca: the CA key ${ws}/agent/certs/ca-key.pem is inside the workspace ${ws}/agent (agents[0].workspace)${then}`,
+    ]);
+    // Refused before the journal was opened.
+    expect(existsSync(join(ws, '.trajgate'))).toBe(false);
   });
 });

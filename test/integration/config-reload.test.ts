@@ -14,6 +14,7 @@ import { fileGateway as startFileGateway } from '../helpers/file-gateway.js';
 import { connectTunnel, roundTrip, startEchoServer } from '../helpers/raw.js';
 import { makeLocalCa } from '../helpers/tls.js';
 import { startUpstream, TEST_CA_PATH } from '../helpers/upstream.js';
+import { tempDir } from '../helpers/tmp.js';
 
 /** Config reload by the admin API: what changes, what stays, what a bad file does. Loopback only. */
 const upstream = await startUpstream();
@@ -59,6 +60,23 @@ describe('POST /api/reload', () => {
     expect(res.json.error.message).toMatch(/running config was kept/);
     expect(res.json.error.details.join('\n')).toMatch(/netwrk: unknown key/);
     expect((await get(g, `${upstream.url}/still`)).status).toBe(200);
+    expect(g.records().some((r) => r.type === 'config')).toBe(false);
+  });
+
+  it("a workspace holding trajgate's data is refused, naming both; the running config is kept", async () => {
+    const g = await fileGateway(network([`127.0.0.1:${upstream.port}`]));
+    const data = dirname(g.journal);
+    g.write({ ...network([`127.0.0.1:${upstream.port}`]), workspace: dirname(data) });
+    const res = await reload(g);
+    expect(res.status).toBe(400);
+    expect(res.json.error).toMatchObject({
+      code: 'E_CONFIG_INVALID',
+      message: `${g.file}: trajgate's data and a workspace overlap; the running config was kept`,
+    });
+    expect(res.json.error.details).toContain(
+      `journal.path: the journal's folder ${data} is inside the workspace ${dirname(data)} (workspace), where the agent could read or rewrite it: move one of them`,
+    );
+    expect(g.gw.config.workspace).not.toBe(dirname(data));
     expect(g.records().some((r) => r.type === 'config')).toBe(false);
   });
 
@@ -186,10 +204,11 @@ describe('SIGHUP', () => {
     const base = { policy: { pause: 'block' } };
     const { cli, journal, proxy } = await spawnGateway({ ...base, ...network([]) });
     const dir = dirname(journal);
+    const workspace = tempDir('trajgate-ws-');
     const rewrite = (extra: Record<string, unknown>) =>
       writeConfig(dir, {
         version: 1,
-        workspace: dir,
+        workspace,
         journal,
         listen: { proxy: '127.0.0.1:0', bridge: '127.0.0.1:0', admin: '127.0.0.1:0' },
         ...base,

@@ -1,15 +1,16 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { request } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
 import { tempDir } from '../helpers/tmp.js';
 
 /**
  * The example config starts as written, the way the README says to run it from a clone
- * (`npx trajgate start --config …`): no environment variables, paths next to the file, the
- * data it writes git-ignored. Only the listen addresses change (port 0: tests bind no fixed
- * port), and the banner shows the real ones.
+ * (`npx trajgate start --config …`): no environment variables, paths next to the file, its
+ * workspace beside config/ and its data outside that, the data it writes git-ignored. Only the
+ * listen addresses change (port 0: tests bind no fixed port), and the banner shows the real
+ * ones.
  */
 const ROOT = join(import.meta.dirname, '../..');
 const EXAMPLE = join(ROOT, 'config/trajgate.example.yaml');
@@ -52,7 +53,11 @@ function npxStart(file: string) {
 
 describe('config/trajgate.example.yaml', () => {
   it('starts as written with no environment variables; the banner names what it runs', async () => {
-    const dir = tempDir();
+    // The clone's layout: config/ and workspace/ side by side.
+    const root = tempDir();
+    const dir = join(root, 'config');
+    mkdirSync(dir);
+    mkdirSync(join(root, 'workspace'));
     const file = join(dir, 'trajgate.example.yaml');
     let replaced = 0;
     const text = readFileSync(EXAMPLE, 'utf8').replace(
@@ -64,7 +69,7 @@ describe('config/trajgate.example.yaml', () => {
 
     const { banner } = npxStart(file);
     const out = await banner;
-    expect(out).toContain(`trajgate: config ${file}; workspace ${dirname(dir)}\n`);
+    expect(out).toContain(`trajgate: config ${file}; workspace ${join(root, 'workspace')}\n`);
     expect(out).toContain(`trajgate: journal ${join(dir, 'data/journal.jsonl')} (0 records`);
     const port = (re: RegExp) => Number(re.exec(out)?.[1]);
     const proxy = port(/proxy listening on http:\/\/127\.0\.0\.1:(\d+)\n/);
@@ -97,8 +102,11 @@ describe('config/trajgate.example.yaml', () => {
       'config/data/journal.jsonl',
       'config/data/admin-token',
       'config/certs/ca-key.pem',
+      'workspace/notes.txt',
     ];
     const r = spawnSync('git', ['check-ignore', ...paths], { cwd: ROOT, encoding: 'utf8' });
     expect(r.stdout.trim().split('\n')).toEqual(paths);
+    // The folder itself is in the clone, so that the config starts as written.
+    expect(spawnSync('git', ['check-ignore', 'workspace/README.md'], { cwd: ROOT }).status).toBe(1);
   });
 });

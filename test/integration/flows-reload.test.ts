@@ -12,6 +12,7 @@ import {
   startEchoServer,
   startTcpServer,
 } from '../helpers/raw.js';
+import { tempDir } from '../helpers/tmp.js';
 import { startUpstream } from '../helpers/upstream.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -24,6 +25,8 @@ import { waitFor } from '../helpers/wait.js';
 const ADMIN = 'admin-token-for-flow-reload-012345';
 const TOKEN_A = 'agent-a-token-0123456789abcdef';
 const TOKEN_B = 'agent-a-rotated-token-0123456789';
+/** agent-a's own workspace (an existing folder, apart from the gateways' data). */
+const WS = tempDir('trajgate-ws-');
 const upstream = await startUpstream();
 const echo = await startEchoServer();
 const ECHO = `127.0.0.1:${echo.port}`;
@@ -51,7 +54,7 @@ const basic = (token: string) => `Basic ${Buffer.from(`agent-a:${token}`).toStri
 describe('a reload re-judges live flows', () => {
   it('a rotated agent token closes a tunnel waiting for its first byte', async () => {
     const agents = (token: string) => ({
-      agents: [{ id: 'agent-a', token, workspace: '/tmp' }],
+      agents: [{ id: 'agent-a', token, workspace: WS }],
       network: {
         allow: [`GET http://127.0.0.1:${upstream.port}/x`],
         allowPrivate: ['127.0.0.1/32'],
@@ -84,7 +87,7 @@ describe('a reload re-judges live flows', () => {
 
   it('a rotated agent token refuses its held requests: none is ever sent', async () => {
     const agents = (token: string) => ({
-      agents: [{ id: 'agent-a', token, workspace: '/tmp' }],
+      agents: [{ id: 'agent-a', token, workspace: WS }],
       network: { allow: [], allowPrivate: ['127.0.0.1/32'] },
       policy: { pause: 'hold', holdTimeout: '30s' },
     });

@@ -53,7 +53,7 @@ async function stage(journal: Record<string, unknown>, dir = tempDir()): Promise
   });
   const config = {
     version: 1,
-    workspace: dir,
+    workspace: tempDir('trajgate-ws-'),
     journal: { path, rotate: 4096, ...journal },
     listen: { proxy: '127.0.0.1:0', bridge: '127.0.0.1:0', admin: '127.0.0.1:0' },
     agents: agents(['agent-1']),

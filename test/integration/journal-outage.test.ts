@@ -38,7 +38,7 @@ const gw = await startGateway(
   parseConfig(
     stringify({
       version: 1,
-      workspace: dir,
+      workspace: tempDir('trajgate-ws-'),
       journal,
       listen: { proxy: '127.0.0.1:0', bridge: '127.0.0.1:0', admin: '127.0.0.1:0' },
       agents: [{ id: 'agent-1', token: agentToken('agent-1') }],

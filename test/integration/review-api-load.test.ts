@@ -78,7 +78,7 @@ const upstream = await startUpstream();
 const child = await startChild(
   writeConfig(dir, {
     version: 1,
-    workspace: dir,
+    workspace: tempDir('trajgate-ws-'),
     journal: join(dir, 'journal.jsonl'),
     listen: { proxy: '127.0.0.1:0', bridge: '127.0.0.1:0', admin: '127.0.0.1:0' },
     agents: AGENTS,

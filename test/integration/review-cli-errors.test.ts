@@ -79,10 +79,12 @@ describe('operator CLI errors', () => {
   });
 
   it('no token anywhere → a usage error naming where it looked', async () => {
-    const r = await runCliAsync(['sessions', '--admin', admin()], { cwd, env: noToken });
+    // The embedded default's data folder: the XDG state folder, never the current one.
+    const env = { ...noToken, TRAJGATE_DATA: undefined, XDG_STATE_HOME: join(cwd, 'state') };
+    const r = await runCliAsync(['sessions', '--admin', admin()], { cwd, env });
     expect(r.status).toBe(2);
     expect(r.stderr).toContain('no admin token: set TRAJGATE_ADMIN_TOKEN');
-    expect(r.stderr).toContain(join(cwd, 'data', 'admin-token'));
+    expect(r.stderr).toContain(join(cwd, 'state', 'trajgate', 'admin-token'));
   });
 
   it.each([

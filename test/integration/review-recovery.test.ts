@@ -31,7 +31,7 @@ function recoveryConfig(): { dir: string; journal: string; file: string } {
   const journal = `${dir}/data/journal.jsonl`;
   const file = writeConfig(dir, {
     version: 1,
-    workspace: dir,
+    workspace: tempDir('trajgate-ws-'),
     journal,
     listen: { proxy: '127.0.0.1:0', bridge: '127.0.0.1:0', admin: '127.0.0.1:0' },
     agents: AGENTS,

@@ -49,13 +49,26 @@ describe('${VAR:-default}', () => {
 describe('TRAJGATE_DATA', () => {
   it('a relative journal resolves against it; an absolute one is kept', () => {
     const env = { TRAJGATE_DATA: '/var/lib/trajgate' };
-    const rel = parseConfig('version: 1\njournal: ./data/j.jsonl\n', 'x', '/etc/trajgate', env);
+    const text = 'version: 1\njournal: ./data/j.jsonl\ntls: { ca: ./certs }\n';
+    const rel = parseConfig(text, 'x', '/etc/trajgate', env);
     expect(rel.journal.path).toBe('/var/lib/trajgate/data/j.jsonl');
     expect(rel.tls.ca).toBe('/etc/trajgate/certs');
     const abs = parseConfig('version: 1\njournal: /srv/j.jsonl\n', 'x', '/etc/trajgate', env);
     expect(abs.journal.path).toBe('/srv/j.jsonl');
-    expect(defaultConfig('/srv/x', env).journal.path).toBe('/var/lib/trajgate/data/journal.jsonl');
-    expect(defaultConfig('/srv/x', {}).journal.path).toBe('/srv/x/data/journal.jsonl');
+  });
+
+  it.each([
+    [{ TRAJGATE_DATA: '/var/lib/trajgate' }, '/var/lib/trajgate'],
+    [{ TRAJGATE_DATA: 'rel', XDG_STATE_HOME: '/xdg' }, '/srv/x/rel'],
+    [{ XDG_STATE_HOME: '/xdg', HOME: '/home/u' }, '/xdg/trajgate'],
+    [{ XDG_STATE_HOME: 'relative', HOME: '/home/u' }, '/home/u/.local/state/trajgate'],
+    [{ HOME: '/home/u' }, '/home/u/.local/state/trajgate'],
+  ])('with %j, data not given goes to %s, never the current folder', (env, home) => {
+    const embedded = defaultConfig('/srv/x', env);
+    expect(embedded.journal.path).toBe(`${home}/journal.jsonl`);
+    expect(embedded.tls.ca).toBe(`${home}/certs`);
+    const file = parseConfig('version: 1\n', 'x', '/srv/x', env);
+    expect([file.journal.path, file.tls.ca]).toEqual([`${home}/journal.jsonl`, `${home}/certs`]);
   });
 });
 

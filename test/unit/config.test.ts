@@ -66,9 +66,11 @@ describe('valid configs', () => {
   });
 
   it('the embedded default matches the design', () => {
-    const config = defaultConfig('/srv/x');
+    const config = defaultConfig('/srv/x', { HOME: '/home/u' });
     expect(config.workspace).toBe('/srv/x');
-    expect(config.journal.path).toBe('/srv/x/data/journal.jsonl');
+    // Never in the workspace (issue 26): the XDG state folder.
+    expect(config.journal.path).toBe('/home/u/.local/state/trajgate/journal.jsonl');
+    expect(config.tls.ca).toBe('/home/u/.local/state/trajgate/certs');
     expect(config.listen.proxy).toEqual({ host: '127.0.0.1', port: 8080 });
     expect(config.listen.bridge).toEqual({ host: '127.0.0.1', port: 8081 });
     expect(config.listen.admin).toEqual({ host: '127.0.0.1', port: 8082 });

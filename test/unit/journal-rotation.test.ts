@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import { parseConfig } from '../../src/config/load.js';
+import { dataHome, parseConfig } from '../../src/config/load.js';
 import type { Config } from '../../src/config/load.js';
 import { isTrajgateError } from '../../src/errors.js';
 import { normalizeEvent } from '../../src/event/normalize.js';
@@ -386,7 +386,8 @@ describe('journal rotation with snapshots', () => {
       chain: true,
     });
     expect(configFor(dir, { rotate: '64MB', keep: 3, keepFor: '36h' }).journal).toEqual({
-      path: join(dir, 'data/journal.jsonl'),
+      // No path: the journal in trajgate's data folder, never beside the config.
+      path: join(dataHome(dir), 'journal.jsonl'),
       rotate: 64_000_000,
       keep: 3,
       keepFor: 36 * 3_600_000,
