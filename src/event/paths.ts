@@ -186,7 +186,7 @@ export interface PathReadings {
 export const fileIdentity = (st: BigIntStats): string => `${st.dev}:${st.ino}`;
 
 /** The identities of the readings that are regular files with more than one name, if any. */
-function linked(path: string | null, alias: string | null): readonly string[] | undefined {
+export function linked(path: string | null, alias: string | null): readonly string[] | undefined {
   let out: string[] | undefined;
   for (const p of [path, alias]) {
     if (p === null) continue;

@@ -2,6 +2,7 @@ import { TrajgateError } from '../errors.js';
 import { isAbsolute } from 'node:path';
 import type { EventInput } from './event.js';
 import { PATH_KINDS } from './event.js';
+import { linked } from './paths.js';
 
 const METHOD = /^[A-Za-z]{1,16}$/;
 
@@ -102,11 +103,10 @@ function withReadings(input: EventInput, fields: Record<string, unknown>): Event
     if (v !== undefined && v !== null && !(typeof v === 'string' && isAbsolute(v)))
       fail(`"${name}" must be an absolute path or null, got ${describeValue(v)}`);
   }
-  const readings = {
-    path: resolved as string | null,
-    alias: (alias as string | undefined) ?? null,
-  };
-  return { ...input, readings };
+  const path = resolved as string | null;
+  const other = (alias as string | undefined) ?? null;
+  // Which names are hard-linked is read now: a record keeps paths, not file identities.
+  return { ...input, readings: { path, alias: other, inodes: linked(path, other) } };
 }
 
 /** A value as an error message shows what was found: its type, and short scalars themselves. */

@@ -155,7 +155,7 @@ describe('the HTTP adapter', () => {
     ['GET', `/fs/read?path=${encodeURIComponent(TOKEN_FILE)}`, undefined],
     ['GET', '/fs/read?path=token-link', undefined],
     ['POST', '/fs/write', { path: 'data-link/journal.jsonl', content: '' }],
-    ['DELETE', '/files/data-link', undefined],
+    ['DELETE', '/files?path=data-link', undefined],
   ])('%s %s: 403 PAUSE, one record, the tool server sees nothing', async (method, path, body) => {
     const before = g.records().length;
     const tooled = seen.length;
