@@ -23,6 +23,7 @@ import { snapshotOptions } from './review/snapshot.js';
 import type { JournalRecord } from './journal/records.js';
 import type { JournalWriter } from './journal/writer.js';
 import { toolMap } from './event/tool-map.js';
+import { HookCalls } from './ingress/hook-calls.js';
 import { createBridgeServer } from './ingress/bridge.js';
 import { SessionOrder } from './ingress/session-order.js';
 import { Identity } from './ingress/identity.js';
@@ -129,6 +130,7 @@ export async function startGateway(
     index,
     recentEvents: config.policy.recentEvents,
   };
+  const calls = new HookCalls();
   // Records read back are not shared again: only those written from now on.
   let shared: (record: JournalRecord) => void = () => undefined;
   const { writer: journal, restored } = opened.locally(() =>
@@ -138,6 +140,7 @@ export async function startGateway(
         // A shared store holds the guard's state; this journal is this gateway's audit trail.
         if (opened.rebuildsFromJournal) applyRecord(guard, record);
         review.restore(record);
+        calls.restore(record);
       },
       {
         fsyncMs: config.journalFsync,
@@ -274,6 +277,7 @@ export async function startGateway(
     log,
     order: new SessionOrder(),
     drain,
+    calls,
   });
   const { tokens, file: adminTokenFile } = adminTokens(config);
   const keys = new AdminKeys(tokens);

@@ -34,6 +34,10 @@ export interface EventRecord extends RecordBase {
   /** SHA-256 (hex) of the whole target, when `target` is only its prefix. */
   readonly targetSha256?: string;
   readonly method?: string;
+  /** A read of everything under `target` (a search, a directory tree): read rules judge it so. */
+  readonly tree?: true;
+  /** The runner's id of the call (Claude Code's `tool_use_id`), which its result names. */
+  readonly call?: string;
   readonly approved: boolean;
   readonly verdict: Verdict;
   readonly boundary: string | null;

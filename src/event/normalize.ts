@@ -34,12 +34,17 @@ export function normalizeEvent(
     method: input.method?.toUpperCase(),
     subject: subjectOf(input, ctx.workspace, paths),
     failed: input.failed,
+    call: input.call,
   };
 }
 
 function subjectOf(input: EventInput, workspace: string, paths: PathResolver): Subject {
   if (input.kind === 'network') return parseNetworkTarget(input.target, input.method, input.url);
-  if (PATH_KINDS.has(input.kind))
-    return { type: 'path', ...(input.readings ?? paths(input.target, workspace)) };
+  if (PATH_KINDS.has(input.kind)) {
+    const { path, alias } = input.readings ?? paths(input.target, workspace);
+    return input.tree === true
+      ? { type: 'path', path, alias, tree: true }
+      : { type: 'path', path, alias };
+  }
   return { type: 'opaque', value: input.target };
 }

@@ -83,14 +83,16 @@ export function compileTargets(
 
 /**
  * A path by its real path or its lexical reading, a network destination by pattern on any
- * reading of its path (a rule naming a path fires however it is spelled).
+ * reading of its path (a rule naming a path fires however it is spelled). A tree read matches
+ * when any path under its root could: what it returns may come from there.
  */
 export function matchesTargets(targets: Targets, event: Event): boolean {
   const s = event.subject;
   if (s.type === 'network') return targets.network.some((p) => reachesNetwork(p, s) !== null);
   if (s.type === 'path') {
     const g = targets.glob;
-    return g.test(s.path ?? event.target) || (s.alias !== null && g.test(s.alias));
+    const test = s.tree === true ? g.reaches : g.test;
+    return test(s.path ?? event.target) || (s.alias !== null && test(s.alias));
   }
   return targets.glob.test(s.value);
 }

@@ -10,6 +10,7 @@ import type { Decision } from '../guard/guard.js';
 import type { Pipeline } from '../pipeline/pipeline.js';
 import type { Presence } from '../action/hold.js';
 import type { Drain } from './drain.js';
+import type { HookCalls } from './hook-calls.js';
 import type { Identity } from './identity.js';
 import type { SessionOrder } from './session-order.js';
 import type { Who } from './identity.js';
@@ -27,6 +28,8 @@ export interface BridgeContext {
   readonly order: SessionOrder;
   /** Counts running handlers (a stop waits for their outcomes). */
   readonly drain: Drain;
+  /** Runners' calls by id, for their results to be linked to. */
+  readonly calls: HookCalls;
 }
 
 /** A bridge request once its agent is known, as the listener hands it to a handler. */
