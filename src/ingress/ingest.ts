@@ -37,13 +37,12 @@ export async function handleIngest(
     source: 'ingest',
     waiting: presence(req.socket),
     what: (e) => `${e.kind} ${e.target}`,
+  }).finally(() => {
+    if (input.call !== undefined) ctx.calls.close(who.session, input.call);
   });
-  if (input.call !== undefined) {
-    // Judged (its record written) whatever the verdict: its result, if any, links to it.
-    const rid = ruling.rids[0];
-    if (rid === undefined) ctx.calls.close(who.session, input.call);
-    else ctx.calls.judged(who.session, input.call, rid);
-  }
+  // Judged (its record written) whatever the verdict: its result, if any, links to it.
+  const rid = ruling.rids[0];
+  if (input.call !== undefined && rid !== undefined) ctx.calls.judged(who.session, input.call, rid);
   if (ruling.gone)
     return callOutcome(
       ctx.pipeline,
