@@ -92,7 +92,7 @@ function step(t: readonly Token[], live: readonly number[], c: string): number[]
     const slash = c === '/';
     if (tok.type === 'c' ? tok.c === c : tok.type === 'one' && !slash) next.push(at + 1);
     else if ((tok.type === 'star' && !slash) || tok.type === 'any') next.push(at);
-    else if (tok.type === 'dirs') next.push(slash ? at + 1 : at, at);
+    else if (tok.type === 'dirs') next.push(...(slash ? [at, at + 1] : [at]));
     else if (tok.type === 'under' && slash) next.push(t.length + 1);
   }
   return closure(t, next);
