@@ -24,6 +24,7 @@ import { snapshotOptions } from './review/snapshot.js';
 import type { JournalRecord } from './journal/records.js';
 import type { JournalWriter } from './journal/writer.js';
 import { toolMap } from './event/tool-map.js';
+import { HookCalls } from './ingress/hook-calls.js';
 import { createBridgeServer } from './ingress/bridge.js';
 import { McpSessions } from './ingress/mcp-sessions.js';
 import { SessionOrder } from './ingress/session-order.js';
@@ -132,6 +133,7 @@ export async function startGateway(
     index,
     recentEvents: config.policy.recentEvents,
   };
+  const calls = new HookCalls();
   // Records read back are not shared again: only those written from now on.
   let shared: (record: JournalRecord) => void = () => undefined;
   const { writer: journal, restored } = opened.locally(() =>
@@ -141,6 +143,7 @@ export async function startGateway(
         // A shared store holds the guard's state; this journal is this gateway's audit trail.
         if (opened.rebuildsFromJournal) applyRecord(guard, record);
         review.restore(record);
+        calls.restore(record);
       },
       {
         fsyncMs: config.journalFsync,
@@ -280,6 +283,7 @@ export async function startGateway(
     order: new SessionOrder(),
     sessions: new McpSessions(key),
     drain,
+    calls,
   });
   const { tokens, file: adminTokenFile } = adminTokens(config);
   const keys = new AdminKeys(tokens);

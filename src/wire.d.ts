@@ -42,6 +42,10 @@ export interface EventRecord extends RecordBase {
   readonly resolved?: string | null;
   /** The lexical-`..` reading of the target, when it differs from `resolved`. */
   readonly alias?: string;
+  /** A read of everything under `target` (a search, a directory tree): read rules judge it so. */
+  readonly tree?: true;
+  /** The runner's id of the call (Claude Code's `tool_use_id`), which its result names. */
+  readonly call?: string;
   readonly approved: boolean;
   readonly verdict: Verdict;
   readonly boundary: string | null;

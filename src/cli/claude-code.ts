@@ -26,20 +26,16 @@ export type HookAction =
 
 /** Error texts kept in a result record: enough to see what failed, not a command's output. */
 const ERROR_CHARS = 1000;
-const READS: Readonly<Record<string, string>> = {
-  Read: 'file_path',
-  Glob: 'path',
-  Grep: 'path',
-  LS: 'path',
-};
+/** Tools that list or search a folder: their answer can carry anything under it. */
+const TREE_READS: ReadonlySet<string> = new Set(['Glob', 'Grep', 'LS']);
 const WRITES: Readonly<Record<string, string>> = {
   Write: 'file_path',
   Edit: 'file_path',
   MultiEdit: 'file_path',
   NotebookEdit: 'notebook_path',
 };
-/** Glob syntax: a pattern reads from the folder before its first segment holding one. */
-const GLOB_MAGIC = /[*?[\]{}]/;
+/** Glob syntax (and ripgrep's escape): a pattern reads from the folder before it. */
+const GLOB_MAGIC = /[*?[\]{}\\]/;
 
 const invalid = (why: string): never => {
   throw new TrajgateError('E_EVENT_INVALID', `hook input: ${why}`);
@@ -58,29 +54,34 @@ export function claudeCodeAction(text: string): HookAction {
   const hook = (input as Record<string, unknown>).hook_event_name ?? 'PreToolUse';
   if (typeof hook !== 'string') return invalid('"hook_event_name" is not a string');
   const fields = input as Record<string, unknown>;
-  if (hook === 'PreToolUse') return { type: 'judge', event: claudeCodeEvent(fields) };
-  if (hook !== 'PostToolUse' && hook !== 'PostToolUseFailure') return { type: 'none', hook };
-  const { kind, target } = claudeCodeEvent(fields);
+  if (hook !== 'PreToolUse' && hook !== 'PostToolUse' && hook !== 'PostToolUseFailure')
+    return { type: 'none', hook };
+  const event = claudeCodeEvent(fields);
+  // The id links the result to its call: without it the result counts as a failure.
+  const id = fields.tool_use_id;
+  if (id !== undefined && typeof id !== 'string') return invalid('"tool_use_id" is not a string');
+  const call = id === undefined || id === '' ? {} : { call: id };
+  if (hook === 'PreToolUse') return { type: 'judge', event: { ...event, ...call } };
   const error = failure(hook, fields);
-  const call = fields.tool_use_id;
   return {
     type: 'result',
     result: {
-      kind,
-      target,
+      kind: event.kind,
+      target: event.target,
       tool: fields.tool_name as string,
       ok: error === null,
       ...(error === null ? {} : { error }),
-      ...(typeof call === 'string' && call !== '' ? { call } : {}),
+      ...call,
     },
   };
 }
 
 /**
- * The event a tool call is judged as, by what the tool does: Read/Glob/Grep/LS read their path
- * (default: `cwd`), Write/Edit/MultiEdit/NotebookEdit write theirs, Bash runs a command in
- * `cwd`, WebFetch GETs its URL; anything else is a `tool` event by name. Relative paths are
- * joined to `cwd` without normalising `..`, so the gateway judges both of its readings.
+ * The event a tool call is judged as, by what the tool does: Read reads its file, Glob/Grep/LS
+ * read the tree under their path (default: `cwd`) narrowed by their pattern's fixed part,
+ * Write/Edit/MultiEdit/NotebookEdit write theirs, Bash runs a command in `cwd`, WebFetch GETs
+ * its URL; anything else is a `tool` event by name. Relative paths are joined to `cwd` without
+ * normalising `..`, so the gateway judges both of its readings.
  */
 function claudeCodeEvent(input: Record<string, unknown>): EventInput {
   const tool = input.tool_name;
@@ -98,21 +99,30 @@ function claudeCodeEvent(input: Record<string, unknown>): EventInput {
     return typeof v === 'string' && isAbsolute(v) ? v : invalid('no absolute "cwd"');
   };
   // Whether `~` or `file:` is expanded is the runner's business: refused, not guessed.
-  const under = (base: () => string, value: string, name: string): string => {
-    if (value.startsWith('~') || /^file:/i.test(value))
-      return invalid(`"tool_input.${name}" ${JSON.stringify(value)}: give an absolute path`);
-    return isAbsolute(value) ? value : `${base().replace(/\/+$/, '')}/${value}`;
-  };
+  const refuseHome = (value: string, name: string): string =>
+    value.startsWith('~') || /^file:/i.test(value)
+      ? invalid(`"tool_input.${name}" ${JSON.stringify(value)}: give an absolute path`)
+      : value;
   const path = (name: string): string => {
     const value = arg(name);
-    return value === null ? cwd() : under(cwd, value, name);
+    if (value === null) return cwd();
+    refuseHome(value, name);
+    return isAbsolute(value) ? value : `${cwd().replace(/\/+$/, '')}/${value}`;
   };
-  const read = READS[tool];
-  if (read !== undefined) {
-    const base = path(read);
-    const pattern = tool === 'Glob' ? arg('pattern') : null;
-    const target = pattern === null ? base : globRoot(under(() => base, pattern, 'pattern'));
-    return { kind: 'read', target };
+  if (tool === 'Read') return { kind: 'read', target: path('file_path') };
+  if (TREE_READS.has(tool)) {
+    const base = path('path');
+    let target = base;
+    if (tool === 'Glob') {
+      const pattern = arg('pattern');
+      if (pattern !== null) target = globRoot(base, refuseHome(pattern, 'pattern'));
+    } else if (tool === 'Grep') {
+      // A type (`py`, `ts`) picks files by name anywhere under the path: it narrows no folder.
+      arg('type');
+      const glob = arg('glob');
+      if (glob !== null) target = grepRoot(base, refuseHome(glob, 'glob'));
+    }
+    return { kind: 'read', target, tree: true };
   }
   const write = WRITES[tool];
   if (write !== undefined) {
@@ -128,11 +138,35 @@ function claudeCodeEvent(input: Record<string, unknown>): EventInput {
   return { kind: 'tool', target: tool };
 }
 
-/** `/ws/src/**\/*.ts` → `/ws/src`; an absolute or `..` pattern reads where it points. */
-function globRoot(pattern: string): string {
-  const segments = pattern.split('/');
+/**
+ * The folder a Glob pattern can list: `src/**\/*.ts` → `base/src`; an absolute or `..`
+ * pattern reads where it points. One name (`*.pem`, `id_rsa`) may match at any depth, as a
+ * ripgrep glob does, and `!` means all but: the whole of `base`.
+ */
+function globRoot(base: string, pattern: string): string {
+  if (pattern.startsWith('!')) return base;
+  if (isAbsolute(pattern)) return fixedPart(pattern.split('/')).join('/') || posix.sep;
+  if (!pattern.replace(/\/+$/, '').includes('/')) return base;
+  return [base.replace(/\/+$/, ''), ...fixedPart(pattern.split('/'))].join('/') || posix.sep;
+}
+
+/**
+ * The folder a Grep glob narrows its search to. ripgrep searches only under `path` and reads
+ * a glob relative to it (a leading `/` anchors it there), one without an inner `/` at any
+ * depth, `!` as all but: only a fixed leading part without `.` or `..` narrows it.
+ */
+function grepRoot(base: string, glob: string): string {
+  const inner = glob.replace(/^\/+/, '').replace(/\/+$/, '');
+  if (glob.startsWith('!') || !inner.includes('/')) return base;
+  const fixed = fixedPart(inner.split('/'));
+  if (fixed.length === 0 || fixed.some((s) => s === '' || s === '.' || s === '..')) return base;
+  return [base.replace(/\/+$/, ''), ...fixed].join('/');
+}
+
+/** The segments before the first one holding glob syntax. */
+function fixedPart(segments: string[]): string[] {
   const magic = segments.findIndex((s) => GLOB_MAGIC.test(s));
-  return magic === -1 ? pattern : segments.slice(0, magic).join('/') || posix.sep;
+  return magic === -1 ? segments : segments.slice(0, magic);
 }
 
 /**

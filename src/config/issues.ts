@@ -33,3 +33,21 @@ export function formatIssue(issue: z.core.$ZodIssue, root?: unknown): string {
       return `${at}: ${issue.message}`;
   }
 }
+
+/**
+ * The issues with a union's (a value or a list of them, like `bridge.tools`) replaced by those
+ * of the branch the value took: the one that got past the shape check. `Invalid input` alone
+ * would name neither the key nor the problem.
+ */
+export function branchIssues(issues: readonly z.core.$ZodIssue[]): z.core.$ZodIssue[] {
+  return issues.flatMap((issue) => {
+    if (issue.code !== 'invalid_union') return [issue];
+    const taken = issue.errors.filter((branch) => branch.some((i) => i.path.length > 0));
+    if (taken.length !== 1) return [issue];
+    const inner = (taken[0] as z.core.$ZodIssue[]).map((i) => ({
+      ...i,
+      path: [...issue.path, ...i.path],
+    }));
+    return branchIssues(inner);
+  });
+}

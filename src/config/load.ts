@@ -6,7 +6,7 @@ import type { Document } from 'yaml';
 import { errnoCode, TrajgateError } from '../errors.js';
 import { physicalPath } from '../event/paths.js';
 import { expandEnv } from './env.js';
-import { formatIssue, keyPath } from './issues.js';
+import { branchIssues, formatIssue, keyPath } from './issues.js';
 import type { RawJournal } from './journal-schema.js';
 import { DEFAULT_JOURNAL } from './journal-schema.js';
 import type { HostPort } from './formats.js';
@@ -160,7 +160,7 @@ function validate(
 ): Config {
   const result = configSchema.safeParse(value, { reportInput: true });
   const details = [...(yaml?.envErrors ?? [])];
-  for (const issue of result.error?.issues ?? []) {
+  for (const issue of branchIssues(result.error?.issues ?? [])) {
     // A value emptied by a missing variable is already explained by that error.
     if (yaml?.missing.some((p) => keyPath(p) === keyPath(issue.path))) continue;
     const at = (path: readonly PropertyKey[]) =>

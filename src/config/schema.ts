@@ -108,16 +108,26 @@ function checkBoundary(key: string, b: z.output<typeof boundary>, ctx: z.Refinem
   }
 }
 
-/** Where a tool call's target is: an argument path; `[]` after a name takes each element. */
-const toolEvent = z.strictObject({
-  kind: name('a kind'),
-  target: z
-    .string()
-    .regex(
-      /^[A-Za-z0-9_-]+(\[\])?(\.[A-Za-z0-9_-]+(\[\])?)*$/,
-      'expected an argument path like path, options.cwd or paths[]',
-    ),
-});
+/**
+ * Where a tool call's target is: an argument path; `[]` after a name takes each element.
+ * `tree: true`: a read whose answer can carry anything under the target (a grep, a search).
+ */
+const toolEvent = z
+  .strictObject({
+    kind: name('a kind'),
+    target: z
+      .string()
+      .regex(
+        /^[A-Za-z0-9_-]+(\[\])?(\.[A-Za-z0-9_-]+(\[\])?)*$/,
+        'expected an argument path like path, options.cwd or paths[]',
+      ),
+    tree: z.boolean().optional(),
+  })
+  .refine((e) => e.tree !== true || e.kind === 'read', {
+    path: ['tree'],
+    message: 'tree: true is for kind read only (a read of everything under the target)',
+  })
+  .transform(({ tree, ...e }) => (tree === true ? { ...e, tree } : e));
 
 const agent = z.strictObject({
   id: name('an agent id'),

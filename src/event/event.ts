@@ -22,6 +22,11 @@ export interface PathSubject {
    * links): its other names may be anywhere, trajgate's own files included. Absent: none.
    */
   readonly inodes?: readonly string[] | undefined;
+  /**
+   * The call can return content (or names) from anywhere under this directory (a search, a
+   * directory tree, a grep): read rules match it when any path under it could match.
+   */
+  readonly tree?: true;
 }
 
 export interface NetworkSubject {
@@ -55,9 +60,13 @@ export interface EventInput {
   /** A network target the ingress has already parsed (saves parsing it twice per request). */
   readonly url?: URL;
   /** A path target the ingress has already resolved: judged as it will be forwarded. */
-  readonly readings?: Omit<PathSubject, 'type'>;
+  readonly readings?: Omit<PathSubject, 'type' | 'tree'>;
   /** The sender reports the action failed (a runner's hook, a recorded line). */
   readonly failed?: true;
+  /** A read of everything under its path (PathSubject.tree). */
+  readonly tree?: true;
+  /** The runner's id of the call (Claude Code's `tool_use_id`): its result names it. */
+  readonly call?: string;
 }
 
 export interface Event {
@@ -82,6 +91,8 @@ export interface Event {
   readonly denied?: string;
   /** The event is itself a failure report: it sets trajectory marks that ask `failed`. */
   readonly failed?: true;
+  /** The runner's id of the call it asked about (EventInput.call). */
+  readonly call?: string;
 }
 
 /** The destination used by `countBy: target`: host:port for network, else the target. */

@@ -40,6 +40,7 @@ export function normalizeEvent(
     subject,
     denied: subject.type === 'path' ? pathRefusal(input.kind, subject) : undefined,
     failed: input.failed,
+    call: input.call,
   };
 }
 
@@ -67,7 +68,11 @@ function subjectOf(input: EventInput, ctx: EventContext, paths: PathResolver): S
     if (problem !== null) throw new TrajgateError('E_EVENT_INVALID', problem);
     return parseNetworkTarget(input.target, input.method, input.url);
   }
-  if (PATH_KINDS.has(input.kind))
-    return { type: 'path', ...(input.readings ?? paths(input.target, ctx.workspace)) };
+  if (PATH_KINDS.has(input.kind)) {
+    const readings = input.readings ?? paths(input.target, ctx.workspace);
+    return input.tree === true
+      ? { type: 'path', ...readings, tree: true }
+      : { type: 'path', ...readings };
+  }
   return { type: 'opaque', value: input.target };
 }

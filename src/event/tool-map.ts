@@ -6,27 +6,35 @@ export interface ToolEventSpec {
   readonly kind: string;
   /** `path`, `options.cwd`, `paths[]` (each element of an array). */
   readonly target: string;
+  /** A read whose answer can carry anything under its target (PathSubject.tree). */
+  readonly tree?: true;
 }
 
 export type ToolMap = Readonly<Record<string, readonly ToolEventSpec[]>>;
 
 const write = (target: string): ToolEventSpec => ({ kind: 'write', target });
 const read = (target: string): ToolEventSpec => ({ kind: 'read', target });
+const tree = (target: string): ToolEventSpec => ({ kind: 'read', target, tree: true });
 
-/** The tools of @modelcontextprotocol/server-filesystem and the paths they act on. */
+/**
+ * The tools of @modelcontextprotocol/server-filesystem and the paths they act on, by what
+ * their answer can carry as well as what they change: `edit_file` answers a diff of the file
+ * (with `dryRun` too), `move_file` puts its source's content where the agent may read it under
+ * another name, listings and searches name what is under their folder.
+ */
 export const FILESYSTEM_TOOLS: ToolMap = {
   write_file: [write('path')],
-  edit_file: [write('path')],
+  edit_file: [read('path'), write('path')],
   create_directory: [write('path')],
-  move_file: [write('source'), write('destination')],
+  move_file: [read('source'), write('source'), write('destination')],
   read_file: [read('path')],
   read_text_file: [read('path')],
   read_media_file: [read('path')],
   read_multiple_files: [read('paths[]')],
-  list_directory: [read('path')],
-  list_directory_with_sizes: [read('path')],
-  directory_tree: [read('path')],
-  search_files: [read('path')],
+  list_directory: [tree('path')],
+  list_directory_with_sizes: [tree('path')],
+  directory_tree: [tree('path')],
+  search_files: [tree('path')],
   get_file_info: [read('path')],
   list_allowed_directories: [],
 };
@@ -47,6 +55,7 @@ export function toolMap(
 export interface ToolTarget {
   readonly kind: string;
   readonly target: string;
+  readonly tree?: true;
   /** Replaces the value in the call's arguments (to forward the path judged). */
   set(value: string): void;
 }
@@ -65,11 +74,11 @@ export function toolTargets(
   if (!Object.hasOwn(map, name)) return null;
   const specs = map[name] as readonly ToolEventSpec[];
   return specs.flatMap((spec) =>
-    argumentSlots(args, spec.target, name).map(({ value, set }) => ({
-      kind: spec.kind,
-      target: value,
-      set,
-    })),
+    argumentSlots(args, spec.target, name).map(({ value, set }) =>
+      spec.tree === true
+        ? { kind: spec.kind, target: value, tree: true as const, set }
+        : { kind: spec.kind, target: value, set },
+    ),
   );
 }
 

@@ -5,6 +5,8 @@ import { PATH_KINDS } from './event.js';
 import { linked } from './paths.js';
 
 const METHOD = /^[A-Za-z]{1,16}$/;
+/** Longest runner's call id (`call`) taken. */
+export const CALL_CHARS = 256;
 
 /** Set by an operator (`approved`, `approvedBy`) or by trajgate (the rest), never by an agent. */
 const NOT_FROM_AGENTS = [
@@ -26,7 +28,8 @@ const fail = (what: string): never => {
 
 /**
  * Checks an event an agent sends (an ingest body): an object with a known `kind` and a
- * non-empty string `target`, `method` and `failed` optional. A field only an operator or the gateway sets
+ * non-empty string `target`; `method`, `failed`, `tree` (a read of everything under the
+ * target) and `call` (the runner's id of the call) optional. A field only an operator or the gateway sets
  * is refused, not ignored: the sender learns that approval is an operator's act. Each problem
  * names its field; the caller adds where the event came from.
  */
@@ -71,7 +74,7 @@ function objectOf(value: unknown): Record<string, unknown> {
 }
 
 function eventOf(fields: Record<string, unknown>, knownKinds: ReadonlySet<string>): EventInput {
-  const { kind, target, method, failed } = fields;
+  const { kind, target, method, failed, tree, call } = fields;
   if (typeof kind !== 'string') return fail(`"kind" must be a string, got ${describeValue(kind)}`);
   if (!knownKinds.has(kind)) {
     return fail(`unknown kind ${JSON.stringify(kind)} (known: ${[...knownKinds].join(', ')})`);
@@ -86,9 +89,22 @@ function eventOf(fields: Record<string, unknown>, knownKinds: ReadonlySet<string
   if (failed !== undefined && typeof failed !== 'boolean') {
     return fail(`"failed" must be true or false, got ${describeValue(failed)}`);
   }
+  // Only widens what read rules see (a runner's `grep -r`), so an agent may say it.
+  if (tree !== undefined && (tree !== true || kind !== 'read')) {
+    return fail(`"tree" must be true, and only on a read, got ${describeValue(tree)}`);
+  }
+  if (call !== undefined && (typeof call !== 'string' || call === '' || call.length > CALL_CHARS)) {
+    return fail(`"call" must be a string of 1 to ${CALL_CHARS} characters`);
+  }
   // A failure report sets the trajectory marks that ask `failed` (guard/sequences.ts).
-  const input: EventInput = method === undefined ? { kind, target } : { kind, target, method };
-  return failed === true ? { ...input, failed } : input;
+  return {
+    kind,
+    target,
+    ...(method === undefined ? {} : { method }),
+    ...(failed === true ? { failed } : {}),
+    ...(tree === true ? { tree } : {}),
+    ...(call === undefined ? {} : { call: call as string }),
+  };
 }
 
 /**

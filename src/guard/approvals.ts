@@ -1,6 +1,6 @@
 import type { Event } from '../event/event.js';
 import { TrajgateError } from '../errors.js';
-import { globMatcher } from './glob.js';
+import { globMatcher, treeCoverer } from './glob.js';
 import type { NetworkPattern } from '../event/network-pattern.js';
 import {
   matchesAuthority,
@@ -53,7 +53,8 @@ export interface Approval {
 
 /**
  * Network approvals use the allowlist grammar; other kinds use target globs, which must match
- * every reading of a path (an ambiguous path is approved only if both readings are).
+ * every reading of a path (an ambiguous path is approved only if both readings are), and for a
+ * tree read every path under it (`/x/**`, not `/x`).
  */
 export function compileApproval(spec: ApprovalSpec): Approval {
   const kind = spec.kind ?? 'network';
@@ -89,13 +90,16 @@ export function compileApproval(spec: ApprovalSpec): Approval {
     throw new TrajgateError('E_PATTERN_INVALID', 'pattern is empty');
   }
   const m = globMatcher([spec.pattern]);
+  const tree = treeCoverer(spec.pattern);
   return {
     ...base,
     test: (e) => {
       if (e.kind !== kind) return false;
       const s = e.subject;
       if (s.type !== 'path') return m.test(e.target);
-      return s.path !== null && m.test(s.path) && (s.alias === null || m.test(s.alias));
+      // A tree read is approved only where everything under its root is.
+      const test = s.tree === true ? tree : m.test;
+      return s.path !== null && test(s.path) && (s.alias === null || test(s.alias));
     },
   };
 }

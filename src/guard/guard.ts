@@ -10,7 +10,7 @@ import type { Boundary, GuardPolicy } from './policy.js';
 import { countKey, crosses } from './policy.js';
 import { protectedReach, protectedReason, TRAJGATE_FILES } from './protected.js';
 import { applySequences, failureMarks, numbered, volumeWindow } from './sequences.js';
-import type { SessionState, SharedState, TrajectoryStore } from './store.js';
+import type { Mark, SessionState, SharedState, TrajectoryStore } from './store.js';
 import { EMPTY, MemoryStore } from './store.js';
 
 export type { Change, Decision, EventRef, Outcome, Verdict } from './decision.js';
@@ -284,6 +284,22 @@ export class Guard {
     if (marks !== undefined) return true;
     const total = this.#store.session(session)?.sentBytes ?? 0;
     return this.#policy.sequences.some((r) => r.type === 'volume' && total >= r.up);
+  }
+
+  /**
+   * A failure no judged event is known for (a runner's result naming no call it asked about):
+   * what failed cannot be known, so every rule that waits for a failure is marked, as of
+   * record `seq`. True when one was (open flows are then judged again).
+   */
+  unlinkedFailure(session: string, seq: number, ts: number, what: string): boolean {
+    const eventNo = this.#store.session(session)?.events ?? 0;
+    const marks: Mark[] = [];
+    for (const r of this.#policy.sequences)
+      if (r.type === 'sequence' && r.onFailure)
+        marks.push({ rule: r.name, seq, eventNo, ts, what });
+    if (marks.length === 0) return false;
+    this.#store.commit(session, { counted: null, pause: null, marks });
+    return true;
   }
 
   /**

@@ -86,7 +86,8 @@ export function compileTargets(
 
 /**
  * A path by its real path or its lexical reading, a network destination by pattern on any
- * reading of its path (a rule naming a path fires however it is spelled).
+ * reading of its path (a rule naming a path fires however it is spelled). A tree read matches
+ * when any path under its root could: what it returns may come from there.
  */
 export function matchesTargets(targets: Targets, event: Event): boolean {
   const s = event.subject;
@@ -94,7 +95,8 @@ export function matchesTargets(targets: Targets, event: Event): boolean {
   if (s.type === 'path') {
     // An unresolved path may be any path: never judged by its raw text (fail closed).
     const g = targets.glob;
-    return s.path === null || g.test(s.path) || (s.alias !== null && g.test(s.alias));
+    const test = s.tree === true ? g.reaches : g.test;
+    return s.path === null || test(s.path) || (s.alias !== null && test(s.alias));
   }
   return targets.glob.test(s.value);
 }

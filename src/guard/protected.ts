@@ -1,5 +1,5 @@
 import type { OwnPath, ProtectedFiles } from '../config/own-files.js';
-import type { Event, PathSubject } from '../event/event.js';
+import type { Event } from '../event/event.js';
 import { PATH_KINDS } from '../event/event.js';
 import { isInside } from '../event/paths.js';
 
@@ -16,7 +16,7 @@ export const TRAJGATE_FILES = 'trajgate-files';
 export function protectedReach(p: ProtectedFiles, event: Event): string | null {
   const s = event.subject;
   if (s.type !== 'path' || !PATH_KINDS.has(event.kind)) return null;
-  const wide = event.kind === 'write' || (event.kind === 'read' && isTree(s));
+  const wide = event.kind === 'write' || (event.kind === 'read' && s.tree === true);
   for (const reading of [s.path, s.alias]) {
     if (reading === null) continue;
     for (const own of p.folders) {
@@ -36,11 +36,6 @@ export function protectedReach(p: ProtectedFiles, event: Event): string | null {
     if (same !== undefined) return `${s.path ?? event.target} is a hard link to ${same}`;
   }
   return null;
-}
-
-/** The call can return content from anywhere under its path (`tree`, set by the tool map). */
-function isTree(s: PathSubject): boolean {
-  return (s as PathSubject & { readonly tree?: true }).tree === true;
 }
 
 function holds(event: Event, reading: string, own: OwnPath): string {

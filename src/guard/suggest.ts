@@ -6,6 +6,7 @@ export interface Asked {
   readonly kind: string;
   readonly target: string;
   readonly method?: string | undefined;
+  readonly tree?: true | undefined;
 }
 
 export type { Suggestion };
@@ -15,11 +16,15 @@ export type { Suggestion };
  * path prefix its path sits in (`POST http://h:8080/v1/x` → `POST http://h:8080/v1/`, so an
  * approval for one refused POST does not approve every method or path on the host); a
  * tunnel's `host:port` as it is (a tunnel shows no method or path). Other kinds approve their
- * target alone: a glob with `*`, `?` and `\` escaped (an agent may name a file `*`).
+ * target alone: a glob with `*`, `?` and `\` escaped (an agent may name a file `*`), and for
+ * a tree read what is under it (`/x/**`: only that approves a read of the whole tree).
  */
 export function suggestApproval(event: Asked): Suggestion {
   const { kind, target } = event;
-  if (kind !== 'network') return { kind, pattern: target.replace(/[*?\\]/g, '\\$&') };
+  if (kind !== 'network') {
+    const literal = target.replace(/[*?\\]/g, '\\$&');
+    return { kind, pattern: event.tree === true ? `${literal.replace(/\/$/, '')}/**` : literal };
+  }
   return { kind, pattern: networkSuggestion(target, event.method) };
 }
 

@@ -11,6 +11,7 @@ import type { Pipeline } from '../pipeline/pipeline.js';
 import type { TunnelRuling } from '../pipeline/ruling.js';
 import type { Presence } from '../action/hold.js';
 import type { Drain } from './drain.js';
+import type { HookCalls } from './hook-calls.js';
 import type { Identity } from './identity.js';
 import type { McpSessions } from './mcp-sessions.js';
 import type { SessionOrder } from './session-order.js';
@@ -31,6 +32,8 @@ export interface BridgeContext {
   readonly sessions: McpSessions;
   /** Counts running handlers (a stop waits for their outcomes). */
   readonly drain: Drain;
+  /** Runners' calls by id, for their results to be linked to. */
+  readonly calls: HookCalls;
 }
 
 /** A bridge request once its agent is known, as the listener hands it to a handler. */

@@ -1,12 +1,11 @@
 import { isTrajgateError, TrajgateError } from '../errors.js';
 import { describeValue, validateEventInput } from '../event/validate.js';
-import { isJournaledTarget } from '../journal/long-target.js';
-import type { EventRecord, ResultRecord, Unstamped } from '../journal/records.js';
+import type { ResultRecord, Unstamped } from '../journal/records.js';
 import { sendError, sendJson } from '../http/json.js';
 import type { BridgeContext, BridgeRequest } from './bridge-calls.js';
 import { ingestBody } from './ingest.js';
 
-type Report = Omit<Unstamped<ResultRecord>, 'type' | 'session' | 'ref'>;
+type Report = Omit<Unstamped<ResultRecord>, 'type' | 'session' | 'ref' | 'unlinked'>;
 
 /** What a runner may report; anything else (`approved`, a verdict) is refused. */
 const FIELDS: ReadonlySet<string> = new Set(['kind', 'target', 'ok', 'error', 'tool', 'call']);
@@ -17,9 +16,12 @@ const NAME_CHARS = 256;
 /**
  * `POST /events/result {"kind","target","ok","error"?,"tool"?,"call"?}`: a runner reports how a
  * call it asked about through `POST /events` ended (a Claude Code PostToolUse hook). Journaled
- * as a `result` record linked to the call's event. It decides nothing, so it is answered at
- * once, paused session or not: `{"recorded": SEQ, "ref": REQUEST_ID | null}`, or 503 when the
- * journal cannot be written (the runner is told the record is lost).
+ * as a `result` record linked by `call` to the event asked with that id, never by kind and
+ * target. A result no call of the session is known for (no id, an id never asked, one already
+ * reported or forgotten) is journaled with `unlinked` and counts as a failure of the session:
+ * what failed cannot be known, so the rules that wait for failures are marked. It decides
+ * nothing, so it is answered at once, paused session or not: `{"recorded": SEQ, "ref":
+ * REQUEST_ID | null}`, or 503 when the journal cannot be written (the record is lost).
  */
 export async function handleResult(
   ctx: BridgeContext,
@@ -29,24 +31,23 @@ export async function handleResult(
     parseReport(body, ctx.config.kinds),
   );
   if (report === null) return;
-  const ref = callOf(ctx.pipeline.recent(who.session), report);
+  const rid = report.call === undefined ? undefined : ctx.calls.take(who.session, report.call);
+  const ref = rid ?? null;
+  const unlinked =
+    rid !== undefined
+      ? undefined
+      : report.call === undefined
+        ? 'no "call": the result names no call'
+        : `no call ${JSON.stringify(report.call)} is waiting for its result in this session`;
   let seq: number;
   try {
-    seq = ctx.pipeline.result({ type: 'result', session: who.session, ref, ...report });
+    seq = ctx.pipeline.result({ type: 'result', session: who.session, ref, ...report, unlinked });
   } catch (err) {
     if (!isTrajgateError(err)) throw err;
     const lost = new TrajgateError(err.code, `the result was not recorded: ${err.message}`);
     return sendError(res, lost, 503);
   }
   sendJson(res, 200, { recorded: seq, ref });
-}
-
-/** The request id of the newest ingest event the report can be about, or null. */
-function callOf(recent: readonly EventRecord[], report: Report): number | null {
-  const event = recent.findLast(
-    (e) => e.source === 'ingest' && e.kind === report.kind && isJournaledTarget(e, report.target),
-  );
-  return event === undefined ? null : (event.rid ?? event.seq);
 }
 
 function parseReport(body: Buffer, kinds: ReadonlySet<string>): Report {

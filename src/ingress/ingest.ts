@@ -15,20 +15,35 @@ const INGEST_LIMIT = 64 * 1024;
 /**
  * `POST /events {"kind","target"}`: a runner (a shell hook, a Claude Code PreToolUse hook) puts
  * its own actions into the agent's trajectory and gets the decision back as JSON. A paused
- * session holds the answer like any request.
+ * session holds the answer like any request. With `call` (the runner's id of the call, unique
+ * in the session) its result (`POST /events/result`) is linked to it by that id.
  */
 export async function handleIngest(
   ctx: BridgeContext,
   { req, res, who, start }: BridgeRequest,
 ): Promise<void> {
-  const input = await ingestBody(ctx, req, res, who, (body) => parseEvent(body, ctx.config.kinds));
+  const input = await ingestBody(ctx, req, res, who, (body) => {
+    const event = parseEvent(body, ctx.config.kinds);
+    if (event.call !== undefined && !ctx.calls.open(who.session, event.call)) {
+      throw new TrajgateError(
+        'E_EVENT_INVALID',
+        `"call" ${JSON.stringify(event.call)} was already asked about in this session: a result could not say which call it reports`,
+      );
+    }
+    return event;
+  });
   if (input === null) return;
   const ruling = await judgeCall(ctx.pipeline, [input], {
     ...who,
     source: 'ingest',
     waiting: presence(req.socket),
     what: (e) => `${e.kind} ${e.target}`,
+  }).finally(() => {
+    if (input.call !== undefined) ctx.calls.close(who.session, input.call);
   });
+  // Judged (its record written) whatever the verdict: its result, if any, links to it.
+  const rid = ruling.rids[0];
+  if (input.call !== undefined && rid !== undefined) ctx.calls.judged(who.session, input.call, rid);
   if (ruling.gone)
     return callOutcome(
       ctx.pipeline,

@@ -23,7 +23,8 @@ function eventFields(r: Unstamped<EventRecord>): string {
     `"type":"event","session":${text(r.session)},"source":${text(r.source)}` +
     `,"kind":${text(r.kind)},"target":${text(r.target)}${opt('targetBytes', r.targetBytes)}` +
     `${opt('targetSha256', r.targetSha256)}${opt('method', r.method)}` +
-    `${opt('resolved', r.resolved)}${opt('alias', r.alias)}` +
+    `${opt('resolved', r.resolved)}${opt('alias', r.alias)}${opt('tree', r.tree)}` +
+    `${opt('call', r.call)}` +
     `,"approved":${r.approved},"verdict":"${r.verdict}"` +
     `,"boundary":${r.boundary === null ? 'null' : text(r.boundary)},"count":${num(r.count)}` +
     `,"reason":${text(r.reason)}${opt('approvedBy', r.approvedBy)}${opt('counted', r.counted)}` +

@@ -86,9 +86,3 @@ function textsFit(fields: Record<string, unknown>): boolean {
   }
   return true;
 }
-
-/** Whether a record's journaled target stands for `target` (a long one by its digest). */
-export function isJournaledTarget(record: JournaledTarget, target: string): boolean {
-  const journaled = journaledTarget(target);
-  return record.target === journaled.target && record.targetSha256 === journaled.targetSha256;
-}

@@ -1,6 +1,6 @@
 import { isTrajgateError, TrajgateError } from '../errors.js';
 import type { Guard } from '../guard/guard.js';
-import type { JournalRecord } from './records.js';
+import type { JournalRecord, ResultRecord } from './records.js';
 
 /**
  * Applies one journal record to the guard, restoring what the record decided rather than
@@ -38,9 +38,14 @@ export function applyRecord(guard: Guard, record: JournalRecord): void {
       return;
     case 'outcome':
     case 'result': {
+      if (typeof record.session !== 'string') return;
+      if (record.type === 'result' && record.ref === null) {
+        unlinkedResult(guard, record, record.seq, Date.parse(record.ts));
+        return;
+      }
       // How the request ended: a failure sets the trajectory marks its event waits for. One
       // that names no request (written before outcomes mattered, or by hand) changes nothing.
-      if (typeof record.session !== 'string' || !isCount(record.ref)) return;
+      if (!isCount(record.ref)) return;
       const outcome = record.type === 'outcome';
       guard.outcome(record.session, record.ref, {
         failed: outcome ? record.failed === true : record.ok === false,
@@ -83,6 +88,22 @@ export function applyRecord(guard: Guard, record: JournalRecord): void {
       guard.resume(record.session, record.reset, record.keepMarks === true);
       return;
   }
+}
+
+/**
+ * A runner's result that names no call the session asked about (`unlinked`: journaled since
+ * results are linked by id) counts as a failure of the session; true when it marked a rule.
+ * Older results with a null `ref` and no `unlinked` change nothing, as they did live.
+ */
+export function unlinkedResult(
+  guard: Guard,
+  record: Pick<ResultRecord, 'session' | 'kind' | 'target' | 'unlinked'>,
+  seq: number,
+  ts: number,
+): boolean {
+  if (typeof record.unlinked !== 'string') return false;
+  const what = `${record.kind} ${record.target} (a result of no known call)`;
+  return guard.unlinkedFailure(record.session, seq, ts, what);
 }
 
 /** An approval or deny pattern read back; one that no longer parses is a corrupt journal. */

@@ -32,8 +32,9 @@ export interface OutcomeRecord extends RecordBase {
 
 /**
  * How a call ended, as the runner that asked about it reports (`POST /events/result`, a Claude
- * Code PostToolUse hook). It decides nothing. `ref` is the request id of the call's event: the
- * session's newest ingest event of that kind and target among its recent events, else null.
+ * Code PostToolUse hook). It decides nothing. `ref` is the request id of the event asked with
+ * the same `call` id, else null with `unlinked` saying why: such a result counts as a failure
+ * of the session (every rule waiting for a failure is marked).
  */
 export interface ResultRecord extends RecordBase, JournaledTarget {
   readonly type: 'result';
@@ -45,6 +46,8 @@ export interface ResultRecord extends RecordBase, JournaledTarget {
   readonly tool?: string;
   /** The runner's id of the call (Claude Code's `tool_use_id`). */
   readonly call?: string;
+  /** Why no call is known for it; it then counts as a failure of the session. */
+  readonly unlinked?: string;
 }
 
 /**
@@ -218,6 +221,8 @@ export function eventRecord(
     method: event.method,
     resolved: event.subject.type === 'path' ? event.subject.path : undefined,
     alias: event.subject.type === 'path' ? (event.subject.alias ?? undefined) : undefined,
+    tree: event.subject.type === 'path' ? event.subject.tree : undefined,
+    call: event.call,
     approved: decision.approved,
     verdict: decision.verdict,
     boundary: decision.boundary,

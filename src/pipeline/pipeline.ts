@@ -5,6 +5,7 @@ import type { Transfer } from '../action/transfer.js';
 import type { Guard } from '../guard/guard.js';
 import type { EventRecord, ResultRecord, RootsRecord, Unstamped } from '../journal/records.js';
 import type { JournalWriter } from '../journal/writer.js';
+import { unlinkedResult } from '../journal/rebuild.js';
 import type { Metrics } from '../review/metrics.js';
 import type { Review } from '../review/review.js';
 import type { DecideParts } from './decide.js';
@@ -272,17 +273,19 @@ export class Pipeline {
 
   /**
    * Journals a runner's report of how a call ended; `ok: false` is a failure of the call's
-   * event for trajectory rules. Throws E_JOURNAL_WRITE.
+   * event for trajectory rules, and one of no known call (`unlinked`) a failure of the
+   * session. Throws E_JOURNAL_WRITE.
    */
   result(record: Unstamped<ResultRecord>): number {
     const ts = Date.now();
     const seq = this.#journal.append(record, { ts });
-    if (record.ref !== null) {
-      const outcome = { failed: !record.ok, bytesUp: 0, ts };
-      // A runner's failure sets marks too: the session's open flows are judged again.
-      const reaches = this.#guard.outcome(record.session, record.ref, outcome);
-      if (reaches && this.#guard.shared === undefined) this.#rulesReach(record.session);
-    }
+    // A runner's failure sets marks too (one of no known call always does): the session's
+    // open flows are judged again.
+    const reaches =
+      record.ref === null
+        ? unlinkedResult(this.#guard, record, seq, ts)
+        : this.#guard.outcome(record.session, record.ref, { failed: !record.ok, bytesUp: 0, ts });
+    if (reaches && this.#guard.shared === undefined) this.#rulesReach(record.session);
     return seq;
   }
 

@@ -44,5 +44,5 @@ export async function eventBySeq(
 export function suggestionFor(record: EventRecord, workspace: string): Suggestion {
   const relative = PATH_KINDS.has(record.kind) && !isAbsolute(record.target);
   const target = relative ? resolve(workspace, record.target) : record.target;
-  return suggestApproval({ kind: record.kind, target, method: record.method });
+  return suggestApproval({ kind: record.kind, target, method: record.method, tree: record.tree });
 }

@@ -148,6 +148,7 @@ describe('MCP bridge end to end (server-filesystem behind supergateway)', () => 
     expect(existsSync(destination)).toBe(false);
     expect(events(g, 'agent-1').map((e) => [e.kind, e.target, e.verdict])).toEqual([
       ['read', join(ws, 'r.txt'), 'ALLOW'],
+      ['read', source, 'ALLOW'],
       ['write', source, 'ALLOW'],
       ['write', destination, 'PAUSE'],
     ]);

@@ -11,7 +11,8 @@ import { tempDir } from '../helpers/tmp.js';
 /**
  * A recorded Claude Code session (test/fixtures/hooks/claude-code-session.jsonl: every hook
  * input of a small bug fix, PreToolUse and PostToolUse of Read, Glob, Grep, LS, Write, Edit,
- * MultiEdit, NotebookEdit, Bash and WebFetch, plus session events) replayed line by line
+ * MultiEdit, NotebookEdit, Bash and WebFetch, two calls run side by side whose results come
+ * back in the other order, plus session events) replayed line by line
  * through `trajgate check --hook claude-code` against a real gateway whose workspace is the
  * session's cwd. A normal session must run through: every call exits 0, no REVIEW.
  */
@@ -44,7 +45,7 @@ beforeAll(async () => {
 afterAll(() => g.stop());
 
 const hookOf = (line: string) =>
-  JSON.parse(line) as { hook_event_name: string; tool_name?: string };
+  JSON.parse(line) as { hook_event_name: string; tool_name?: string; tool_use_id?: string };
 
 describe('a recorded Claude Code session through check --hook claude-code', () => {
   it('covers every mapped tool, before and after', () => {
@@ -97,26 +98,36 @@ describe('a recorded Claude Code session through check --hook claude-code', () =
       'write', // Edit
       'write', // NotebookEdit
       'command', // Bash: npm test
+      'read', // Grep in src, glob routes/*.ts (run beside the next)
+      'read', // Read
     ]);
-    expect(events[0]?.target).toBe(join(ws, 'src'));
-    expect(events[1]?.target).toBe(`${ws}/src`);
+    // Listings and searches read the tree their pattern can reach.
+    expect(events[0]).toMatchObject({ target: join(ws, 'src'), tree: true });
+    expect(events[1]).toMatchObject({ target: `${ws}/src`, tree: true });
+    expect(events[2]).toMatchObject({ target: `${ws}/test`, tree: true });
+    expect(events[3]).not.toHaveProperty('tree');
+    expect(events[14]).toMatchObject({ target: `${ws}/src/routes`, tree: true });
     expect(events[5]).toMatchObject({
       method: 'GET',
       target: expect.stringMatching(/^https:\/\/docs/),
     });
 
-    // Each PostToolUse is recorded as its call's result, linked to the call's event.
+    // Each PostToolUse is recorded as its call's result, linked by tool_use_id to the event
+    // asked with it: the last two calls ran side by side and ended in the other order.
     expect(results).toHaveLength(post.length);
-    for (const [i, result] of results.entries()) {
-      const event = events[i] as EventRecord;
+    expect(events.map((e) => e.call)).toEqual(pre.map((h) => h.tool_use_id));
+    expect(results.map((r) => r.call)).toEqual(post.map((h) => h.tool_use_id));
+    expect(results.at(-1)?.call).toBe(events.at(-2)?.call);
+    for (const result of results) {
+      const event = events.find((e) => e.call === result.call) as EventRecord;
       expect(result).toMatchObject({
         session: 'claude',
         ref: event.seq,
         kind: event.kind,
         target: event.target,
-        tool: pre[i]?.tool_name,
-        call: expect.stringMatching(/^toolu_01/),
+        tool: pre[events.indexOf(event)]?.tool_name,
       });
+      expect(result).not.toHaveProperty('unlinked');
       expect(result.seq).toBeGreaterThan(event.seq);
     }
     const failed = results.filter((r) => !r.ok);

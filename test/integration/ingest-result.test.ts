@@ -8,8 +8,9 @@ import { waitFor } from '../helpers/wait.js';
 
 /**
  * `POST /events/result`: a runner reports how a call it asked about ended (what `trajgate check`
- * sends for a Claude Code PostToolUse). One `result` record, linked to the call's event; it
- * decides nothing and is never held. Malformed reports are refused like ingest events.
+ * sends for a Claude Code PostToolUse). One `result` record, linked by its `call` id to the
+ * event asked with it; it decides nothing and is never held. Malformed reports are refused
+ * like ingest events.
  */
 const ws = tempDir();
 const AGENTS = ['linked', 'paused', 'bad'];
@@ -27,9 +28,15 @@ const results = (session: string) =>
 const file = join(ws, 'a.ts');
 
 describe('POST /events/result', () => {
-  it('links the result to the newest event of that kind and target, failures included', async () => {
-    await post('linked', '/events', { kind: 'write', target: file });
-    await post('linked', '/events', { kind: 'read', target: file });
+  it('links the result to the event asked with the same call id, never by kind and target', async () => {
+    // Two calls of the same kind and target: only the id tells them apart.
+    await post('linked', '/events', { kind: 'write', target: file, call: 'toolu_01' });
+    await post('linked', '/events', { kind: 'write', target: file, call: 'toolu_02' });
+    const [first, second] = g
+      .records()
+      .filter((r) => r.type === 'event' && r.session === 'linked')
+      .map((r) => r.seq);
+    expect(g.records().find((r) => r.seq === first)).toMatchObject({ call: 'toolu_01' });
     const ok = await post('linked', '/events/result', {
       kind: 'write',
       target: file,
@@ -37,25 +44,53 @@ describe('POST /events/result', () => {
       tool: 'Edit',
       call: 'toolu_01',
     });
-    const writeSeq = g.records().find((r) => r.type === 'event' && r.kind === 'write')?.seq;
-    expect(ok).toEqual({ status: 200, json: { recorded: expect.any(Number), ref: writeSeq } });
+    expect(ok).toEqual({ status: 200, json: { recorded: expect.any(Number), ref: first } });
     const failed = await post('linked', '/events/result', {
-      kind: 'command',
-      target: ws,
+      kind: 'write',
+      target: file,
       ok: false,
       error: 'exit 1',
+      call: 'toolu_02',
     });
-    expect(failed.json.ref).toBeNull();
+    expect(failed.json.ref).toBe(second);
     expect(results('linked')).toEqual([
-      expect.objectContaining({
-        ref: writeSeq,
-        kind: 'write',
-        ok: true,
-        tool: 'Edit',
-        call: 'toolu_01',
-      }),
-      expect.objectContaining({ ref: null, kind: 'command', ok: false, error: 'exit 1' }),
+      expect.objectContaining({ ref: first, ok: true, tool: 'Edit', call: 'toolu_01' }),
+      expect.objectContaining({ ref: second, ok: false, error: 'exit 1', call: 'toolu_02' }),
     ]);
+    expect(results('linked').every((r) => r.unlinked === undefined)).toBe(true);
+  });
+
+  it('a result of an id never asked, one already reported, or none is unlinked', async () => {
+    await post('linked', '/events', { kind: 'read', target: file, call: 'toolu_03' });
+    const reports = [
+      { kind: 'read', target: file, ok: true, call: 'toolu_03' },
+      { kind: 'read', target: file, ok: true, call: 'toolu_03' },
+      { kind: 'read', target: file, ok: true, call: 'toolu_never' },
+      { kind: 'read', target: file, ok: true },
+    ];
+    const refs = [];
+    for (const r of reports) refs.push((await post('linked', '/events/result', r)).json.ref);
+    expect(refs.slice(1)).toEqual([null, null, null]);
+    expect(
+      results('linked')
+        .slice(-3)
+        .map((r) => r.unlinked),
+    ).toEqual([
+      'no call "toolu_03" is waiting for its result in this session',
+      'no call "toolu_never" is waiting for its result in this session',
+      'no "call": the result names no call',
+    ]);
+  });
+
+  it('an id asked twice in a session is refused: its result could not say which call', async () => {
+    await post('linked', '/events', { kind: 'read', target: file, call: 'toolu_04' });
+    const again = await post('linked', '/events', { kind: 'read', target: file, call: 'toolu_04' });
+    expect(again.status).toBe(400);
+    expect(again.json.error.message).toMatch(/"call" "toolu_04" was already asked about/);
+    expect(g.records().at(-1)).toMatchObject({ type: 'refusal', session: 'linked', status: 400 });
+    // Another session's calls are its own.
+    const other = await post('bad', '/events', { kind: 'read', target: file, call: 'toolu_04' });
+    expect(other.json.verdict).toBe('ALLOW');
   });
 
   it('is answered at once while the session is paused and its call held', async () => {
@@ -94,6 +129,11 @@ describe('POST /events/result', () => {
       name: 'an unknown kind',
       body: { kind: 'teleport', target: file, ok: true },
       says: /unknown kind/,
+    },
+    {
+      name: 'a long call id',
+      body: { kind: 'read', target: file, ok: true, call: 'c'.repeat(300) },
+      says: /"call"/,
     },
     {
       name: 'a long tool name',

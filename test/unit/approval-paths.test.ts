@@ -81,3 +81,33 @@ describe('the suggested approval is the target alone', () => {
     },
   );
 });
+
+describe('a tree read is approved only with everything under it', () => {
+  const treeRead = (target: string) =>
+    normalizeEvent(
+      { kind: 'read', target, tree: true },
+      { session: 's', source: 'bridge', ts: 1, workspace: ws },
+    );
+  const at = (p: string) => `${root}${p}`;
+  // [pattern, tree root, approved]
+  const cases: [string, string, boolean][] = [
+    ['/x', '/x', false],
+    ['/x/*', '/x', false],
+    ['/x/**', '/x', true],
+    ['/x/**', '/x/y', true],
+    ['/x/y/**', '/x', false],
+    ['/x/**', '/xyz', false],
+  ];
+  it.each(cases)('read %s approves a tree read of %s: %s', (pattern, target, ok) => {
+    expect(compileApproval({ pattern: at(pattern), kind: 'read' }).test(treeRead(at(target)))).toBe(
+      ok,
+    );
+  });
+
+  it('the approval proposed for it is its folder and what is under it', () => {
+    const { pattern } = suggestApproval({ kind: 'read', target: at('/x/a*'), tree: true });
+    expect(pattern).toBe(at('/x/a\\*/**'));
+    expect(compileApproval({ pattern, kind: 'read' }).test(treeRead(at('/x/a*')))).toBe(true);
+    expect(suggestApproval({ kind: 'read', target: '/', tree: true }).pattern).toBe('/**');
+  });
+});

@@ -12,17 +12,62 @@ const judged = (text: string) => {
   return action.event;
 };
 
+const tree = (target: string) => ({ kind: 'read', target, tree: true });
+
+describe('Glob and Grep: a read of the tree their pattern or glob can reach', () => {
+  // [tool, tool_input, the tree read]
+  const rows: [string, Record<string, unknown>, string][] = [
+    ['Glob', { pattern: '**/*.ts' }, CWD],
+    ['Glob', { pattern: 'src/**/*.ts', path: '/x' }, '/x/src'],
+    ['Glob', { pattern: 'src/**/*.ts', path: '/x/' }, '/x/src'],
+    ['Glob', { pattern: '/etc/**/*.conf' }, '/etc'],
+    ['Glob', { pattern: '/**/id_rsa' }, '/'],
+    ['Glob', { pattern: '../../.ssh/id_*' }, `${CWD}/../../.ssh`],
+    ['Glob', { pattern: '.ssh/id_rsa', path: '/home/dev' }, '/home/dev/.ssh/id_rsa'],
+    // One name may match at any depth (a ripgrep glob): the whole path.
+    ['Glob', { pattern: 'id_rsa', path: '/home/dev' }, '/home/dev'],
+    ['Glob', { pattern: '*.pem', path: '/home/dev' }, '/home/dev'],
+    ['Glob', { pattern: '{.ssh,.aws}/*', path: '/home/dev' }, '/home/dev'],
+    ['Glob', { pattern: '!src/**', path: '/home/dev' }, '/home/dev'],
+    ['Grep', { pattern: 'TODO' }, CWD],
+    ['Grep', { pattern: 'TODO', path: 'lib' }, `${CWD}/lib`],
+    ['Grep', { pattern: 'BEGIN', path: '/home/dev', glob: '.ssh/*' }, '/home/dev/.ssh'],
+    ['Grep', { pattern: 'k', path: '/home/dev', glob: '/.aws/**' }, '/home/dev/.aws'],
+    [
+      'Grep',
+      { pattern: 'k', path: '/home/dev', glob: '.config/gh/hosts.yml' },
+      '/home/dev/.config/gh/hosts.yml',
+    ],
+    // ripgrep reads a glob under its path only: an absolute one is anchored there.
+    ['Grep', { pattern: 'k', path: '/w', glob: '/etc/*' }, '/w/etc'],
+    ['Grep', { pattern: 'k', path: '/home/dev', glob: '*.pem' }, '/home/dev'],
+    ['Grep', { pattern: 'k', path: '/home/dev', glob: 'id_rsa' }, '/home/dev'],
+    ['Grep', { pattern: 'k', path: '/home/dev', glob: '**/.ssh/*' }, '/home/dev'],
+    ['Grep', { pattern: 'k', path: '/home/dev', glob: '!node_modules/**' }, '/home/dev'],
+    ['Grep', { pattern: 'k', path: '/home/dev', glob: 'a/../.ssh/*' }, '/home/dev'],
+    ['Grep', { pattern: 'k', path: '/home/dev', glob: './.ssh/*' }, '/home/dev'],
+    ['Grep', { pattern: 'k', path: '/home/dev', glob: '.s\\sh/*' }, '/home/dev'],
+    // A type picks files by name anywhere: it narrows no folder.
+    ['Grep', { pattern: 'k', path: '/home/dev', type: 'py' }, '/home/dev'],
+  ];
+  it.each(rows)('%s %j → tree read of %s', (tool, input, target) => {
+    expect(judged(pre(tool, input))).toEqual(tree(target));
+  });
+
+  it.each([
+    ['a ~ glob', { pattern: 'k', glob: '~/.ssh/*' }, /"tool_input.glob"/],
+    ['a numeric glob', { pattern: 'k', glob: 5 }, /"tool_input.glob" is not a string/],
+    ['a numeric type', { pattern: 'k', type: ['py'] }, /"tool_input.type" is not a string/],
+  ])('Grep with %s → E_EVENT_INVALID', (_name, input, message) => {
+    expect(() => claudeCodeAction(pre('Grep', input))).toThrow(message);
+  });
+});
+
 describe('PreToolUse → the event judged', () => {
   const rows: [string, Record<string, unknown>, object][] = [
     ['Read', { file_path: '/home/dev/app/a.ts' }, { kind: 'read', target: '/home/dev/app/a.ts' }],
     ['Read', { file_path: 'src/a.ts' }, { kind: 'read', target: `${CWD}/src/a.ts` }],
-    ['Glob', { pattern: '**/*.ts' }, { kind: 'read', target: CWD }],
-    ['Glob', { pattern: 'src/**/*.ts', path: '/x' }, { kind: 'read', target: '/x/src' }],
-    ['Glob', { pattern: '/etc/**/*.conf' }, { kind: 'read', target: '/etc' }],
-    ['Glob', { pattern: '../../.ssh/id_*' }, { kind: 'read', target: `${CWD}/../../.ssh` }],
-    ['Grep', { pattern: 'TODO' }, { kind: 'read', target: CWD }],
-    ['Grep', { pattern: 'TODO', path: 'lib' }, { kind: 'read', target: `${CWD}/lib` }],
-    ['LS', { path: '/home/dev' }, { kind: 'read', target: '/home/dev' }],
+    ['LS', { path: '/home/dev' }, tree('/home/dev')],
     ['Write', { file_path: 'b.ts', content: '' }, { kind: 'write', target: `${CWD}/b.ts` }],
     ['Edit', { file_path: '/etc/hosts' }, { kind: 'write', target: '/etc/hosts' }],
     ['MultiEdit', { file_path: '/w/c.ts', edits: [] }, { kind: 'write', target: '/w/c.ts' }],
@@ -49,6 +94,17 @@ describe('PreToolUse → the event judged', () => {
       kind: 'write',
       target: `${CWD}/link/../x`,
     });
+  });
+
+  it('sends the tool_use_id as the call, which links its result', () => {
+    expect(judged(pre('Read', { file_path: '/a' }, { tool_use_id: 'toolu_01x' }))).toEqual({
+      kind: 'read',
+      target: '/a',
+      call: 'toolu_01x',
+    });
+    expect(() => claudeCodeAction(pre('Read', { file_path: '/a' }, { tool_use_id: 7 }))).toThrow(
+      /"tool_use_id" is not a string/,
+    );
   });
 
   it('judges an input without hook_event_name as PreToolUse', () => {

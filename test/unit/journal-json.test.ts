@@ -81,6 +81,17 @@ describe('journal lines written field by field', () => {
         { rid: 41, held: true },
       ),
     );
+    same(
+      eventRecord(
+        event({
+          kind: 'read',
+          target: '/w',
+          subject: { type: 'path', path: '/w', alias: null, tree: true },
+          call: 'toolu_01 "x"',
+        }),
+        decision(),
+      ),
+    );
   });
 
   it('path events carry the path as resolved, and its lexical reading where it differs', () => {
@@ -111,7 +122,7 @@ describe('journal lines written field by field', () => {
     for (const s of ODD) {
       same(
         eventRecord(
-          event({ session: s, target: s, kind: s, method: s, denied: s }),
+          event({ session: s, target: s, kind: s, method: s, denied: s, call: s }),
           decision({ reason: s, boundary: s, approvedBy: s, counted: { [s]: 1 } }),
         ),
       );

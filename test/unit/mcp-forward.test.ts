@@ -17,7 +17,7 @@ describe('readMcpMessage: the body forwarded is trajgate’s serialisation of wh
     expect(body(m)).toEqual(
       call('move_file', { source: '/w/a', destination: '/w/b', extra: [1] }, 'k'),
     );
-    expect(m.kind === 'resolved' && m.events.map((e) => e.target)).toEqual(['a', '/w/x/../b']);
+    expect(m.kind === 'resolved' && m.events.map((e) => e.target)).toEqual(['a', 'a', '/w/x/../b']);
   });
   it('other messages go as JSON.stringify writes them', () => {
     const m = read(JSON.parse('{ "jsonrpc" : "2.0", "id" : 1, "method" : "tools/\\u006cist" }'));

@@ -36,9 +36,10 @@ describe('readMcpMessage: tool calls become events', () => {
       [{ kind: 'write', target: '/w/a' }],
     ],
     [
-      'move_file: both paths',
+      'move_file: a read of its source, and both paths written',
       call('move_file', { source: '/w/a', destination: '/o/b' }),
       [
+        { kind: 'read', target: '/w/a' },
         { kind: 'write', target: '/w/a' },
         { kind: 'write', target: '/o/b' },
       ],

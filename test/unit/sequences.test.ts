@@ -10,7 +10,7 @@ import type { Decision } from '../../src/guard/guard.js';
 import { formatVerdict, Guard } from '../../src/guard/guard.js';
 import { MemoryStore } from '../../src/guard/store.js';
 import { recordFields } from '../../src/journal/json.js';
-import { applyRecord } from '../../src/journal/rebuild.js';
+import { applyRecord, unlinkedResult } from '../../src/journal/rebuild.js';
 import type { JournalRecord, Unstamped } from '../../src/journal/records.js';
 import { eventRecord } from '../../src/journal/records.js';
 import { layout, tempDir } from '../helpers/tmp.js';
@@ -54,6 +54,8 @@ interface Step {
   at?: number;
   approved?: boolean;
   failed?: boolean;
+  /** The event is a read of everything under its target. */
+  tree?: boolean;
   expect?: string;
   rule?: { name: string; after?: number } | null;
   reason?: string;
@@ -61,7 +63,8 @@ interface Step {
   onFailure?: string[];
   /** How the request of event record `ref` (default: the session's last event) ended. */
   outcome?: { ref?: number; failed?: boolean; bytesUp?: number };
-  result?: { ref?: number; ok: boolean };
+  /** `unlinked`: no call is known for it (ref null). */
+  result?: { ref?: number; ok: boolean; unlinked?: string };
   resume?: { reset?: boolean; keepMarks?: boolean };
 }
 
@@ -122,7 +125,12 @@ function live(c: Case): { guard: Guard; journal: JournalRecord[]; verdicts: stri
     if (step.e) {
       const [kind, target] = step.e;
       const event = normalizeEvent(
-        { kind, target, ...(step.failed ? { failed: true as const } : {}) },
+        {
+          kind,
+          target,
+          ...(step.failed ? { failed: true as const } : {}),
+          ...(step.tree ? { tree: true as const } : {}),
+        },
         { session, source: 'replay', ts, workspace: WS, approved: step.approved === true },
       );
       const d = guard.inspect(event);
@@ -145,6 +153,19 @@ function live(c: Case): { guard: Guard; journal: JournalRecord[]; verdicts: stri
         durationMs: 1,
       };
       journal.push(line(seq, ts, outcome));
+    } else if (step.result?.unlinked !== undefined) {
+      const { ok, unlinked } = step.result;
+      const result = {
+        type: 'result' as const,
+        session,
+        ref: null,
+        kind: 'command',
+        target: WS,
+        ok,
+        unlinked,
+      };
+      unlinkedResult(guard, result, seq, ts);
+      journal.push(line(seq, ts, result));
     } else if (step.result) {
       const { ref = last.get(session) as number, ok } = step.result;
       guard.outcome(session, ref, { failed: !ok, bytesUp: 0, ts });
@@ -431,8 +452,56 @@ const CASES: Case[] = [
   },
 ];
 
+const HOME = join(tmp, 'home');
+const TREE_CASES: Case[] = [
+  {
+    name: 'a tree read of a folder above a secret marks; one beside it does not',
+    rules: [{ ...SECRET, after: { kind: 'read', target: [`${HOME}/u/.ssh/**`] } }],
+    steps: [
+      { s: 'a', e: ['read', `${WS}/src`], tree: true, marks: [] },
+      { s: 'a', e: ['read', HOME], marks: [] },
+      { s: 'a', e: ['network', DOCS], expect: 'ALLOW' },
+      { s: 'a', e: ['read', HOME], tree: true, marks: ['secret-then-egress'] },
+      {
+        s: 'a',
+        e: ['network', DOCS],
+        expect: 'PAUSE: secret-then-egress',
+        reason: `after #4 read ${HOME} (within 1h)`,
+      },
+      { s: 'b', e: ['read', '/'], tree: true, marks: ['secret-then-egress'] },
+      { s: 'c', e: ['read', `${HOME}/u/.ssh`], tree: true, marks: ['secret-then-egress'] },
+    ],
+  },
+  {
+    name: 'a rule with a leading **/ is reached by any tree read',
+    rules: [SECRET],
+    steps: [
+      { e: ['read', `${WS}/src`], tree: true, marks: ['secret-then-egress'] },
+      { e: ['network', DOCS], expect: 'PAUSE: secret-then-egress' },
+    ],
+  },
+  {
+    name: 'a result of no known call marks every rule waiting for a failure, ok or not',
+    rules: [DRIFT],
+    steps: [
+      { s: 'a', e: ['read', `${WS}/src/a.ts`] },
+      { s: 'a', result: { ok: true, unlinked: 'no call "toolu_x" is waiting' } },
+      {
+        s: 'a',
+        e: ['network', EVIL],
+        expect: 'PAUSE: drift-after-failure',
+        rule: { name: 'drift-after-failure', after: 2 },
+        reason: `after #2 command ${WS} (a result of no known call)`,
+      },
+      { s: 'b', e: ['network', DOCS], onFailure: ['drift-after-failure'] },
+      { s: 'b', result: { ok: true } },
+      { s: 'b', e: ['network', EVIL], expect: 'REVIEW: network' },
+    ],
+  },
+];
+
 describe('trajectory rules', () => {
-  it.each(CASES.map((c) => [c.name, c] as const))('%s', (_, c) => {
+  it.each([...CASES, ...TREE_CASES].map((c) => [c.name, c] as const))('%s', (_, c) => {
     const { guard, journal, verdicts } = live(c);
     // A restart installs what the records say: the same state.
     const restarted = guardFor(c.rules);

@@ -5,23 +5,18 @@ import { FILESYSTEM_TOOLS, toolMap, toolTargets } from '../../src/event/tool-map
 
 /** The events a call makes (targets without their setters). */
 const toolEvents = (map: ToolMap, name: string, args: Record<string, unknown>) =>
-  toolTargets(map, name, args)?.map(({ kind, target }) => ({ kind, target })) ?? null;
+  toolTargets(map, name, args)?.map(({ kind, target, tree }) =>
+    tree ? { kind, target, tree } : { kind, target },
+  ) ?? null;
 
 /** toolTargets: which events a tool call makes, by the built-in map and config overrides. */
 const builtin = toolMap({});
 
 describe('built-in mapping (@modelcontextprotocol/server-filesystem)', () => {
-  const writes = ['write_file', 'edit_file', 'create_directory'];
-  const reads = [
-    'read_file',
-    'read_text_file',
-    'read_media_file',
-    'list_directory',
-    'list_directory_with_sizes',
-    'directory_tree',
-    'search_files',
-    'get_file_info',
-  ];
+  const writes = ['write_file', 'create_directory'];
+  const reads = ['read_file', 'read_text_file', 'read_media_file', 'get_file_info'];
+  // Their answer names (or greps) what is under the folder: a read of the whole tree.
+  const trees = ['list_directory', 'list_directory_with_sizes', 'directory_tree', 'search_files'];
   it.each(writes)('%s → write at path', (name) => {
     expect(toolEvents(builtin, name, { path: '/w/a', content: 'x' })).toEqual([
       { kind: 'write', target: '/w/a' },
@@ -32,8 +27,20 @@ describe('built-in mapping (@modelcontextprotocol/server-filesystem)', () => {
       { kind: 'read', target: '/w/a' },
     ]);
   });
-  it('move_file → write at source and at destination, in that order', () => {
+  it.each(trees)('%s → a tree read at path', (name) => {
+    expect(toolEvents(builtin, name, { path: '/w/a', pattern: '*.ts' })).toEqual([
+      { kind: 'read', target: '/w/a', tree: true },
+    ]);
+  });
+  it('edit_file → read and write at path: its answer is a diff of the file, dryRun or not', () => {
+    expect(toolEvents(builtin, 'edit_file', { path: '/w/a', edits: [], dryRun: true })).toEqual([
+      { kind: 'read', target: '/w/a' },
+      { kind: 'write', target: '/w/a' },
+    ]);
+  });
+  it('move_file → read of its source, then write at source and at destination', () => {
     expect(toolEvents(builtin, 'move_file', { source: '/w/a', destination: '/o/b' })).toEqual([
+      { kind: 'read', target: '/w/a' },
       { kind: 'write', target: '/w/a' },
       { kind: 'write', target: '/o/b' },
     ]);
@@ -78,7 +85,15 @@ describe('configuration overrides and extends', () => {
     expect(toolEvents(map, 'write_file', { path: '/x' })).toEqual([{ kind: 'read', target: '/x' }]);
   });
   it('built-in entries not named stay', () => {
-    expect(toolEvents(map, 'edit_file', { path: '/x' })).toEqual([{ kind: 'write', target: '/x' }]);
+    expect(toolEvents(map, 'create_directory', { path: '/x' })).toEqual([
+      { kind: 'write', target: '/x' },
+    ]);
+  });
+  it('a configured read may say tree: true (a grep-like tool)', () => {
+    const grep = toolMap({ grep: { kind: 'read', target: 'dir', tree: true } });
+    expect(toolEvents(grep, 'grep', { dir: '/w', regex: 'x' })).toEqual([
+      { kind: 'read', target: '/w', tree: true },
+    ]);
   });
   it('a command takes its target from cwd, also nested (options.cwd)', () => {
     expect(toolEvents(map, 'run_command', { cwd: '/w', command: 'ls' })).toEqual([
