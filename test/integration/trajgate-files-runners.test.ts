@@ -72,6 +72,8 @@ function expectOneRefusal(added: readonly JournalRecord[], source: string): Even
 }
 
 /** A PreToolUse hook input as Claude Code sends it (the recorded session's shape). */
+// Each call has its own id, as Claude Code's do (an id asked twice is refused).
+let calls = 0;
 const preToolUse = (tool: string, input: Record<string, unknown>, cwd = ws) =>
   JSON.stringify({
     session_id: '5f1c2a7e-8b3d-4c9a-9e21-3d7b6f0a4c18',
@@ -81,7 +83,7 @@ const preToolUse = (tool: string, input: Record<string, unknown>, cwd = ws) =>
     hook_event_name: 'PreToolUse',
     tool_name: tool,
     tool_input: input,
-    tool_use_id: 'toolu_01trajgatefiles',
+    tool_use_id: `toolu_01trajgatefiles${++calls}`,
   });
 
 describe('the Claude Code hook', () => {
