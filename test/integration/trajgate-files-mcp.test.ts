@@ -153,12 +153,12 @@ describe("trajgate's files through the bridge", () => {
     expect(readFileSync(join(ws, 'notes.txt'), 'utf8')).toBe('the agent’s own notes');
   });
 
-  it('the workspace itself still works, and a listing of the folder holding the data is names only', async () => {
+  it('the workspace itself still works, a listing of it too (list_directory is a tree read: of the data folder’s parent it is refused above)', async () => {
     const a = await client();
     const read = await a.callTool({ name: 'read_text_file', arguments: { path: 'notes.txt' } });
     expect(text(read)).toBe('the agent’s own notes');
-    const list = await a.callTool({ name: 'list_directory', arguments: { path: root } });
-    expect(text(list)).toContain('data');
+    const list = await a.callTool({ name: 'list_directory', arguments: { path: ws } });
+    expect(text(list)).toContain('notes.txt');
     expect(s.gw.sessions.isPaused('agent-1')).toBe(false);
   });
 

@@ -468,7 +468,7 @@ const TREE_CASES: Case[] = [
         expect: 'PAUSE: secret-then-egress',
         reason: `after #4 read ${HOME} (within 1h)`,
       },
-      { s: 'b', e: ['read', '/'], tree: true, marks: ['secret-then-egress'] },
+      { s: 'b', e: ['read', tmp], tree: true, marks: ['secret-then-egress'] },
       { s: 'c', e: ['read', `${HOME}/u/.ssh`], tree: true, marks: ['secret-then-egress'] },
     ],
   },
