@@ -24,7 +24,8 @@ COPY --from=build /src/dist ./dist
 COPY config/trajgate.example.yaml ./config/
 COPY config/trajgate.docker.yaml /etc/trajgate/trajgate.yaml
 # `trajgate` on the PATH for `docker exec … trajgate sessions`; the workspace exists (start
-# refuses a missing one) and a volume mounted there starts owned by node.
+# refuses a missing one) and a volume mounted there starts owned by node. The gateway runs as
+# node (uid 1000): a CA made on the host must be readable by that uid (docs/deploy.md).
 RUN chmod +x /app/dist/cli/main.js && ln -s /app/dist/cli/main.js /usr/local/bin/trajgate \
   && mkdir -p /var/lib/trajgate /workspace && chown node:node /var/lib/trajgate /workspace
 ENV TRAJGATE_DATA=/var/lib/trajgate
@@ -32,6 +33,11 @@ USER node
 VOLUME ["/var/lib/trajgate"]
 WORKDIR /var/lib/trajgate
 EXPOSE 8080 8081 8082
+# Liveness from the admin listener's unauthenticated /healthz (it listens after the proxy and
+# the bridge). The image has no curl, so Node asks; a config that moves the admin listener sets
+# TRAJGATE_HEALTHZ to its URL (docs/deploy.md's replicas do).
+HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \
+  CMD ["node", "-e", "fetch(process.env.TRAJGATE_HEALTHZ || 'http://127.0.0.1:8082/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 # Run as a program, not as `node …`: its first line carries the Node flags (src/cli/main.ts).
 ENTRYPOINT ["/app/dist/cli/main.js"]
 CMD ["start", "--config", "/etc/trajgate/trajgate.yaml"]

@@ -29,7 +29,7 @@ interface Route {
 
 /**
  * The admin listener: the review page at /, JSON under /api/, Prometheus text at /metrics.
- * Every call but the page's static files and decision links (/decide/TOKEN) carries
+ * Every call but the page's static files, /healthz and decision links (/decide/TOKEN) carries
  * `Authorization: Bearer TOKEN`; tokens are compared as SHA-256 digests in constant time and
  * the matching token's name is recorded as who acted (`by`).
  */
@@ -153,6 +153,8 @@ export function createAdminServer(deps: {
     const url = new URL(req.url ?? '/', 'http://admin');
     // The review page's static files hold no data: served before the token check.
     if (page(req, res, url.pathname)) return;
+    if (url.pathname === '/healthz' && (req.method === 'GET' || req.method === 'HEAD'))
+      return live(res);
     if (url.pathname.startsWith('/decide/'))
       return deps.decide(req, res, url.pathname.slice('/decide/'.length));
     const by = deps.keys.who(req.headers.authorization);
@@ -215,6 +217,17 @@ export function createAdminServer(deps: {
       sendError(res, new TrajgateError('E_INTERNAL', 'internal error; see the gateway log'));
     });
   });
+}
+
+/**
+ * Liveness for Docker's HEALTHCHECK and orchestrators, without the token: the admin listener
+ * starts after the proxy and the bridge, so an answer means all three are up. It says nothing
+ * else (readiness, with the journal's and the store's state, is the authenticated /api/health):
+ * a failing journal refuses agents by itself, and a restart would not mend a full disk.
+ */
+function live(res: ServerResponse): void {
+  res.writeHead(200, { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-store' });
+  res.end('ok\n');
 }
 
 /** The last path segment of a request target (a route's second id). */

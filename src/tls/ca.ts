@@ -1,9 +1,10 @@
 import { createHash, createPrivateKey, generateKeyPairSync } from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type forge from 'node-forge';
-import { errnoCode, TrajgateError } from '../errors.js';
+import { TrajgateError } from '../errors.js';
+import { readCaFile } from './ca-read.js';
 import { issueCertificate, nodeForge } from './x509.js';
 
 export const CA_CERT = 'ca.pem';
@@ -61,18 +62,8 @@ export function initCa(dir: string, force = false): Ca {
 
 export function loadCa(dir: string): Ca {
   const certPath = join(dir, CA_CERT);
-  let certPem: string;
-  let keyPem: string;
-  try {
-    certPem = readFileSync(certPath, 'utf8');
-    keyPem = readFileSync(join(dir, CA_KEY), 'utf8');
-  } catch (err) {
-    const why =
-      errnoCode(err) === 'ENOENT'
-        ? `no CA in ${dir}: run \`trajgate ca init --dir ${dir}\``
-        : (err as Error).message;
-    throw new TrajgateError('E_CONFIG_READ', why);
-  }
+  const certPem = readCaFile(certPath, dir);
+  const keyPem = readCaFile(join(dir, CA_KEY), dir);
   const { pki, asn1 } = nodeForge();
   const cert = pki.certificateFromPem(certPem);
   const der = asn1.toDer(pki.certificateToAsn1(cert)).getBytes();
