@@ -251,6 +251,8 @@ const fields = z.strictObject({
       queue: z.number().int().min(1).max(100_000).default(1_000),
       // Where people open the review page (links in notifications); default: the admin listener.
       pageUrl: z.url({ protocol: /^https?$/ }).optional(),
+      // Signs each webhook delivery (X-Trajgate-Signature), so a receiver knows it is ours.
+      secret: z.string().min(16, 'must be at least 16 characters (use a random secret)').optional(),
       // Signs decision links; default: a secret generated beside the journal (link-key).
       linkKey: z
         .string()

@@ -78,7 +78,7 @@ const pairUrls = (pair: RulePair | undefined) =>
   pair ? { eventUrl: pair.eventUrl, ...(pair.after ? { afterUrl: pair.after.url } : {}) } : {};
 
 /**
- * Webhook payloads: the pause record (or `{event}` for a REVIEW) plus `text`, one line a
+ * Webhook payloads: the pause record (or `{session, event}` for a REVIEW) plus `text`, one line a
  * Slack or Mattermost incoming webhook shows as it is, `url`, the review page for the
  * session, and for a pause the decision `links`.
  */
@@ -104,7 +104,13 @@ export class Notices {
     const base = this.base();
     const url = sessionUrl(base, event.session);
     const pair = rulePair(base, event, this.#earlier(event));
-    return { event, text: reviewText(event, url, pair), url, ...pairUrls(pair) };
+    return {
+      session: event.session,
+      event,
+      text: reviewText(event, url, pair),
+      url,
+      ...pairUrls(pair),
+    };
   }
 
   #earlier(e: EventRecord): EventRecord | undefined {

@@ -1,3 +1,4 @@
+import { createHmac } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import type { Pool } from 'undici';
@@ -81,6 +82,21 @@ export class NoticeQueue {
   }
 }
 
+/**
+ * The signature headers of one delivery with `notify.secret`: the unix time, and
+ * `sha256=<hex HMAC-SHA256 of "<timestamp>.<body>">` (the timestamp signed with the body lets
+ * a receiver refuse a replayed delivery; README: verifying webhooks).
+ */
+export function signatureHeaders(
+  secret: string,
+  body: string,
+  now = Date.now(),
+): Record<string, string> {
+  const timestamp = String(Math.floor(now / 1000));
+  const mac = createHmac('sha256', secret).update(`${timestamp}.${body}`).digest('hex');
+  return { 'x-trajgate-timestamp': timestamp, 'x-trajgate-signature': `sha256=${mac}` };
+}
+
 /** What the notifier reports to metrics. */
 export interface NotifyCounts {
   failed(): void;
@@ -95,7 +111,8 @@ export interface NotifyCounts {
  * agent. Bounded whatever the receiver does: at most `notify.connections` deliveries (and so
  * sockets) at a time, at most `notify.queue` waiting (the oldest dropped, counted, logged at
  * most once a second), a burst of one session and kind coalesced into one delivery of the
- * latest. Stopping the gateway abandons the queue and deliveries under way.
+ * latest. With `notify.secret` each attempt is signed (signatureHeaders). Stopping the
+ * gateway abandons the queue and deliveries under way.
  */
 export class Notifier {
   readonly #config: Config['notify'] & { webhook: string };
@@ -198,6 +215,7 @@ export class Notifier {
     const attempt = new AbortController();
     const abort = () => attempt.abort(new Error('gateway stopping'));
     const closing = this.#closing.signal;
+    const { secret } = this.#config;
     closing.addEventListener('abort', abort, { once: true });
     const timer = setTimeout(
       () => attempt.abort(new Error(`no answer within ${this.#config.timeout} ms`)),
@@ -207,7 +225,11 @@ export class Notifier {
       const res = await this.#pool.request({
         path: this.#path,
         method: 'POST',
-        headers: this.#headers,
+        // Signed per attempt: a retry carries its own time.
+        headers:
+          secret === undefined
+            ? this.#headers
+            : { ...this.#headers, ...signatureHeaders(secret, body) },
         body,
         signal: attempt.signal,
       });
