@@ -46,7 +46,8 @@ import { createAdminServer } from './review/admin.js';
 import { AdminKeys, adminTokens } from './review/admin-token.js';
 import { Api } from './review/api.js';
 import { Metrics } from './review/metrics.js';
-import { DecisionLinks, Denials } from './review/decision-links.js';
+import { DecisionLinks } from './review/decision-links.js';
+import { Denials } from './review/pause-ends.js';
 import { linkKey } from './review/link-key.js';
 import { decideHandler } from './review/decide-page.js';
 import { notifyOnDecisions } from './review/notices.js';
@@ -203,7 +204,7 @@ export async function startGateway(
     review,
     sessions,
     denials,
-    holdTimeout: () => config.policy.holdTimeout,
+    linkTtl: () => config.notify.linkTtl,
     log,
   });
   const notifier = notifyOnDecisions({ config, review, links, metrics, log, admin: () => admin });

@@ -22,6 +22,9 @@ export interface Held {
   readonly deadline: number;
 }
 
+/** How many ended holds are remembered (a map of small numbers). */
+const ENDED = 4096;
+
 interface Entry extends Held {
   settle(release: Release): void;
 }
@@ -34,6 +37,8 @@ interface Entry extends Held {
  */
 export class HeldRequests {
   readonly #bySession = new Map<string, Set<Entry>>();
+  /** How the latest holds ended, by rid (a decision link asks whether its request was let go). */
+  readonly #ended = new Map<number, Release>();
   #timeoutMs: number;
   #nextId = 1;
 
@@ -63,6 +68,8 @@ export class HeldRequests {
         deadline: since + this.#timeoutMs,
         settle: (release) => {
           if (!set.delete(entry)) return;
+          this.#ended.set(info.rid, release);
+          if (this.#ended.size > ENDED) this.#ended.delete(this.#ended.keys().next().value!);
           clearTimeout(timer);
           cancel();
           if (set.size === 0 && this.#bySession.get(info.session) === set)
@@ -74,6 +81,11 @@ export class HeldRequests {
       set.add(entry);
       const cancel = client.onGone(() => entry.settle('gone'));
     });
+  }
+
+  /** How the hold of request `rid` ended, while among the latest ENDED; undefined if unknown. */
+  ended(rid: number): Release | undefined {
+    return this.#ended.get(rid);
   }
 
   /** Requests held across all sessions. */

@@ -253,6 +253,8 @@ const fields = z.strictObject({
       pageUrl: z.url({ protocol: /^https?$/ }).optional(),
       // Signs each webhook delivery (X-Trajgate-Signature), so a receiver knows it is ours.
       secret: z.string().min(16, 'must be at least 16 characters (use a random secret)').optional(),
+      // How long a decision link lasts at most after its pause began (it ends with the pause).
+      linkTtl: duration.default(86_400_000),
       // Signs decision links; default: a secret generated beside the journal (link-key).
       linkKey: z
         .string()

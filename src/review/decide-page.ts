@@ -4,7 +4,7 @@ import { readBody } from '../http/body.js';
 import type { EventRecord, PauseRecord } from '../journal/records.js';
 import type { Suggestion } from '../guard/suggest.js';
 import type { Held } from '../action/hold.js';
-import type { Claims, Decided, DecisionLinks } from './decision-links.js';
+import type { Claims, Decided, DecisionAction, DecisionLinks } from './decision-links.js';
 import type { HeldBrief } from './sessions.js';
 import { describeHeld } from './sessions.js';
 import { sendError, sendJson } from '../http/json.js';
@@ -41,17 +41,19 @@ export function decideHandler(links: DecisionLinks) {
     const wantsHtml = /\btext\/html\b/.test(req.headers.accept ?? '');
     try {
       if (req.method === 'GET' || req.method === 'HEAD') {
-        const { claims, pause } = links.check(token);
+        const { claims, pause, instead } = links.check(token);
         const held = links.held(claims.session).map((h) => ({
           ...h,
-          covered: claims.action !== 'once' || links.covers(claims, h),
+          covered: claims.action !== 'once' || instead !== null || links.covers(claims, h),
         }));
+        const does = { ...claims, action: instead ?? claims.action };
         if (wantsHtml)
-          return sendPage(res, 200, confirmPage(claims, pause, held, links.suggestion(pause)));
+          return sendPage(res, 200, confirmPage(does, pause, held, links.suggestion(pause)));
         const approval = claims.action === 'approve' ? { approval: links.suggestion(pause) } : {};
         return sendJson(res, 200, {
           ...view(claims, pause, held),
           ...approval,
+          ...(instead === null ? {} : { instead }),
           confirm: 'POST to this URL',
         });
       }
@@ -66,7 +68,7 @@ export function decideHandler(links: DecisionLinks) {
       throw new TrajgateError('E_METHOD', `${req.method} is not allowed on a decision link`);
     } catch (err) {
       if (!isTrajgateError(err) || err.status === null) throw err;
-      if (wantsHtml) return sendPage(res, err.status, errorPage(err.status, err.message));
+      if (wantsHtml) return sendPage(res, err.status, errorPage(err));
       return sendError(res, err);
     }
   };
@@ -111,8 +113,11 @@ function onceNote(held: readonly Shown[]): string {
   return `Forward the ${marked === 1 ? 'request' : `${marked} requests`} marked as approved, this once.${rest}`;
 }
 
+/** What the page confirms: the link's action, or the resume an approve-once link does instead. */
+type Does = Omit<Claims, 'action'> & { readonly action: DecisionAction | 'resume' };
+
 function what(
-  claims: Claims,
+  claims: Does,
   s: Suggestion | null,
   held: readonly Shown[],
 ): { title: string; note: string } {
@@ -124,6 +129,16 @@ function what(
         title: `Approve ${s?.pattern ?? '(no pattern)'} for this session`,
         note: `Add an approval of ${s?.kind ?? ''} ${JSON.stringify(s?.pattern ?? '')} for this session only and resume it; the ${requests(held.length)} are judged again.`,
       };
+    case 'resume':
+      return {
+        title: 'Approve and resume',
+        note: `The request this link was made for is no longer held (its hold timed out and the agent was refused, or its client left), so there is nothing to approve once: resume the session instead, counts kept; the ${requests(held.length)} are judged again.`,
+      };
+    case 'reset':
+      return {
+        title: 'Approve and reset counts',
+        note: `Resume the session with its boundary counts reset to zero (approvals kept), so its next crossing is a REVIEW again, not a pause; the ${requests(held.length)} are judged again.`,
+      };
     case 'deny':
       return {
         title: 'Deny',
@@ -133,7 +148,7 @@ function what(
 }
 
 function confirmPage(
-  claims: Claims,
+  claims: Does,
   pause: PauseRecord,
   held: readonly Shown[],
   suggestion: Suggestion | null,
@@ -169,7 +184,7 @@ function confirmPage(
 }
 
 /** Every request the session holds, each with its rid and body size; approve once marks its own. */
-function heldList(claims: Claims, held: readonly Shown[]): string {
+function heldList(claims: Does, held: readonly Shown[]): string {
   if (held.length === 0) return 'none';
   const item = (h: Shown) => {
     const mark = claims.action !== 'once' ? '' : h.covered ? '✔ approved once: ' : 'stays held: ';
@@ -182,20 +197,31 @@ function donePage(d: Decided): string {
   const listed = (hs: readonly HeldBrief[] = []) =>
     hs.length === 0 ? 'none' : hs.map((h) => `#${h.rid} ${describeHeld(h)}`).join(', ');
   const done =
-    d.decided === 'once'
-      ? `Approved once, forwarded: ${listed(d.once)}; still held, the session paused: ${listed(d.held)}.`
-      : d.decided === 'approve'
-        ? `Approved ${d.approval?.pattern ?? ''} for this session: ${d.released} held request(s) judged again.`
-        : `Denied: ${d.released} held request(s) answered 403; the session stays paused.`;
+    d.instead === 'resume'
+      ? `The request this approve-once link was made for was no longer held (timed out: the agent was refused), so nothing was approved once; the session was resumed instead, counts kept: ${d.released} held request(s) judged again.`
+      : d.decided === 'once'
+        ? `Approved once, forwarded: ${listed(d.once)}; still held, the session paused: ${listed(d.held)}.`
+        : d.decided === 'approve'
+          ? `Approved ${d.approval?.pattern ?? ''} for this session: ${d.released} held request(s) judged again.`
+          : d.decided === 'reset'
+            ? `Resumed with the counts reset: ${d.released} held request(s) judged again.`
+            : `Denied: ${d.released} held request(s) answered 403; the session stays paused.`;
   return shell(
     'trajgate: decided',
     `<h1>Done</h1><p>Session ${html(JSON.stringify(d.session))}. ${html(done)}</p>`,
   );
 }
 
-function errorPage(status: number, message: string): string {
-  const head = status === 410 ? 'Nothing to do' : status === 403 ? 'Link not valid' : 'Not done';
-  return shell(`trajgate: ${head}`, `<h1>${html(head)}</h1><p>${html(message)}</p>`);
+function errorPage(err: TrajgateError): string {
+  const head =
+    err.code === 'E_LINK_USED'
+      ? 'Nothing to do'
+      : err.code === 'E_LINK_EXPIRED'
+        ? 'Link expired'
+        : err.status === 403
+          ? 'Link not valid'
+          : 'Not done';
+  return shell(`trajgate: ${head}`, `<h1>${html(head)}</h1><p>${html(err.message)}</p>`);
 }
 
 function shell(title: string, body: string): string {

@@ -6,16 +6,20 @@ import { TRAJGATE_FILES } from '../guard/protected.js';
 import type { Held } from '../action/hold.js';
 import type { Guard } from '../guard/guard.js';
 import type { Suggestion } from '../guard/suggest.js';
-import type { JournalRecord, PauseRecord, Unstamped } from '../journal/records.js';
+import type { PauseRecord } from '../journal/records.js';
 import { suggestionFor } from './event-lookup.js';
 import type { Review } from './review.js';
+import type { Denials } from './pause-ends.js';
 import type { HeldBrief, Sessions } from './sessions.js';
 
-/** What a link decides: approve once, approve the suggested pattern (and resume), deny. */
-export type DecisionAction = 'once' | 'approve' | 'deny';
-const ACTIONS: readonly string[] = ['once', 'approve', 'deny'] satisfies DecisionAction[];
+/**
+ * What a link decides: approve once, approve the suggested pattern (and resume), resume with
+ * the counts reset, deny.
+ */
+export type DecisionAction = 'once' | 'approve' | 'reset' | 'deny';
+const ACTIONS: readonly string[] = ['once', 'approve', 'reset', 'deny'] satisfies DecisionAction[];
 
-/** What a link's token says, signed: one action on one pause, until the hold ends. */
+/** What a link's token says, signed: one action on one pause, while it lasts (notify.linkTtl). */
 export interface Claims {
   readonly session: string;
   /** The pause's `pausedAt` (ms) and its trigger's seq: a later pause is another pause. */
@@ -33,6 +37,7 @@ export interface PauseLinks {
   readonly approveOnce: string;
   /** Null when the trigger has no approvable pattern. */
   readonly approvePattern: string | null;
+  readonly approveReset: string;
   readonly deny: string;
   readonly suggestion: Suggestion | null;
   readonly expiresAt: string;
@@ -47,29 +52,8 @@ export interface Decided {
   readonly once?: readonly HeldBrief[];
   readonly held?: readonly HeldBrief[];
   readonly approval?: Suggestion;
-}
-
-/** The seq of each session's last `deny` record: a denial decides the pause before it. */
-export class Denials {
-  readonly #last = new Map<string, number>();
-
-  /** Every record of the journal, read back or written (openJournal's onAppend). */
-  observe(record: Unstamped<JournalRecord>, seq: number): void {
-    if (record.type === 'deny') this.#last.set(record.session, seq);
-  }
-
-  lastSeq(session: string): number {
-    return this.#last.get(session) ?? 0;
-  }
-
-  /** Per session, its last deny's seq (a journal snapshot). */
-  entries(): [string, number][] {
-    return [...this.#last];
-  }
-
-  restore(entries: readonly (readonly [string, number])[]): void {
-    for (const [session, seq] of entries) this.#last.set(session, seq);
-  }
+  /** An approve-once whose requests were no longer held (timed out) resumed the session. */
+  readonly instead?: 'resume';
 }
 
 const DOMAIN = 'trajgate decision link v1\n';
@@ -82,8 +66,11 @@ const TOKEN = /^([A-Za-z0-9_-]{1,8192})\.([A-Za-z0-9_-]{43})$/;
 /**
  * One-click decisions on a pause, for people who read the notification in chat. A token is
  * HMAC-SHA256-signed claims (session, the pause's pausedAt and trigger, the action, an expiry
- * at pausedAt + policy.holdTimeout); it does that one action on that pause once: resuming or
- * denying the pause (by link, API or CLI) ends it, and a later pause of the session is another.
+ * at pausedAt + notify.linkTtl); it does that one action on that pause once, whenever it is
+ * read while the pause lasts: resuming or denying the pause (by link, API or CLI) ends it, and
+ * a later pause of the session is another. An approve-once link whose requests are no longer
+ * held (the hold timed out, the agent was refused) resumes the session instead: it lets go
+ * nothing as approved that its notification did not show.
  */
 export class DecisionLinks {
   constructor(
@@ -93,7 +80,7 @@ export class DecisionLinks {
       readonly review: Review;
       readonly sessions: Sessions;
       readonly denials: Denials;
-      readonly holdTimeout: () => number;
+      readonly linkTtl: () => number;
       readonly log: Logger;
     },
   ) {}
@@ -104,7 +91,7 @@ export class DecisionLinks {
    */
   forPause(record: PauseRecord, base: URL, rids: readonly number[] = heldRids(record)): PauseLinks {
     const pausedAt = Date.parse(record.pausedAt);
-    const expiresAt = pausedAt + this.deps.holdTimeout();
+    const expiresAt = pausedAt + this.deps.linkTtl();
     const claims = {
       session: record.session,
       pausedAt,
@@ -119,6 +106,7 @@ export class DecisionLinks {
     return {
       approveOnce: link('once'),
       approvePattern: suggestion ? link('approve') : null,
+      approveReset: link('reset'),
       deny: link('deny'),
       suggestion,
       expiresAt: new Date(expiresAt).toISOString(),
@@ -134,10 +122,11 @@ export class DecisionLinks {
 
   /**
    * The claims of a token and the pause they name, while that pause is undecided and the link
-   * unexpired. Throws 403 E_LINK_INVALID (not signed by this gateway's key, or
-   * altered), 410 E_LINK_USED (the pause was decided), 410 E_LINK_EXPIRED.
+   * unexpired; `instead` when an approve-once link would resume (its requests are gone). Throws
+   * 403 E_LINK_INVALID (not signed by this gateway's key, or altered), 410 E_LINK_USED (the
+   * pause was decided, saying how), 410 E_LINK_EXPIRED.
    */
-  check(token: string): { claims: Claims; pause: PauseRecord } {
+  check(token: string): { claims: Claims; pause: PauseRecord; instead: 'resume' | null } {
     const claims = this.#verify(token);
     const { session } = claims;
     const pause = this.deps.review.pauseRecord(session);
@@ -145,19 +134,52 @@ export class DecisionLinks {
       this.deps.guard.session(session)?.pausedAt === claims.pausedAt &&
       pause?.trigger.seq === claims.trigger &&
       this.deps.denials.lastSeq(session) < claims.trigger;
-    if (!live || pause === null) {
-      throw new TrajgateError(
-        'E_LINK_USED',
-        `this pause of session ${JSON.stringify(session)} was already decided (approved, resumed or denied): this link does nothing more`,
-      );
-    }
+    if (!live || pause === null) throw new TrajgateError('E_LINK_USED', this.#ended(claims));
     if (Date.now() >= claims.expiresAt) {
       throw new TrajgateError(
         'E_LINK_EXPIRED',
-        `this link expired at ${new Date(claims.expiresAt).toISOString()} with the hold (policy.holdTimeout); the session is still paused: decide on the review page`,
+        `this link expired at ${new Date(claims.expiresAt).toISOString()} (notify.linkTtl after the pause); the session is still paused: decide on the review page`,
       );
     }
-    return { claims, pause };
+    return { claims, pause, instead: claims.action === 'once' ? this.#onceGone(claims) : null };
+  }
+
+  /** How the pause a link names ended, and what the session does now (E_LINK_USED's text). */
+  #ended(claims: Claims): string {
+    const { session } = claims;
+    const end = this.deps.denials.lastEnd(session);
+    const by = end === undefined || end.seq < claims.trigger ? undefined : end;
+    const who = by?.by === 'link' ? 'a decision link' : by?.by;
+    const how =
+      by === undefined
+        ? 'was already decided'
+        : by.type === 'deny'
+          ? `was denied by ${who} (its held requests were answered 403)`
+          : `ended: the session was resumed by ${who}${by.reset ? ' with its counts reset' : ''}`;
+    const now = this.deps.guard.session(session)?.pausedAt ?? null;
+    const next =
+      now === null
+        ? 'the session runs: this link does nothing more'
+        : now === claims.pausedAt
+          ? `the session stays paused: resume it on the review page or with \`trajgate resume ${session}\``
+          : `the session paused again at ${new Date(now).toISOString()}, another pause: decide on the review page or with that pause's links`;
+    return `this pause of session ${JSON.stringify(session)} ${how}; ${next}`;
+  }
+
+  /**
+   * Null while an approve-once link's requests are held here (or held by another gateway,
+   * whose to release); 'resume' once none is held and none went as approved: it timed out or
+   * its client left, so approving it once means resuming. Throws E_LINK_USED when one went.
+   */
+  #onceGone(claims: Claims): 'resume' | null {
+    if (claims.at !== this.deps.sessions.replica) return null;
+    if (this.held(claims.session).some((h) => this.covers(claims, h))) return null;
+    if (claims.rids.some((rid) => this.deps.sessions.ended(rid) === 'once'))
+      throw new TrajgateError(
+        'E_LINK_USED',
+        'the request this approve-once link names was already forwarded as approved: the session stays paused; resume it on the review page',
+      );
+    return 'resume';
   }
 
   /**
@@ -188,22 +210,17 @@ export class DecisionLinks {
 
   /** Does what the token says (journaled, `by: "link"`); throws as check does. */
   act(token: string): Decided {
-    const { claims, pause } = this.check(token);
+    const { claims, pause, instead } = this.check(token);
     const { session, action } = claims;
     const by = 'link';
     const sessions = this.deps.sessions;
     let decided: Decided;
     try {
-      if (action === 'once') {
+      if (instead === 'resume') {
+        decided = { decided: action, ...sessions.resumeReport(session, { by }), session, instead };
+      } else if (action === 'once') {
+        // Rids of another gateway are its to release: the record goes out for it to act on.
         const { rids: once, at: onceAt } = claims;
-        // It covers what it names: once those went (or left), the link has nothing to do. Rids
-        // of another gateway are its to release: the record goes out for it to act on.
-        const mine = onceAt === this.deps.sessions.replica;
-        if (mine && !this.held(session).some((h) => this.covers(claims, h)))
-          throw new TrajgateError(
-            'E_LINK_USED',
-            'the request this approve-once link names is no longer held (already forwarded, timed out or its client left): nothing was done',
-          );
         decided = {
           decided: action,
           ...sessions.resumeReport(session, { once, onceAt, by }),
@@ -211,6 +228,12 @@ export class DecisionLinks {
         };
       } else if (action === 'deny') {
         decided = { decided: action, session, released: sessions.deny(session, { by }) };
+      } else if (action === 'reset') {
+        decided = {
+          decided: action,
+          session,
+          released: sessions.resume(session, { reset: true, by }),
+        };
       } else {
         const suggestion = this.suggestion(pause);
         if (suggestion === null)

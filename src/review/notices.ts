@@ -154,6 +154,7 @@ export function pauseText(
     chatLink(url, 'Review'),
     chatLink(links.approveOnce, 'Approve once'),
     ...(links.approvePattern ? [chatLink(links.approvePattern, 'Approve suggestion')] : []),
+    chatLink(links.approveReset, 'Approve and reset counts'),
     chatLink(links.deny, 'Deny'),
   ];
   return (

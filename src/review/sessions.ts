@@ -2,7 +2,7 @@ import { TrajgateError } from '../errors.js';
 import type { Approval, ApprovalSpec } from '../guard/approvals.js';
 import { compileApproval } from '../guard/approvals.js';
 import type { Guard } from '../guard/guard.js';
-import type { Held, HeldRequests } from '../action/hold.js';
+import type { Held, HeldRequests, Release } from '../action/hold.js';
 import type { ResumeRecord } from '../journal/records.js';
 import type { JournalWriter } from '../journal/writer.js';
 import type { Review } from './review.js';
@@ -113,6 +113,11 @@ export class Sessions {
 
   held(session: string): Held[] {
     return this.#held.of(session);
+  }
+
+  /** How the hold of request `rid` ended here, if it did lately. */
+  ended(rid: number): Release | undefined {
+    return this.#held.ended(rid);
   }
 
   /**

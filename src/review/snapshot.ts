@@ -7,7 +7,7 @@ import { decodeSession, encodeSession } from '../guard/state-codec.js';
 import type { EventRecord } from '../journal/records.js';
 import type { RotateOptions } from '../journal/rotate.js';
 import type { SessionIndex } from '../journal/session-index.js';
-import type { Denials } from './decision-links.js';
+import type { Denials } from './pause-ends.js';
 import type { Review, TrailState } from './review.js';
 
 /**

@@ -1,14 +1,9 @@
 import { statSync } from 'node:fs';
 import { join } from 'node:path';
-import { request } from 'undici';
 import { describe, expect, it } from 'vitest';
-import type { AdminClient } from '../helpers/admin.js';
 import { lineCount, viaProxy } from '../helpers/admin.js';
+import { decisionStage, follow, ofType, state } from '../helpers/decision-links.js';
 import type { TestGateway } from '../helpers/gateway.js';
-import { oneAgentStage } from '../helpers/review-story.js';
-import { tempDir } from '../helpers/tmp.js';
-import { startWebhook } from '../helpers/webhook.js';
-import type { JournalRecord } from '../../src/journal/records.js';
 import { waitFor } from '../helpers/wait.js';
 
 /**
@@ -16,63 +11,11 @@ import { waitFor } from '../helpers/wait.js';
  * without the admin token; GET only shows it; a used, expired or altered link does nothing
  * and journals nothing.
  */
-const { other, auth, start, stopped } = await oneAgentStage();
-
-interface Links {
-  approveOnce: string;
-  approvePattern: string;
-  deny: string;
-  suggestion: { pattern: string; kind: string };
-  expiresAt: string;
-}
-
-const configFor = (webhook: string, holdTimeout: string) => ({
-  policy: { holdTimeout },
-  notify: { webhook },
-});
-
-/** A REVIEW, then a PAUSE holding GET /v1/x; returns the notification's links. */
-async function paused(holdTimeout = '30s', dir = tempDir()) {
-  const hook = await startWebhook();
-  const config = configFor(hook.url, holdTimeout);
-  const [g, api] = await start(config, dir);
-  expect((await viaProxy(g.proxyUrl, `${other.url}/v1/a`, auth)).status).toBe(403);
-  const held = viaProxy(g.proxyUrl, `${other.url}/v1/x`, auth);
-  await waitFor(async () => (await api.get('/api/sessions/agent-1')).json.held === 1);
-  await waitFor(async () => hook.deliveries.length === 1);
-  const links = hook.deliveries[0]!.body.links as Links;
-  return { g, api, held, links, config, dir };
-}
-
-/** A link followed as a person (HTML) or a script (JSON) would, with no admin token. */
-async function follow(url: string, method = 'GET', html = false) {
-  const res = await request(url, {
-    method: method as 'GET',
-    headers: html ? { accept: 'text/html' } : { accept: 'application/json' },
-    ...(method === 'POST' ? { body: '' } : {}),
-  });
-  const text = await res.body.text();
-  return { status: res.statusCode, headers: res.headers, text, json: safeJson(text) };
-}
-
-const safeJson = (text: string): any => {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return null;
-  }
-};
+const { other, auth, start, stopped, paused } = await decisionStage();
 
 /** A link of a gateway that was restarted: its admin listener's new port. */
 const onPort = (url: string, g: TestGateway) =>
   url.replace(/^http:\/\/127\.0\.0\.1:\d+/, `http://127.0.0.1:${g.gw.admin.port}`);
-
-const ofType = <T extends JournalRecord['type']>(g: TestGateway, type: T) =>
-  g.records().filter((r) => r.type === type) as Extract<JournalRecord, { type: T }>[];
-
-async function state(api: AdminClient): Promise<string> {
-  return (await api.get('/api/sessions/agent-1')).json.state;
-}
 
 describe('decision links', () => {
   it('GET shows what a link would do (HTML and JSON) and changes nothing', async () => {
@@ -141,12 +84,11 @@ describe('decision links', () => {
     expect(ofType(g, 'pause')).toHaveLength(1);
     expect(other.seen.some((r) => r.url === '/v1/later')).toBe(false);
 
-    // The pause is undecided: its approve-once link now covers nothing held, its deny link
-    // answers the later request 403; then every link of the pause is used.
+    // The pause is undecided: its approve-once link did what it names (it resumes nothing
+    // either), its deny link answers the later request 403; then every link of it is used.
     const shown = await follow(links.approveOnce, 'GET', true);
-    expect(shown.text).toContain(
-      'The request this link was made for is no longer held: approve once forwards nothing. The other held request stays held and the session stays paused',
-    );
+    expect(shown.status).toBe(410);
+    expect(shown.text).toContain('already forwarded as approved');
     const denied = await follow(links.deny, 'POST');
     expect(denied.json).toEqual({ decided: 'deny', session: 'agent-1', released: 1 });
     expect((await later).status).toBe(403);
@@ -213,7 +155,9 @@ describe('decision links', () => {
     expect((await viaProxy(g.proxyUrl, `${other.url}/v1/y`, auth)).status).toBe(200);
     const reused = await follow(links.approvePattern, 'POST', true);
     expect(reused.status).toBe(410);
-    expect(reused.text).toContain('already decided');
+    expect(reused.text).toContain(
+      'this pause of session &#34;agent-1&#34; ended: the session was resumed by a decision link; the session runs',
+    );
   });
 
   it('deny answers the held request 403; then every link of that pause is used', async () => {
@@ -271,18 +215,20 @@ describe('decision links', () => {
     await held;
   });
 
-  it('a link expires with the hold: 410, nothing done', async () => {
-    const { g, api, held, links } = await paused('1s');
-    // The held request times out at its deadline, which is not before the links' expiry.
-    expect((await held).status).toBe(403);
+  it('a link lasts notify.linkTtl after its pause began: then 410, nothing done', async () => {
+    const { g, api, held, links } = await paused('30s', undefined, { linkTtl: '1s' });
+    const expired = async () => (await follow(links.deny, 'GET')).status === 410;
+    await waitFor(expired, 10_000);
     const before = lineCount(g.journalPath);
-    for (const url of [links.approveOnce, links.approvePattern, links.deny]) {
+    for (const url of [links.approveOnce, links.approvePattern, links.approveReset, links.deny]) {
       const res = await follow(url, 'POST');
       expect(res.status).toBe(410);
       expect(res.json.error.code).toBe('E_LINK_EXPIRED');
-      expect((await follow(url, 'GET', true)).text).toContain('expired');
+      expect((await follow(url, 'GET', true)).text).toContain('notify.linkTtl');
     }
     expect(lineCount(g.journalPath)).toBe(before);
     expect(await state(api)).toBe('paused');
+    await api.post('/api/sessions/agent-1/deny');
+    expect((await held).status).toBe(403);
   });
 });

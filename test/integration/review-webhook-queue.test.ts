@@ -31,6 +31,7 @@ function start(webhook: string, options: Record<string, unknown>) {
       backoff: 100,
       connections: 2,
       queue: 5,
+      linkTtl: 86_400_000,
       ...options,
     },
     log,

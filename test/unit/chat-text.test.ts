@@ -110,6 +110,7 @@ describe('a decision a sequence rule named, in chat', () => {
   const links = {
     approveOnce: 'https://t.example/review/decide/o',
     approvePattern: null,
+    approveReset: 'https://t.example/review/decide/r',
     deny: 'https://t.example/review/decide/d',
     suggestion: null,
     expiresAt: '2026-03-01T10:05:00.000Z',

@@ -22,7 +22,7 @@ import type { SnapshotState } from '../../src/review/snapshot.js';
 import { captureState, restoreState, snapshotOptions } from '../../src/review/snapshot.js';
 import { chainFiles, verifyChain } from '../../src/journal/verify.js';
 import type { JournalWriter } from '../../src/journal/writer.js';
-import { Denials } from '../../src/review/decision-links.js';
+import { Denials } from '../../src/review/pause-ends.js';
 import { Review } from '../../src/review/review.js';
 import { tempDir } from '../helpers/tmp.js';
 

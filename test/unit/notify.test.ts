@@ -127,6 +127,7 @@ describe('pause payload of a sequence rule', () => {
   const links: PauseLinks = {
     approveOnce: 'https://t/decide/o',
     approvePattern: null,
+    approveReset: 'https://t/decide/r',
     deny: 'https://t/decide/d',
     suggestion: null,
     expiresAt: '2026-03-01T10:05:00.000Z',
