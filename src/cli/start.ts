@@ -54,8 +54,10 @@ export async function start(argv: string[], say: (line: string) => void): Promis
     say(
       `  warning: the admin listener on ${admin} is reachable beyond this host; its token is all that guards it. Publish it on loopback only (docker run -p 127.0.0.1:${gateway.admin.port}:${gateway.admin.port}).`,
     );
+  // Both cases: curl and git read only the lower-case names, many other clients the upper.
+  const url = `http://${credentials}${proxy}`;
   say(
-    `  point an agent at it: HTTP_PROXY=http://${credentials}${proxy} HTTPS_PROXY=http://${credentials}${proxy}`,
+    `  point an agent at it: HTTP_PROXY=${url} HTTPS_PROXY=${url} http_proxy=${url} https_proxy=${url}`,
   );
   if (!config.agents) {
     say(

@@ -13,6 +13,8 @@ export interface ChildGateway {
   readonly proxyUrl: string;
   /** Everything it printed on stderr up to the admin line (the start banner). */
   readonly banner: string;
+  /** Everything it has printed on stderr so far. */
+  stderr(): string;
   readonly exited: Promise<number | null>;
   readonly signalled: Promise<NodeJS.Signals | null>;
   kill(signal: NodeJS.Signals): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
@@ -46,6 +48,7 @@ export async function startChild(configFile: string, ms = 10_000): Promise<Child
     adminPort,
     proxyUrl: `http://127.0.0.1:${proxyPort}`,
     banner: cli.output().stderr,
+    stderr: () => cli.output().stderr,
     exited: cli.exited,
     signalled,
     async kill(signal) {
