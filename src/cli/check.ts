@@ -3,7 +3,8 @@ import { parseArgs } from 'node:util';
 import { request } from 'undici';
 import { formatHostPort, parseDuration } from '../config/formats.js';
 import { defaultConfig, loadConfigFile } from '../config/load.js';
-import { errnoCode, isTrajgateError, TrajgateError } from '../errors.js';
+import { isTrajgateError, TrajgateError } from '../errors.js';
+import { argsError } from './args-error.js';
 import { claudeCodeAction } from './claude-code.js';
 import { answerError, judged, recorded } from './check-answer.js';
 import { usageLine } from './help.js';
@@ -187,7 +188,8 @@ export async function readStdin(signal: AbortSignal): Promise<string> {
 
 function reasonOf(err: unknown): string {
   if (isTrajgateError(err)) return [err.message, ...err.details].join('; ');
-  if (errnoCode(err)?.startsWith('ERR_PARSE_ARGS')) return `${msg(err)} (usage: ${CHECK_USAGE})`;
+  const wrong = argsError(err);
+  if (wrong !== null) return `${wrong} (usage: ${CHECK_USAGE})`;
   return `internal error: ${msg(err)}`;
 }
 

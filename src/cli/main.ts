@@ -10,7 +10,8 @@
 // grows flags of its own.
 import { readFileSync } from 'node:fs';
 import { errnoCode, exitCode, isTrajgateError } from '../errors.js';
-import { helpText, overview, usageOf } from './help.js';
+import { argsError } from './args-error.js';
+import { helpText, overview } from './help.js';
 import { bufferedOutput } from './io.js';
 import { terminalLines } from './table.js';
 
@@ -25,6 +26,14 @@ function asksHelp(args: readonly string[]): boolean {
   const end = args.indexOf('--');
   return (end === -1 ? args : args.slice(0, end)).some((a) => a === '--help' || a === '-h');
 }
+
+// A reader that stops early (`trajgate events | head -1`) closes the pipe: that is not a
+// failure of ours, so exit quietly instead of an unhandled EPIPE and its stack.
+process.stdout.on('error', (err) => {
+  if (errnoCode(err) === 'EPIPE') process.exit(0);
+  process.stderr.write(`trajgate: cannot write the output: ${err.message}\n`);
+  process.exit(1);
+});
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
@@ -92,8 +101,9 @@ async function main(argv: string[]): Promise<number> {
     }
   } catch (err) {
     if (out.progress) process.stderr.write('\n');
-    if (errnoCode(err)?.startsWith('ERR_PARSE_ARGS')) {
-      log(`trajgate ${command}: ${(err as Error).message}\n${usageOf(command)}`);
+    const wrong = argsError(err);
+    if (wrong !== null) {
+      log(`trajgate ${command}: ${wrong} (trajgate ${command} --help for usage)`);
       return 2;
     }
     if (!isTrajgateError(err)) throw err;

@@ -194,7 +194,7 @@ describe('trajgate check without asking', () => {
       name: 'an unknown option',
       args: [...read, '--force'],
       status: 2,
-      says: /Unknown option '--force'/,
+      says: /unknown option '--force'/,
     },
     {
       name: 'a bad --timeout',
