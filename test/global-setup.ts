@@ -1,56 +1,17 @@
 import { spawnSync } from 'node:child_process';
-import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 
 /**
- * Builds `dist/` once before the tests when it is older than the code on disk: tests spawn
- * `dist/cli/main.js` and child gateways, so `npx vitest run FILE` after an edit would otherwise
- * run the previous build. `npm run build` writes `dist/.build-stamp` last; any file under `src/`
- * (the review page's included) or `tsconfig.json` newer than it, or no stamp at all, means
- * stale. `npm test` builds in its `pretest`, so here it finds the stamp fresh and does nothing.
+ * Builds `dist/` before the tests when it is older than the code on disk (the same script
+ * `npm start` runs): tests spawn `dist/cli/main.js` and child gateways, so `npx vitest run
+ * FILE` after an edit would otherwise run the previous build. `npm test` builds in its
+ * `pretest`, so here the build is found fresh and nothing happens.
  */
-const ROOT = join(import.meta.dirname, '..');
-const STAMP = join(ROOT, 'dist', '.build-stamp');
-
-/** The newest modification time under `dir` (a directory's own counts: a file removed), in ms. */
-function newest(dir: string): number {
-  let latest = statSync(dir).mtimeMs;
-  for (const entry of readdirSync(dir, { withFileTypes: true })) {
-    const path = join(dir, entry.name);
-    const time = entry.isDirectory() ? newest(path) : statSync(path).mtimeMs;
-    if (time > latest) latest = time;
-  }
-  return latest;
-}
-
-function stampTime(): number | null {
-  try {
-    return statSync(STAMP).mtimeMs;
-  } catch {
-    return null;
-  }
-}
-
 export default function setup(): void {
-  const built = stampTime();
-  const source = Math.max(newest(join(ROOT, 'src')), statSync(join(ROOT, 'tsconfig.json')).mtimeMs);
-  if (built !== null && built >= source) return;
-  process.stderr.write(
-    `dist/ is ${built === null ? 'not built' : 'older than src/'}: building (npm run build)\n`,
-  );
-  const started = Date.now();
-  const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
-  const build = spawnSync(npm, ['run', 'build', '--silent'], {
-    cwd: ROOT,
-    encoding: 'utf8',
-    shell: process.platform === 'win32',
-  });
-  if (build.error !== undefined || build.status !== 0) {
-    const output = `${build.stdout ?? ''}${build.stderr ?? ''}`.trim();
+  const script = join(import.meta.dirname, '..', 'scripts', 'build-if-stale.mjs');
+  const run = spawnSync(process.execPath, [script], { stdio: ['ignore', 'inherit', 'inherit'] });
+  if (run.error !== undefined || run.status !== 0)
     throw new Error(
-      `npm run build failed (${build.error?.message ?? `exit ${build.status}`}); the tests ` +
-        `would run a stale dist/:\n${output}`,
+      `the build failed (${run.error?.message ?? `exit ${run.status}`}): the tests would run a stale dist/`,
     );
-  }
-  process.stderr.write(`built in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
 }
