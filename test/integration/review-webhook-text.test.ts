@@ -70,10 +70,11 @@ describe('webhook text and url', () => {
     expect(links.approveOnce).toMatch(new RegExp(`^${escape(admin)}decide/[\\w-]+\\.[\\w-]{43}$`));
     expect(text).toContain(
       `<${body.url}|Review> · <${links.approveOnce}|Approve once> · ` +
-        `<${links.approvePattern}|Approve suggestion> · <${links.deny}|Deny>`,
+        `<${links.approvePattern}|Approve suggestion> · ` +
+        `<${links.approveReset}|Approve and reset counts> · <${links.deny}|Deny>`,
     );
-    // Angle brackets appear only around our four links (Slack: everything else is escaped).
-    expect(text.match(/[<>]/g)).toHaveLength(8);
+    // Angle brackets appear only around our five links (Slack: everything else is escaped).
+    expect(text.match(/[<>]/g)).toHaveLength(10);
     expect(mattermost(text)).toContain(`[Approve once](${links.approveOnce})`);
     expect(mattermost(text)).not.toMatch(/[<>]/);
 
@@ -153,9 +154,9 @@ describe('webhook text and url', () => {
     expect(text).toContain('…');
     expect(text).not.toMatch(/@here|\]\(|evil\.example|http:\/\/evil/);
     expect(text).toContain('@\u2060here');
-    expect(mattermost(text).match(/\]\(/g)).toHaveLength(4); // only our own links
+    expect(mattermost(text).match(/\]\(/g)).toHaveLength(5); // only our own links
     // Only the links trajgate made are URLs; the agent's target is written defanged.
-    expect(text.match(/https?:\/\//g)).toHaveLength(4);
+    expect(text.match(/https?:\/\//g)).toHaveLength(5);
   });
 });
 
