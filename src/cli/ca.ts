@@ -1,6 +1,6 @@
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { defaultConfig, loadConfigFile } from '../config/load.js';
+import { defaultConfig, loadOperatorConfig } from '../config/load.js';
 import { TrajgateError } from '../errors.js';
 import { usageOf } from './help.js';
 
@@ -22,7 +22,7 @@ export async function ca(argv: string[], print: (line: string) => void): Promise
   const dir =
     values.dir !== undefined
       ? resolve(values.dir)
-      : (values.config === undefined ? defaultConfig() : loadConfigFile(values.config)).tls.ca;
+      : (values.config === undefined ? defaultConfig() : loadOperatorConfig(values.config)).tls.ca;
   const { initCa, loadCa, trustInstructions } = await import('../tls/ca.js');
   const authority = action === 'init' ? initCa(dir, values.force === true) : loadCa(dir);
   if (action === 'init')

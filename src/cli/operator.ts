@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { request } from 'undici';
 import { formatHostPort } from '../config/formats.js';
-import { defaultConfig, loadConfigFile } from '../config/load.js';
+import { defaultConfig, loadOperatorConfig } from '../config/load.js';
 import { errnoCode, TrajgateError } from '../errors.js';
 import { adminTokenFile } from '../review/admin-token.js';
 import type { SessionView } from '../review/api.js';
@@ -167,7 +167,7 @@ export async function operator(
 }
 
 function adminClient(admin: string | undefined, configFile: string | undefined) {
-  const config = configFile === undefined ? defaultConfig() : loadConfigFile(configFile);
+  const config = configFile === undefined ? defaultConfig() : loadOperatorConfig(configFile);
   const base = admin ?? `http://${formatHostPort(config.listen.admin)}`;
   const file = adminTokenFile(config);
   let token = process.env.TRAJGATE_ADMIN_TOKEN ?? config.admin.token;

@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import { loadConfigFile } from '../config/load.js';
+import { loadOperatorConfig } from '../config/load.js';
 import { TrajgateError } from '../errors.js';
 import { connectRedis, redisWhere, storeDown } from '../state/connect.js';
 import { StoreKeys } from '../state/keys.js';
@@ -40,7 +40,7 @@ export async function state(
       'state rebuild: --config FILE names the store (state.redis)',
     );
   }
-  const config = loadConfigFile(values.config);
+  const config = loadOperatorConfig(values.config);
   const redis = config.state.redis;
   if (config.state.store !== 'redis' || redis === undefined) {
     throw new TrajgateError(

@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import { defaultConfig, loadConfigFile } from '../config/load.js';
+import { defaultConfig, loadOperatorConfig } from '../config/load.js';
 import { chainFiles, verifyChain } from '../journal/verify.js';
 
 /**
@@ -20,7 +20,7 @@ export function verify(
     positionals.length > 0
       ? positionals
       : chainFiles(
-          (values.config === undefined ? defaultConfig() : loadConfigFile(values.config)).journal
+          (values.config === undefined ? defaultConfig() : loadOperatorConfig(values.config)).journal
             .path,
         );
   const { records, torn } = verifyChain(files);

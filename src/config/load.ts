@@ -47,7 +47,27 @@ export interface Config extends Omit<
 export const EMBEDDED_DEFAULT = '(embedded default)';
 
 /** Reads, expands, validates and resolves a config file. Throws TrajgateError (E_CONFIG_*). */
-export function loadConfigFile(file: string, env: NodeJS.ProcessEnv = process.env): Config {
+/**
+ * Secrets only a running gateway uses: agents' tokens and what notifications are signed and
+ * sent with. Operator commands (sessions, approve, replay, …) need the admin address and token,
+ * so an operator's shell need not hold every agent's secret.
+ */
+const GATEWAY_SECRETS = [/^agents\.\d+\.token$/, /^notify\.(secret|linkKey|webhook|headers\..+)$/];
+
+/**
+ * For operator commands: the config with unset `${VAR}`s in GATEWAY_SECRETS standing in as
+ * placeholders (never sent anywhere: these commands only talk to the admin API or read the
+ * journal). Any other unset variable is still an error.
+ */
+export function loadOperatorConfig(file: string, env: NodeJS.ProcessEnv = process.env): Config {
+  return loadConfigFile(file, env, (path) => GATEWAY_SECRETS.some((re) => re.test(path.join('.'))));
+}
+
+export function loadConfigFile(
+  file: string,
+  env: NodeJS.ProcessEnv = process.env,
+  unneeded?: (path: readonly PropertyKey[]) => boolean,
+): Config {
   let text: string;
   try {
     text = readFileSync(file, 'utf8');
@@ -55,7 +75,7 @@ export function loadConfigFile(file: string, env: NodeJS.ProcessEnv = process.en
     const why = errnoCode(err) === 'ENOENT' ? 'no such file' : (err as Error).message;
     throw new TrajgateError('E_CONFIG_READ', `${file}: cannot read config: ${why}`);
   }
-  return parseConfig(text, file, dirname(resolve(file)), env);
+  return parseConfig(text, file, dirname(resolve(file)), env, unneeded);
 }
 
 /**
@@ -118,6 +138,7 @@ export function parseConfig(
   source: string,
   baseDir: string,
   env: NodeJS.ProcessEnv = process.env,
+  unneeded?: (path: readonly PropertyKey[]) => boolean,
 ): Config {
   const lines = new LineCounter();
   const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false, uniqueKeys: true });
@@ -138,6 +159,9 @@ export function parseConfig(
   const missing: (readonly PropertyKey[])[] = [];
   const envErrors: string[] = [];
   const expanded = expandEnv(value, env, (path, name) => {
+    // Long enough for any token's minimum; a URL where a URL is due.
+    if (unneeded?.(path))
+      return path[1] === 'webhook' ? 'http://unset.invalid/' : `unset-${name}-placeholder`;
     missing.push(path);
     envErrors.push(
       `${where(source, doc, lines, path)}${keyPath(path)}: environment variable ${name} is not set`,

@@ -10,7 +10,9 @@ import { tempDir } from '../helpers/tmp.js';
 describe('${VAR:-default}', () => {
   const expand = (text: string, env: NodeJS.ProcessEnv) => {
     const missing: string[] = [];
-    const value = expandEnv({ k: text }, env, (_path, name) => missing.push(name));
+    const value = expandEnv({ k: text }, env, (_path, name) => {
+      missing.push(name);
+    });
     return { value: (value as { k: string }).k, missing };
   };
 
