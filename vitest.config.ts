@@ -5,8 +5,8 @@ export default defineConfig({
     include: ['test/**/*.test.ts'],
     // Rebuilds dist/ first when src/ is newer: tests run the built CLI and gateway.
     globalSetup: ['test/global-setup.ts'],
-    testTimeout: 20_000,
-    hookTimeout: 20_000,
+    testTimeout: 90_000,
+    hookTimeout: 60_000,
     pool: 'forks',
   },
 });

@@ -103,7 +103,7 @@ export async function signIn(page: Page, token: string): Promise<void> {
 }
 
 /** Waits until `locator`'s text matches; bounded. */
-export async function textOf(locator: Locator, pattern: RegExp, ms = 5_000): Promise<string> {
+export async function textOf(locator: Locator, pattern: RegExp, ms = 20_000): Promise<string> {
   const until = Date.now() + ms;
   let last = '';
   for (;;) {

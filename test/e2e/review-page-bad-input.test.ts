@@ -132,7 +132,7 @@ describe('tokens', () => {
     expect(await page.evaluate('sessionStorage.length')).toBe(1);
     expect(await page.locator('#login-error').isVisible()).toBe(false);
     await page.evaluate('sessionStorage.setItem("trajgate.adminToken", "rotated")');
-    await page.locator('#login-error').waitFor({ state: 'visible', timeout: 3_000 });
+    await page.locator('#login-error').waitFor({ state: 'visible', timeout: 20_000 });
     await textOf(page.locator('#login-error'), /refused this token/);
     expect(await page.locator('#view').innerHTML()).toBe('');
     expect(errors.filter((e) => !/401/.test(e))).toEqual([]);
@@ -194,7 +194,7 @@ describe('the page over HTTP', () => {
     const get = async (path: string, method = 'GET') => {
       const res = await request(`${base}${path}`, {
         method: method as 'GET',
-        headersTimeout: 5_000,
+        headersTimeout: 30_000,
       });
       return { status: res.statusCode, headers: res.headers, text: await res.body.text() };
     };

@@ -116,7 +116,7 @@ describe('a session of 10,000 events', () => {
     // The page polls one after another: once a second poll starts, the one before it has
     // been drawn (and the one in flight at `before`, if any).
     const polled = () =>
-      page.waitForRequest((r) => r.url().endsWith('/api/health'), { timeout: 5_000 });
+      page.waitForRequest((r) => r.url().endsWith('/api/health'), { timeout: 20_000 });
     await polled();
     await polled();
     expect(await canvas.boundingBox()).toEqual(before);

@@ -131,7 +131,7 @@ describe('review page: approve, resume, deny', () => {
     await textOf(page.locator('.session-head .badge'), /^Active$/, 2_000);
     await textOf(page.locator('.held-card'), /Nothing is held/, 2_000);
     await textOf(page.locator('#action-message'), /Resumed with counts reset: 1 held request/);
-    await waitFor(async () => (await page.locator('.session-head .chip').count()) === 0, 2_000);
+    await waitFor(async () => (await page.locator('.session-head .chip').count()) === 0);
     const answer = await held;
     expect(answer.status).toBe(200);
     expect(JSON.parse(answer.body).url).toBe('/second-0');

@@ -49,8 +49,8 @@ export function adminClient(port: number, token: string): AdminClient {
         ...options.headers,
       },
       ...(body === undefined ? {} : { body }),
-      headersTimeout: 5_000,
-      bodyTimeout: 5_000,
+      headersTimeout: 30_000,
+      bodyTimeout: 30_000,
     });
     const text = await res.body.text();
     let json: unknown = null;

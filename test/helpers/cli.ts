@@ -23,7 +23,7 @@ export function runCli(
     cwd: options.cwd,
     env: { ...process.env, ...options.env },
     encoding: 'utf8',
-    timeout: 15_000,
+    timeout: 60_000,
   });
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }
@@ -44,7 +44,7 @@ export function runCliAsync(
         cwd: options.cwd,
         env: { ...process.env, ...options.env },
         encoding: 'utf8',
-        timeout: options.timeoutMs ?? 15_000,
+        timeout: options.timeoutMs ?? 60_000,
       },
       (_err, stdout, stderr) => resolve({ status: child.exitCode, stdout, stderr }),
     );
@@ -145,7 +145,7 @@ export function runCliPiped(
       {
         env: { ...process.env, ...options.env },
         encoding: 'utf8',
-        timeout: options.timeoutMs ?? 15_000,
+        timeout: options.timeoutMs ?? 60_000,
       },
       (err, stdout, stderr) => {
         const status = err ? (typeof err.code === 'number' ? err.code : null) : 0;

@@ -12,7 +12,7 @@ export interface CurlResult {
  * Runs the real curl asynchronously (the gateway under test runs in this process, so a
  * blocking spawn would deadlock it). Returns the final status, headers and body.
  */
-export function curl(args: string[], timeoutMs = 15_000): Promise<CurlResult> {
+export function curl(args: string[], timeoutMs = 60_000): Promise<CurlResult> {
   return new Promise((resolve) => {
     execFile(
       'curl',

@@ -40,7 +40,7 @@ export async function postAsAgent(
       ...(id === null ? {} : { authorization: `Bearer ${agentToken(id)}` }),
     },
     body: typeof body === 'string' ? body : JSON.stringify(body),
-    headersTimeout: 5_000,
+    headersTimeout: 30_000,
   });
   return { status: res.statusCode, json: (await res.body.json()) as Record<string, any> };
 }

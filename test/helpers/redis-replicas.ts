@@ -125,7 +125,7 @@ export interface Pending {
  * GET `url` through the proxy on `port` as agent `agent` (absolute form, Basic credentials, a
  * connection of its own). Resolves with status 0 on a socket error or after `timeoutMs`.
  */
-export function viaReplica(port: number, url: string, agent: string, timeoutMs = 15_000): Pending {
+export function viaReplica(port: number, url: string, agent: string, timeoutMs = 60_000): Pending {
   let done = false;
   const answer = new Promise<ProxyAnswer>((resolve) => {
     const auth = Buffer.from(`${agent}:${agentToken(agent)}`).toString('base64');

@@ -133,7 +133,7 @@ export function handshakeThrough(
   proxyPort: number,
   authority: string,
   tls: ConnectionOptions,
-  timeoutMs = 5_000,
+  timeoutMs = 20_000,
 ): Promise<Handshake> {
   const start = performance.now();
   return new Promise((resolve) => {
@@ -187,7 +187,7 @@ export function hostOf(authority: string): string {
 export function requestOn(
   socket: TLSSocket,
   head: string,
-  timeoutMs = 5_000,
+  timeoutMs = 20_000,
 ): Promise<{ text: string; status: number; closed: boolean }> {
   return new Promise((resolve) => {
     let text = '';
@@ -218,7 +218,7 @@ export interface NodeRun {
 export function runNode(
   code: string,
   env: Record<string, string>,
-  timeoutMs = 15_000,
+  timeoutMs = 60_000,
 ): Promise<NodeRun> {
   return new Promise((resolve) => {
     const child = execFile(

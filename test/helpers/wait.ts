@@ -7,7 +7,7 @@ import type { JournalRecord } from '../../src/journal/records.js';
  */
 export async function waitFor(
   check: () => boolean | Promise<boolean>,
-  ms = 5_000,
+  ms = 20_000,
   what = 'condition',
 ): Promise<void> {
   const deadline = Date.now() + ms;
@@ -26,7 +26,7 @@ export async function waitForRecords(
   g: { records(): JournalRecord[] },
   match: (r: JournalRecord) => boolean,
   count = 1,
-  ms = 5_000,
+  ms = 20_000,
 ): Promise<JournalRecord[]> {
   let records: JournalRecord[] = [];
   await waitFor(() => (records = g.records()).filter(match).length >= count, ms);

@@ -47,8 +47,8 @@ async function post(
     method: 'POST',
     headers: { 'content-type': 'application/json', ...headers },
     body,
-    headersTimeout: 5_000,
-    bodyTimeout: 5_000,
+    headersTimeout: 30_000,
+    bodyTimeout: 30_000,
   });
   const text = await res.body.text();
   return { status: res.statusCode, headers: res.headers, json: JSON.parse(text) as any };
@@ -197,7 +197,7 @@ describe('methods other than POST', () => {
       method: 'PUT',
       headers: { 'content-type': 'application/json', ...AUTH },
       body,
-      headersTimeout: 5_000,
+      headersTimeout: 30_000,
     });
     await res.body.dump();
     const reached = echo.seen.slice(before).filter((s) => JSON.stringify(s.body).includes('cron'));

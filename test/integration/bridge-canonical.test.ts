@@ -50,8 +50,8 @@ async function post(
     method: 'POST',
     headers: { 'content-type': 'application/json', ...AUTH, ...headers },
     body,
-    headersTimeout: 5_000,
-    bodyTimeout: 5_000,
+    headersTimeout: 30_000,
+    bodyTimeout: 30_000,
   });
   const text = await res.body.text();
   let json: any = null;

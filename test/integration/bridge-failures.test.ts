@@ -71,8 +71,8 @@ async function rawCall(url: string, tool: string, auth = true) {
       method: 'tools/call',
       params: { name: tool, arguments: {} },
     }),
-    headersTimeout: 5_000,
-    bodyTimeout: 5_000,
+    headersTimeout: 30_000,
+    bodyTimeout: 30_000,
   });
   const body = Buffer.from(await res.body.arrayBuffer());
   return { status: res.statusCode, type: res.headers['content-type'], body };
@@ -204,8 +204,8 @@ async function httpCall(g: TestGateway, method: string, path: string) {
     method: method as 'POST',
     headers: { authorization: `Bearer ${token('agent-1')}`, 'content-type': 'application/json' },
     body: '{}',
-    headersTimeout: 5_000,
-    bodyTimeout: 5_000,
+    headersTimeout: 30_000,
+    bodyTimeout: 30_000,
   });
   return { status: res.statusCode, body: await res.body.text() };
 }

@@ -59,8 +59,8 @@ async function send(method: string, path: string, body?: unknown) {
       ...(text === undefined ? {} : { 'content-type': 'application/json' }),
     },
     ...(text === undefined ? {} : { body: text }),
-    headersTimeout: 5_000,
-    bodyTimeout: 5_000,
+    headersTimeout: 30_000,
+    bodyTimeout: 30_000,
   });
   return { status: res.statusCode, headers: res.headers, body: await res.body.text(), sent: text };
 }
@@ -203,7 +203,7 @@ describe('HTTP adapter: routes map requests to events', () => {
   it('missing bearer → 401 JSON, not forwarded; a good call works afterwards', async () => {
     const before = seen.length;
     const res = await request(`http://127.0.0.1:${g.gw.bridge.port}/fs/read?path=a`, {
-      headersTimeout: 5_000,
+      headersTimeout: 30_000,
     });
     expect(res.statusCode).toBe(401);
     expect(res.headers['www-authenticate']).toMatch(/^Bearer/);

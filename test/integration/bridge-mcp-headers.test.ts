@@ -43,8 +43,8 @@ async function post(gw: TestGateway, body: unknown, headers: Record<string, stri
       ...headers,
     },
     body: typeof body === 'string' ? body : JSON.stringify(body),
-    headersTimeout: 5_000,
-    bodyTimeout: 5_000,
+    headersTimeout: 30_000,
+    bodyTimeout: 30_000,
   });
   const text = await res.body.text();
   return { status: res.statusCode, json: JSON.parse(text) as Record<string, any> };

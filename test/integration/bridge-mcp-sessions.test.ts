@@ -46,8 +46,8 @@ async function exchange(
       ...(session === null ? {} : { 'mcp-session-id': session }),
     },
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    headersTimeout: 5_000,
-    bodyTimeout: 5_000,
+    headersTimeout: 30_000,
+    bodyTimeout: 30_000,
   });
   const type = res.headers['content-type'];
   const messages = jsonRpcMessages(typeof type === 'string' ? type : null, await res.body.text());

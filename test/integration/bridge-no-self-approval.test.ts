@@ -51,7 +51,7 @@ async function post(g: TestGateway, id: string, path: string, body: unknown, ext
       ...extra,
     },
     body: JSON.stringify(body),
-    headersTimeout: 5_000,
+    headersTimeout: 30_000,
   });
   return { status: res.statusCode, text: await res.body.text() };
 }

@@ -20,7 +20,7 @@ const [A, B] = (await startReplicas(redis, ['once-a', 'once-b'], {
 })) as [Replica, Replica];
 
 const get = (r: Replica, path: string) =>
-  viaReplica(r.child.proxyPort, `${stranger.url}${path}`, 'once-1', 8_000);
+  viaReplica(r.child.proxyPort, `${stranger.url}${path}`, 'once-1');
 const reached = (path: string) => stranger.seen.some((s) => s.url === path);
 
 describe('approve once across replicas', () => {

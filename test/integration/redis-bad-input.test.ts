@@ -32,7 +32,7 @@ const config = {
 const [A] = (await startReplicas(redis, ['bad-a'], config)) as [Replica];
 
 const ask = (r: Replica, session: string, path: string): Promise<ProxyAnswer> =>
-  viaReplica(r.child.proxyPort, `${allowed.url}${path}`, session, 10_000).answer;
+  viaReplica(r.child.proxyPort, `${allowed.url}${path}`, session).answer;
 
 describe('shared state: bad input', () => {
   it('a Redis URL where nothing listens: it starts, says so naming the URL, and refuses 503', async () => {
@@ -74,7 +74,7 @@ describe('shared state: bad input', () => {
     await client.config('SET', 'maxmemory', '1');
     // A decision that counts writes (one that changes nothing only reads, and goes on).
     const counted = (path: string) =>
-      viaReplica(A.child.proxyPort, `${stranger.url}${path}`, 'noauth', 10_000).answer;
+      viaReplica(A.child.proxyPort, `${stranger.url}${path}`, 'noauth').answer;
     try {
       const res = await counted('/oom');
       expect(res.status).toBe(503);

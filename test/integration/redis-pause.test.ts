@@ -31,7 +31,7 @@ const sockets: Socket[] = [];
 afterAll(() => sockets.forEach((s) => s.destroy()));
 
 const get = (r: Replica, session: string, path: string): Pending =>
-  viaReplica(r.child.proxyPort, `${stranger.url}${path}`, session, 8_000);
+  viaReplica(r.child.proxyPort, `${stranger.url}${path}`, session);
 
 const paused = (r: Replica, session: string) =>
   r.records().some((x) => x.type === 'pause' && x.session === session);

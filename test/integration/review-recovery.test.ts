@@ -155,7 +155,7 @@ describe('restart recovery after SIGKILL', () => {
       'resume',
     ]);
     for (const r of ops) expect(r).toMatchObject({ by: 'operator', ts: expect.any(String) });
-  }, 30_000);
+  }, 90_000);
 
   it('a reset resume and a denial survive the crash too', async () => {
     const { journal, file } = recoveryConfig();
@@ -192,5 +192,5 @@ describe('restart recovery after SIGKILL', () => {
     expect(a2).toMatchObject({ state: 'paused', counts: { network: 2 }, held: 0 });
     expect(a2.pause).toMatchObject({ restored: true, boundary: 'network', count: 2 });
     await second.kill('SIGKILL');
-  }, 30_000);
+  }, 90_000);
 });

@@ -62,7 +62,7 @@ describe('bounded webhook notifications', () => {
     expect(lines).toEqual([
       'notify: queue full (notify.queue: 5), dropped the 1 oldest pending notification(s)',
     ]);
-    await waitFor(() => lines.length === 2, 3_000);
+    await waitFor(() => lines.length === 2);
     expect(lines[1]).toMatch(/dropped the 12 oldest/);
     // a burst of a waiting session is coalesced in place: no drop, no new entry
     for (let v = 2; v <= 6; v++) n.send('pause', 's19', pause('s19', v));
@@ -121,7 +121,7 @@ describe('bounded webhook notifications', () => {
     for (let i = 0; i < 10; i++) n.send('pause', `s${i}`, pause(`s${i}`, 1));
     expect(counts.peakQueued).toBe(3);
     expect(counts.dropped).toBe(6);
-    await waitFor(() => counts.failed === 4, 5_000);
+    await waitFor(() => counts.failed === 4);
     expect(counts.queued).toBe(0);
   });
 

@@ -28,7 +28,7 @@ async function review_then_pause(g: TestGateway, api: AdminClient) {
   expect(review.status).toBe(403);
   t = Date.now();
   const held = viaProxy(g.proxyUrl, `${other.url}/second`, auth);
-  await waitFor(async () => (await api.get('/api/sessions/agent-1')).json.held === 1, 2_000);
+  await waitFor(async () => (await api.get('/api/sessions/agent-1')).json.held === 1);
   return { reviewMs, heldMs: Date.now() - t, held };
 }
 
@@ -42,7 +42,7 @@ describe('webhook notification', () => {
     const hook = await startWebhook();
     const { g, api } = await start({ webhook: hook.url, headers: { 'x-hook-secret': 's3cret' } });
     const { held } = await review_then_pause(g, api);
-    await waitFor(async () => hook.deliveries.length === 1, 3_000);
+    await waitFor(async () => hook.deliveries.length === 1);
     const [d] = hook.deliveries;
     expect(d!.headers['content-type']).toBe('application/json');
     expect(d!.headers['x-hook-secret']).toBe('s3cret');
@@ -84,7 +84,7 @@ describe('webhook notification', () => {
     const hook = await startWebhook(200);
     const { g, api } = await start({ webhook: hook.url, on: ['pause', 'review'] });
     const { held } = await review_then_pause(g, api);
-    await waitFor(async () => hook.deliveries.length === 2, 3_000);
+    await waitFor(async () => hook.deliveries.length === 2);
     const kinds = hook.deliveries.map((d) => d.body.kind).sort();
     expect(kinds).toEqual(['pause', 'review']);
     const review = hook.deliveries.find((d) => d.body.kind === 'review')!.body;
@@ -103,7 +103,7 @@ describe('webhook notification', () => {
     const hook = await startWebhook(500);
     const { g, api } = await start({ webhook: hook.url });
     const { held } = await review_then_pause(g, api);
-    await waitFor(async () => (await failures(api)) === 1, 5_000);
+    await waitFor(async () => (await failures(api)) === 1);
     expect(hook.deliveries).toHaveLength(3);
     const [a, b, c] = hook.deliveries.map((d) => d.at);
     expect(b! - a!).toBeGreaterThanOrEqual(450);
@@ -125,7 +125,7 @@ describe('webhook notification', () => {
     await api.post('/api/sessions/agent-1/deny');
     expect((await held).status).toBe(403);
     expect(Date.now() - t).toBeLessThan(500);
-    await waitFor(async () => (await failures(api)) === 2, 5_000);
+    await waitFor(async () => (await failures(api)) === 2);
   });
 
   it('a silent webhook (never answers) does not delay the agent; counted after the timeouts', async () => {
@@ -139,7 +139,7 @@ describe('webhook notification', () => {
     const { reviewMs, heldMs, held } = await review_then_pause(g, api);
     expect(reviewMs).toBeLessThan(500);
     expect(heldMs).toBeLessThan(500);
-    await waitFor(async () => silent.connections >= 2, 2_000);
+    await waitFor(async () => silent.connections >= 2);
     // the agent is answered at once while the webhook still hangs
     const t = Date.now();
     await api.post('/api/sessions/agent-1/deny');
@@ -150,7 +150,7 @@ describe('webhook notification', () => {
     // 3 attempts of 0.3 s each, with 0.1 s and 0.2 s between them
     expect(Date.now() - started).toBeGreaterThan(500);
     expect(silent.connections).toBeGreaterThanOrEqual(6);
-  }, 20_000);
+  }, 90_000);
 
   it('stopping the gateway is not held up by a webhook that never answers', async () => {
     const silent = await startSilentServer();
@@ -159,12 +159,12 @@ describe('webhook notification', () => {
       { drainTimeout: '1s' },
     );
     const { held } = await review_then_pause(g, api);
-    await waitFor(async () => silent.connections >= 1, 2_000);
+    await waitFor(async () => silent.connections >= 1);
     const t = Date.now();
     stopped();
     await g.stop();
     // Stopping abandons deliveries under way (counted as failed) instead of waiting them out.
     expect(Date.now() - t).toBeLessThan(3_000);
     expect((await held).status).toBe(403);
-  }, 30_000);
+  }, 90_000);
 });

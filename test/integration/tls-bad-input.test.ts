@@ -350,7 +350,7 @@ describe('clients that stall (limits.headerTimeout 1s)', () => {
     // Part of a ClientHello, handed to the kernel before the close: the FIN follows it.
     await new Promise((r) => t.socket.write(hello.subarray(0, 40), r));
     t.socket.destroy();
-    await waitFor(() => refusals(g.records()).length === 1, 2_000);
+    await waitFor(() => refusals(g.records()).length === 1);
     expect(refusals(g.records())[0]?.reason).not.toMatch(/not completed within/);
     const next = await connectTunnel(g.gw.proxy.port, UP);
     next.socket.destroy();
@@ -370,11 +370,11 @@ describe('clients that stall (limits.headerTimeout 1s)', () => {
     expect(hs.ok).toBe(true);
     if (!hs.ok) return;
     const started = Date.now();
-    const res = await requestOn(hs.socket, row.head, 4_000);
+    const res = await requestOn(hs.socket, row.head, 10_000);
     expect(res.closed).toBe(true);
-    expect(Date.now() - started).toBeLessThan(3_500);
+    expect(Date.now() - started).toBeLessThan(6_000);
     if (row.head !== '') expect(res.status).toBe(408);
-    await waitFor(() => refusals(g.records()).length === 1, 1_000);
+    await waitFor(() => refusals(g.records()).length === 1);
   });
 });
 

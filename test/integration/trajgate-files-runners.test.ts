@@ -148,7 +148,7 @@ describe('the HTTP adapter', () => {
         ...(body === undefined ? {} : { 'content-type': 'application/json' }),
       },
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-      headersTimeout: 5_000,
+      headersTimeout: 30_000,
     });
     return { status: res.statusCode, headers: res.headers, text: await res.body.text() };
   };
