@@ -90,6 +90,23 @@ export interface EventsPage {
   readonly next: number | null;
 }
 
+/**
+ * `POST /api/sessions/:id/resume` (plain): how many held requests were judged again, and the
+ * new pause when one of them paused the session again at once.
+ */
+export interface ResumeAnswer {
+  readonly resumed: true;
+  readonly released: number;
+  readonly pausedAgain: PausedAgain | null;
+}
+
+export interface PausedAgain {
+  readonly reason: string;
+  readonly boundary: string | null;
+  readonly count: number;
+  readonly trigger: Pick<EventRecord, 'seq' | 'kind' | 'method' | 'target'>;
+}
+
 /** A request a pause record holds. `rid` and `bytes` are absent in older journals. */
 export interface PauseHeld {
   /** The request's id: the seq of its first event record. */

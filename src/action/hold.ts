@@ -39,6 +39,8 @@ export class HeldRequests {
   readonly #bySession = new Map<string, Set<Entry>>();
   /** How the latest holds ended, by rid (a decision link asks whether its request was let go). */
   readonly #ended = new Map<number, Release>();
+  /** Who waits for a released request to be judged again (a resume reports the verdicts). */
+  readonly #rejudged = new Map<number, Set<() => void>>();
   #timeoutMs: number;
   #nextId = 1;
 
@@ -122,6 +124,42 @@ export class HeldRequests {
     const named = [...(this.#bySession.get(session) ?? [])].filter((e) => rids.has(e.rid));
     for (const entry of named) entry.settle('once');
     return named;
+  }
+
+  /** The caller of `hold` judged request `rid` again after its release. */
+  judgedAgain(rid: number): void {
+    const waiting = this.#rejudged.get(rid);
+    this.#rejudged.delete(rid);
+    for (const done of waiting ?? []) done();
+  }
+
+  /**
+   * Resolves once every request of `rids` (just released) was judged again, or after `ms`:
+   * so a resume can say whether what it let go paused the session again at once.
+   */
+  afterJudged(rids: readonly number[], ms: number): Promise<void> {
+    if (rids.length === 0) return Promise.resolve();
+    return new Promise((resolve) => {
+      let left = rids.length;
+      const dones: [number, () => void][] = [];
+      const finish = () => {
+        clearTimeout(timer);
+        for (const [rid, done] of dones) this.#rejudged.get(rid)?.delete(done);
+        for (const [rid] of dones)
+          if (this.#rejudged.get(rid)?.size === 0) this.#rejudged.delete(rid);
+        resolve();
+      };
+      const timer = setTimeout(finish, ms);
+      for (const rid of rids) {
+        const done = () => {
+          if (--left === 0) finish();
+        };
+        dones.push([rid, done]);
+        const set = this.#rejudged.get(rid) ?? new Set();
+        set.add(done);
+        this.#rejudged.set(rid, set);
+      }
+    });
   }
 
   /** Lets every held request go (the gateway is stopping). */

@@ -1,5 +1,6 @@
 import type { EventRecord } from '../journal/records.js';
 import type { SessionView } from '../review/api.js';
+import type { PausedAgain } from '../wire.js';
 import { table } from './table.js';
 
 /** A sequence rule's earlier event, after the rule's name: ` after #41`. */
@@ -42,5 +43,14 @@ export function eventsTable(events: EventRecord[]): string {
       `${e.method ? `${e.method} ` : ''}${e.target}`,
       e.reason,
     ]),
+  );
+}
+
+/** After a resume: what it let go paused the session again at once (seq, verdict, target). */
+export function pausedAgainLine(session: string, p: PausedAgain): string {
+  const t = p.trigger;
+  return (
+    `but #${t.seq} ${t.kind}${t.method ? ` ${t.method}` : ''} ${t.target} paused ${session} again at once: ` +
+    `PAUSE${p.boundary ? `: ${p.boundary}` : ''} (${p.reason}); decide again (trajgate events ${session})`
   );
 }

@@ -8,10 +8,10 @@ import { adminTokenFile } from '../review/admin-token.js';
 import type { SessionView } from '../review/api.js';
 import type { ApprovalView, DenyView } from '../review/api-rules.js';
 import type { EventRecord } from '../journal/records.js';
-import type { EventAnswer } from '../wire.js';
+import type { EventAnswer, ResumeAnswer } from '../wire.js';
 import { approveOnce } from './approve-once.js';
 import { usageOf } from './help.js';
-import { eventsTable, sessionsTable } from './operator-tables.js';
+import { eventsTable, pausedAgainLine, sessionsTable } from './operator-tables.js';
 import { terminalJson, terminalLines, terminalText } from './table.js';
 
 /**
@@ -149,10 +149,13 @@ export async function operator(
         reset: values.reset === true,
         ...(values['keep-marks'] === true ? { keepMarks: true } : {}),
       });
-      if (!values.json)
+      if (!values.json) {
+        const { released, pausedAgain } = result as ResumeAnswer;
         print(
-          `resumed ${session}${values.reset ? ' with its counts reset' : ''}${values['keep-marks'] ? ', its trajectory marks kept' : ''}; ${(result as { released: number }).released} held request(s) judged again`,
+          `resumed ${session}${values.reset ? ' with its counts reset' : ''}${values['keep-marks'] ? ', its trajectory marks kept' : ''}; ${released} held request(s) judged again`,
         );
+        if (pausedAgain) print(pausedAgainLine(session as string, pausedAgain));
+      }
       break;
     case 'deny':
       result = await client.call('POST', `${path}/deny`, {});

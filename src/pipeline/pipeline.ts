@@ -158,7 +158,11 @@ export class Pipeline {
       if (release !== 'resume' && release !== 'once') {
         return this.#decider.refuse(rid, decision, ask, release === 'deny' ? 'denied' : release);
       }
-      ruling = await again(rid, release === 'once');
+      try {
+        ruling = await again(rid, release === 'once');
+      } finally {
+        this.#held.judgedAgain(rid);
+      }
     }
     return ruling;
   }

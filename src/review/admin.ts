@@ -86,7 +86,7 @@ export function createAdminServer(deps: {
       pattern: session('/resume'),
       handler: async (req, by, id) => ({
         resumed: true,
-        ...api.resume(id as string, await readJsonBody(req), by),
+        ...(await api.resume(id as string, await readJsonBody(req), by)),
       }),
     },
     {

@@ -12,11 +12,15 @@ import { sessionCapture } from './captures.js';
 import { RawJson } from '../http/json.js';
 import type { Review } from './review.js';
 import type { Resumed, Sessions } from './sessions.js';
-import type { ApprovalView, SessionDetail, SessionView } from '../wire.js';
+import type { ApprovalView, PausedAgain, SessionDetail, SessionView } from '../wire.js';
 
 /** The sessions list's and a session's answers (their shapes are in ../wire.d.ts). */
 export type { SessionDetail, SessionView };
 
+/** How long a resume waits for what it let go to be judged again before it answers. */
+const REJUDGE_MS = 2_000;
+const pick = <T extends object, K extends keyof T>(o: T, keys: readonly K[]): Pick<T, K> =>
+  Object.fromEntries(keys.filter((k) => o[k] !== undefined).map((k) => [k, o[k]])) as Pick<T, K>;
 const iso = (ms: number | null | undefined) => (ms ? new Date(ms).toISOString() : null);
 
 /** The most events one call of the events route returns (`next` pages on). */
@@ -115,7 +119,16 @@ export class Api {
     return this.rules.block(id, body, by);
   }
 
-  resume(id: string, body: Record<string, unknown>, by: string): Resumed | { released: number } {
+  /**
+   * A resume; a plain one answers once what it let go was judged again (at most REJUDGE_MS),
+   * with `pausedAgain` when that paused the session again at once: "resumed" alone would say
+   * the agent runs.
+   */
+  async resume(
+    id: string,
+    body: Record<string, unknown>,
+    by: string,
+  ): Promise<Resumed | { released: number; pausedAgain: PausedAgain | null }> {
     this.#known(id);
     for (const field of ['reset', 'keepMarks'] as const) {
       if (body[field] !== undefined && typeof body[field] !== 'boolean') {
@@ -129,8 +142,22 @@ export class Api {
       body.once === undefined ? {} : { once: this.#heldRids(id, body.once, body.reset === true) };
     const options = { reset: body.reset === true, keepMarks: body.keepMarks === true, by };
     const done = operate(() => this.sessions.resumeReport(id, { ...options, ...once }));
-    // A plain resume judges every held request again: how many is all there is to say.
-    return body.once === undefined ? { released: done.released } : done;
+    if (body.once !== undefined) return done;
+    await this.sessions.afterJudged(
+      done.judged.map((h) => h.rid),
+      REJUDGE_MS,
+    );
+    const pause = this.sessions.isPaused(id) ? this.review.pauseRecord(id) : null;
+    const pausedAgain =
+      pause === null
+        ? null
+        : {
+            reason: pause.reason,
+            boundary: pause.boundary,
+            count: pause.count,
+            trigger: pick(pause.trigger, ['seq', 'kind', 'method', 'target']),
+          };
+    return { released: done.released, pausedAgain };
   }
 
   /** `once`: request ids (rid) of requests the session holds here, each named once. */

@@ -115,6 +115,11 @@ export class Sessions {
     return this.#held.of(session);
   }
 
+  /** Waits (at most `ms`) until the held requests `rids`, just released, are judged again. */
+  afterJudged(rids: readonly number[], ms: number): Promise<void> {
+    return this.#held.afterJudged(rids, ms);
+  }
+
   /** How the hold of request `rid` ended here, if it did lately. */
   ended(rid: number): Release | undefined {
     return this.#held.ended(rid);

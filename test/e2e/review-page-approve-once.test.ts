@@ -30,7 +30,7 @@ describe('review page: approve once', () => {
     await page.goto(`${pageUrl(g)}#/session/agent-1`);
     await signIn(page, ADMIN);
     const rows = page.locator('.held-card li.held');
-    await waitFor(async () => (await rows.count()) === 2, 5_000, 'two held requests');
+    await waitFor(async () => (await rows.count()) === 2, 20_000, 'two held requests');
     await textOf(page.locator('.held-card'), /POST http:\/\/127\.0\.0\.1:\d+\/upload \(7 bytes\)/);
 
     await page.locator(`button.held-once[data-rid="${postRid}"]`).click();
@@ -59,7 +59,7 @@ describe('review page: approve once', () => {
     const view = (await api.get('/api/sessions/agent-1')).json;
     expect(view.state).toBe('paused');
     expect(view.heldRequests.map((h: { rid: number }) => h.rid)).toEqual([getRid]);
-    await textOf(page.locator('.held-card'), /Held requests \(1\)/, 3_000);
+    await textOf(page.locator('.held-card'), /Held requests \(1\)/);
     expect(g.records().filter((r) => r.type === 'pause')).toHaveLength(1);
     // Its one event is the PAUSE it was held on: nothing was judged for it since.
     const getEvents = g

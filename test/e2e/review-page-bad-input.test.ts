@@ -46,7 +46,7 @@ describe('hostile event text', () => {
     await textOf(page.locator('.held-card'), /write \/tmp\/<svg onload="window\.__pwned=3">\/x/);
     await textOf(page.locator('#event-details'), /<svg onload="window\.__pwned=3">/);
     const pattern = page.getByLabel('Pattern', { exact: true });
-    await waitFor(async () => (await pattern.inputValue()) === HOSTILE.svg, 5_000, 'suggestion');
+    await waitFor(async () => (await pattern.inputValue()) === HOSTILE.svg, 20_000, 'suggestion');
     expect(await page.getByLabel('Kind').inputValue()).toBe('write');
     await canvas.focus();
     await page.keyboard.press('Home');
@@ -87,7 +87,7 @@ describe('hostile event text', () => {
     expect(await pattern.inputValue()).toBe('/tmp/\\*');
     await page.getByRole('button', { name: 'Approve pattern…' }).click();
     await page.getByRole('dialog').getByRole('button', { name: 'Approve' }).click();
-    await textOf(page.locator('#action-message'), /Approved write \/tmp\/\\\*/, 2_000);
+    await textOf(page.locator('#action-message'), /Approved write \/tmp\/\\\*/);
     await api.post('/api/sessions/agent-1/resume');
     expect((await held).json).toMatchObject({ verdict: 'ALLOW' });
     expect(
@@ -169,17 +169,13 @@ describe('API down', () => {
       await g.stop();
       g = null;
       const banner = page.locator('#banner');
-      await textOf(
-        banner,
-        /admin API is down or unreachable .*Retrying every 2 s — attempt 1/,
-        5_000,
-      );
+      await textOf(banner, /admin API is down or unreachable .*Retrying every 2 s — attempt 1/);
       await textOf(page.locator('#conn'), /API down · retrying/);
-      await textOf(banner, /attempt 2/, 5_000); // it does retry
+      await textOf(banner, /attempt 2/); // it does retry
       expect(await page.locator('table.sessions').textContent()).toContain('agent-1'); // stale, kept
 
       g = await startTestGateway(config(port), { dir });
-      await waitFor(async () => !(await banner.isVisible()), 5_000, 'banner gone');
+      await waitFor(async () => !(await banner.isVisible()), 20_000, 'banner gone');
       await textOf(page.locator('#conn'), /Live/);
     } finally {
       await g?.stop();

@@ -83,7 +83,7 @@ describe('review page: flagged sessions, captures, revoke and block', () => {
     // the approve form holds the gateway's suggestion: method and path prefix
     const pattern = page.getByLabel('Pattern', { exact: true });
     const suggested = `POST http://127.0.0.1:${other.port}/v1/`;
-    await waitFor(async () => (await pattern.inputValue()) === suggested, 5_000, 'suggestion');
+    await waitFor(async () => (await pattern.inputValue()) === suggested, 20_000, 'suggestion');
     // the effective allowlist: network.allow and this agent's own
     const allowlist = page.locator('.approvals-card .allow-list li');
     expect(await allowlist.allTextContents()).toEqual([
@@ -104,8 +104,8 @@ describe('review page: flagged sessions, captures, revoke and block', () => {
       page.locator('#action-message'),
       /Approved network POST http:\/\/127\.0\.0\.1:\d+\/v1\//,
     );
-    await textOf(page.locator('.session-head .badge'), /^Active$/, 2_000);
-    await waitFor(async () => await flagged.isHidden(), 2_000, 'flag cleared');
+    await textOf(page.locator('.session-head .badge'), /^Active$/);
+    await waitFor(async () => await flagged.isHidden(), 20_000, 'flag cleared');
     const approval = page.locator('.approvals-card li.approval', { hasText: suggested });
     const id = (await approval.locator('.approval-id').textContent()) ?? '';
     expect(id).toMatch(/^a\d+$/);
@@ -122,7 +122,7 @@ describe('review page: flagged sessions, captures, revoke and block', () => {
     expect(await page.evaluate('document.activeElement.textContent')).toBe('Cancel');
     await dialog.getByRole('button', { name: 'Revoke' }).click();
     await textOf(page.locator('#action-message'), new RegExp(`Revoked ${id} \\(POST http`));
-    await waitFor(async () => (await approval.count()) === 0, 2_000, 'approval gone');
+    await waitFor(async () => (await approval.count()) === 0, 20_000, 'approval gone');
     expect((await api.get('/api/approvals')).json.approvals.some((a: any) => a.id === id)).toBe(
       false,
     );
@@ -133,7 +133,7 @@ describe('review page: flagged sessions, captures, revoke and block', () => {
     // a phone-width window: the capture stacks under its event, nothing sticks out
     await page.setViewportSize({ width: 400, height: 900 });
     await textOf(capture, /not forwarded/);
-    await waitFor(async () => (await overflowX(page)) === 0, 2_000, 'no horizontal overflow');
+    await waitFor(async () => (await overflowX(page)) === 0, 20_000, 'no horizontal overflow');
     await screenshot(page, 'review-flagged-narrow');
 
     expect(dialogs).toEqual([]);
@@ -153,7 +153,11 @@ describe('review page: flagged sessions, captures, revoke and block', () => {
     await page.locator('.pause-card tbody tr', { hasText: '/v1/index' }).click();
     const blockPattern = page.getByLabel('Deny pattern', { exact: true });
     const prefix = `GET http://127.0.0.1:${allowed.port}/v1/`;
-    await waitFor(async () => (await blockPattern.inputValue()) === prefix, 5_000, 'block prefill');
+    await waitFor(
+      async () => (await blockPattern.inputValue()) === prefix,
+      20_000,
+      'block prefill',
+    );
     await denies.getByRole('button', { name: 'Block…' }).click();
     const dialog = page.getByRole('dialog');
     await textOf(dialog, /Block this pattern\?.*agent-2/);
@@ -179,7 +183,7 @@ describe('review page: flagged sessions, captures, revoke and block', () => {
     await deny.getByRole('button', { name: `Remove deny ${id}: ${prefix}` }).click();
     await dialog.getByRole('button', { name: 'Remove' }).click();
     await textOf(page.locator('#action-message'), new RegExp(`Removed deny ${id}`));
-    await textOf(denies, /None: nothing is denied outright/, 2_000);
+    await textOf(denies, /None: nothing is denied outright/);
     expect((await viaProxy(g.proxyUrl, `${allowed.url}/v1/index`, auth(1))).status).toBe(200);
 
     // for every session: a global deny refuses agent-1 too
@@ -203,7 +207,7 @@ describe('review page: flagged sessions, captures, revoke and block', () => {
     const globalId = (await globalDeny.locator('.approval-id').textContent()) ?? '';
     await globalDeny.getByRole('button', { name: `Remove deny ${globalId}: ${prefix}` }).click();
     await dialog.getByRole('button', { name: 'Remove' }).click();
-    await textOf(denies, /None: nothing is denied outright/, 2_000);
+    await textOf(denies, /None: nothing is denied outright/);
     expect((await viaProxy(g.proxyUrl, `${allowed.url}/v1/index`, auth(0))).status).toBe(200);
 
     // a pattern that does not parse: the API's error, shown

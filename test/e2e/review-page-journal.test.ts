@@ -26,7 +26,7 @@ describe('a journal that cannot be written, on the review page', () => {
 
     roomAgain();
     expect((await ingest(g, 0, { kind: 'read', target: '/etc/hostname' })).status).toBe(200);
-    await waitFor(() => banner.isHidden(), 5_000, 'banner hidden');
+    await waitFor(() => banner.isHidden(), 20_000, 'banner hidden');
     expect(errors).toEqual([]);
   });
 });

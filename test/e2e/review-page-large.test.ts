@@ -100,12 +100,13 @@ describe('a session of 10,000 events', () => {
       `timeline of ${N} events: drawn in ${drawMs} ms (in the page); shown ${shown} ms after the click (fetch + parse + draw)`,
     );
     expect(drawMs).toBeGreaterThan(0);
-    expect(drawMs).toBeLessThan(1_000);
+    // A bound for a draw gone quadratic, not a speed claim (bench/review measures speed).
+    expect(drawMs).toBeLessThan(5_000);
     // the restored pause trigger is selected; the gateway's suggestion for it proposed
     await textOf(page.locator('#event-details'), new RegExp(`#${triggerSeq} `));
     const pattern = page.getByLabel('Pattern', { exact: true });
     const proposed = 'GET https://paste.example/v1/item/';
-    await waitFor(async () => (await pattern.inputValue()) === proposed, 5_000, 'suggestion');
+    await waitFor(async () => (await pattern.inputValue()) === proposed, 20_000, 'suggestion');
     await textOf(page.locator('.pause-meta'), /Restored after a restart/);
     await textOf(page.locator('.timeline-help'), /10,000 events\./);
     await screenshot(page, 'review-session-10000');
@@ -126,13 +127,13 @@ describe('a session of 10,000 events', () => {
     await canvas.focus();
     const t = Date.now();
     await page.keyboard.press('Home');
-    await textOf(page.locator('#event-details'), /#1 /, 2_000);
+    await textOf(page.locator('#event-details'), /#1 /);
     await page.keyboard.press('+');
     await page.keyboard.press('+');
-    expect(Date.now() - t).toBeLessThan(2_000);
-    expect(Number(await canvas.getAttribute('data-draw-ms'))).toBeLessThan(1_000);
+    expect(Date.now() - t).toBeLessThan(10_000);
+    expect(Number(await canvas.getAttribute('data-draw-ms'))).toBeLessThan(5_000);
     await page.getByRole('button', { name: 'Order' }).click();
-    expect(Number(await canvas.getAttribute('data-draw-ms'))).toBeLessThan(1_000);
+    expect(Number(await canvas.getAttribute('data-draw-ms'))).toBeLessThan(5_000);
     await screenshot(page, 'review-session-10000-order');
     expect(errors).toEqual([]);
   }, 60_000);

@@ -114,7 +114,7 @@ describe('a pause by a sequence rule, on the review page and in the CLI', () => 
     await textOf(page.locator('table.sessions'), new RegExp(`${RULE} after #4 · since`));
     await page.getByRole('link', { name: SESSION }).click();
     const canvas = page.locator('canvas.timeline-canvas');
-    await waitFor(async () => (await canvas.getAttribute('data-events')) === '7', 5_000, 'drawn');
+    await waitFor(async () => (await canvas.getAttribute('data-events')) === '7', 20_000, 'drawn');
 
     // the trigger is selected; its pair is the one drawn strong, and it is on the canvas
     const details = page.locator('#event-details');

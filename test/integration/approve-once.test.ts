@@ -244,9 +244,13 @@ describe('approve once covers the requests it names', () => {
     await onlyTheGetWent(s);
 
     // A plain resume then judges them again: the POST crosses the boundary unapproved, which
-    // pauses the session again, and both are held once more.
-    expect((await s.api.post(path)).json).toEqual({ resumed: true, released: 2 });
-    await waitFor(() => ofType(s.g, 'pause').length === 2, 5_000, 'a second pause');
+    // pauses the session again, and both are held once more: the answer says so.
+    expect((await s.api.post(path)).json).toMatchObject({
+      resumed: true,
+      released: 2,
+      pausedAgain: { boundary: 'network', trigger: { kind: 'network', method: 'POST' } },
+    });
+    expect(ofType(s.g, 'pause')).toHaveLength(2);
     await waitFor(async () => (await heldNow(s.api)).length === 2);
     const rejudged = ofType(s.g, 'event').filter(
       (e) => e.rid === s.postRid && e.held !== true && e.seq > ofType(s.g, 'resume')[1]!.seq,
@@ -402,7 +406,7 @@ describe('approve once covers the requests it names', () => {
     expect(tunnel.status).toBe(200);
     await waitFor(() => tcp.connections === 1);
     tunnel.socket.write('ping');
-    await waitFor(() => tunnelled === 4, 5_000, 'the tunnel relayed');
+    await waitFor(() => tunnelled === 4, 20_000, 'the tunnel relayed');
     tunnel.socket.destroy();
     await stillPausedHolding(s, [s.connectRid]);
     expect(other.seen.filter((x) => x.url === '/upload')).toEqual([]);

@@ -112,7 +112,7 @@ async function openUpload(g: TestGateway): Promise<Socket> {
   );
   expect(t.status).toBe(200);
   if (!t.rest.includes('ready;')) await roundTrip(t.socket, '', (got) => got.includes('ready;'));
-  await waitFor(() => stream.chunks.join('') === 'first', 5_000, 'the first chunk upstream');
+  await waitFor(() => stream.chunks.join('') === 'first', 20_000, 'the first chunk upstream');
   return t.socket;
 }
 
@@ -155,7 +155,7 @@ describe('a plain streaming request is a flow', () => {
     const closed = new Promise<void>((r) => socket.once('close', () => r()));
     g.gw.sessions.deny(SESSION);
     await closed;
-    await waitFor(() => stream.aborted, 5_000, 'the upstream request aborted');
+    await waitFor(() => stream.aborted, 20_000, 'the upstream request aborted');
     expect(flowRecords(g).at(-1)).toMatchObject({
       change: 'closed',
       reason: 'denied by an operator',
@@ -167,9 +167,9 @@ describe('a plain streaming request is a flow', () => {
     const g = await start();
     const before = late.pending.length;
     const answer = curl(['-x', g.proxyUrl, `http://${LATE}/late`]);
-    await waitFor(() => late.pending.length > before, 5_000, 'the request upstream');
+    await waitFor(() => late.pending.length > before, 20_000, 'the request upstream');
     await pauseSession(g);
-    await waitFor(() => flowRecords(g).some((r) => r.change === 'frozen'), 5_000, 'frozen');
+    await waitFor(() => flowRecords(g).some((r) => r.change === 'frozen'), 20_000, 'frozen');
     (late.pending.at(-1) as ServerResponse).end('the whole answer');
     g.gw.sessions.deny(SESSION);
     const res = await answer;
@@ -209,7 +209,7 @@ async function upgradeWaiting(
     (got) => got.includes('\r\n\r\n'),
     30_000,
   ).then((r) => r.got);
-  await waitFor(() => upgrades.length > before, 5_000, 'the upstream holding the upgrade');
+  await waitFor(() => upgrades.length > before, 20_000, 'the upstream holding the upgrade');
   return { pending, socket };
 }
 
@@ -350,13 +350,13 @@ describe('a blind tunnel waiting for its first byte is a flow', () => {
     const t = keep(await connectTunnel(g.gw.proxy.port, RECORDER));
     expect(t.status).toBe(200);
     await pauseSession(g);
-    await waitFor(() => flowRecords(g).some((r) => r.change === 'frozen'), 5_000, 'frozen');
+    await waitFor(() => flowRecords(g).some((r) => r.change === 'frozen'), 20_000, 'frozen');
     const hello = await captureClientHello(null);
     t.socket.write(hello);
     await quietFor(t.socket, 400);
     expect(sink.got.length).toBe(0);
     g.gw.sessions.resume(SESSION);
-    await waitFor(() => sink.got.length === hello.length, 5_000, 'the hello upstream');
+    await waitFor(() => sink.got.length === hello.length, 20_000, 'the hello upstream');
     expect(sink.got.equals(hello)).toBe(true);
   });
 });

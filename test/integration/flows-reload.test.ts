@@ -95,7 +95,7 @@ describe('a reload re-judges live flows', () => {
     const proxy = `http://agent-a:${TOKEN_A}@127.0.0.1:${g.gw.proxy.port}`;
     expect((await curl(['-x', proxy, `${upstream.url}/first`])).status).toBe(403);
     const held = curl(['-x', proxy, `${upstream.url}/second`]);
-    await waitFor(() => g.gw.sessions.held('agent-a').length === 1, 5_000, 'the request held');
+    await waitFor(() => g.gw.sessions.held('agent-a').length === 1, 20_000, 'the request held');
     g.write(agents(TOKEN_B));
     expect((await reload(g)).status).toBe(200);
     const answered = await held;
@@ -132,7 +132,7 @@ describe('a reload re-judges live flows', () => {
       `GET http://${HOLDING}/ws HTTP/1.1\r\nHost: ${HOLDING}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n`,
       30_000,
     );
-    await waitFor(() => holding.connections > before, 5_000, 'the upgrade sent upstream');
+    await waitFor(() => holding.connections > before, 20_000, 'the upgrade sent upstream');
     g.write(allow([]));
     expect((await reload(g)).json.closed).toBe(1);
     const t = kept(await pending);

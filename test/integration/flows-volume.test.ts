@@ -91,7 +91,7 @@ describe('volume rules count every byte sent up', () => {
     const t = await openTunnel(g);
     const first = echo.received.length;
     t.socket.write(Buffer.alloc(300_000, 'v'));
-    await waitFor(() => g.gw.sessions.isPaused(AGENT), 5_000, 'the volume rule to pause');
+    await waitFor(() => g.gw.sessions.isPaused(AGENT), 20_000, 'the volume rule to pause');
     const records = g.records();
     const again = eventsOf(records, AGENT).find((e) => e.rid === t.admitted.seq);
     expect(again).toMatchObject({
@@ -149,7 +149,7 @@ describe('volume rules count every byte sent up', () => {
         `Proxy-Authorization: ${proxyBasic(AGENT, TOKEN)}\r\n` +
         `Transfer-Encoding: chunked\r\n\r\n${chunk('u'.repeat(body))}`,
     );
-    await waitFor(() => g.gw.sessions.isPaused(AGENT), 5_000, 'the volume rule to pause');
+    await waitFor(() => g.gw.sessions.isPaused(AGENT), 20_000, 'the volume rule to pause');
     const admitted = eventsOf(g.records(), AGENT)[0] as EventRecord;
     expect(admitted).toMatchObject({ target: `http://${UPLOAD}/bulk`, verdict: 'ALLOW' });
     expect(eventsOf(g.records(), AGENT).find((e) => e.rid === admitted.seq)).toMatchObject({
@@ -183,11 +183,11 @@ describe('volume rules count every byte sent up', () => {
     const t = await openTunnel(g);
     const first = echo.received.length;
     t.socket.write(Buffer.alloc(150_000, 'v'));
-    await waitFor(() => g.gw.sessions.isPaused(AGENT), 5_000, 'the volume rule to pause');
+    await waitFor(() => g.gw.sessions.isPaused(AGENT), 20_000, 'the volume rule to pause');
     g.gw.sessions.resume(AGENT);
     // Less than the limit since the resume, though the tunnel's total passes it again.
     t.socket.write(Buffer.alloc(40_000, 'w'));
-    await waitFor(() => echo.received.length - first === 190_000, 5_000, 'every byte to arrive');
+    await waitFor(() => echo.received.length - first === 190_000, 20_000, 'every byte to arrive');
     expect(g.gw.sessions.isPaused(AGENT)).toBe(false);
     expect(flowRecords(g.records()).map((r) => r.change)).toEqual(['frozen', 'thawed']);
     expect((await roundTrip(t.socket, 'more', (got) => got.endsWith('more'))).got).toMatch(/more$/);

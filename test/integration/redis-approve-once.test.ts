@@ -27,7 +27,7 @@ describe('approve once across replicas', () => {
   it("approves the named request on its own gateway only; another's held request stays held", async () => {
     expect((await get(A, '/first').answer).status).toBe(403);
     const onA = get(A, '/pausing');
-    await waitFor(() => A.records().some((r) => r.type === 'pause'), 5_000, 'A paused');
+    await waitFor(() => A.records().some((r) => r.type === 'pause'), 20_000, 'A paused');
     const held = (await A.api.get('/api/sessions/once-1')).json.heldRequests as { rid: number }[];
     expect(held).toHaveLength(1);
     const rid = held[0]!.rid;
@@ -37,10 +37,10 @@ describe('approve once across replicas', () => {
       expect(
         (await viaReplica(B.child.proxyPort, `${stranger.url}/x`, 'nobody').answer).status,
       ).toBe(407);
-      await waitFor(() => B.records().length > n, 5_000, 'B journaled the refusal');
+      await waitFor(() => B.records().length > n, 20_000, 'B journaled the refusal');
     }
     const onB = get(B, '/on-b');
-    await waitFor(() => B.events('once-1').some((e) => e.held === true), 5_000, 'B holds');
+    await waitFor(() => B.events('once-1').some((e) => e.held === true), 20_000, 'B holds');
     const heldOnB = (await B.api.get('/api/sessions/once-1')).json.heldRequests as {
       rid: number;
     }[];

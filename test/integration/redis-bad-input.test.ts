@@ -43,7 +43,7 @@ describe('shared state: bad input', () => {
       state: { store: 'redis', redis: { url, replica: 'lonely', timeout: '500ms' } },
     });
     const lonely = await startReplica('lonely', files.config, files.journal);
-    await waitFor(() => lonely.child.banner.includes(url), 5_000, 'the banner names the URL');
+    await waitFor(() => lonely.child.banner.includes(url), 20_000, 'the banner names the URL');
     const res = await ask(lonely, 'fine', '/lonely');
     expect(res.status).toBe(503);
     expect(res.body).toContain(url);
@@ -64,7 +64,7 @@ describe('shared state: bad input', () => {
     expect(allowed.seen.some((s) => s.url === '/after')).toBe(false);
     expect((await ask(A, 'fine', '/other')).status).toBe(200);
     // The refusal is on record in the replica's journal.
-    await waitFor(() => mine().length > before, 5_000, 'the refusal journaled');
+    await waitFor(() => mine().length > before, 20_000, 'the refusal journaled');
   });
 
   it('a Redis that answers with an error: refused 503 with its answer, recovered once fixed', async () => {

@@ -51,7 +51,7 @@ describe('per-session linearisability over three replicas', () => {
       expect(verdicts.filter((v) => v.startsWith('PAUSE'))).toHaveLength(REQUESTS - 1);
 
       // Every answer was written before it was sent: the records are all there now.
-      await waitFor(() => allEvents(replicas, session).length >= REQUESTS, 5_000, 'records');
+      await waitFor(() => allEvents(replicas, session).length >= REQUESTS, 20_000, 'records');
       const events = allEvents(replicas, session);
       expect(events).toHaveLength(REQUESTS);
       const decided = events.filter((e) => e.held !== true);

@@ -48,7 +48,7 @@ async function pauseOnA(session: string): Promise<Pending> {
   expect(first.status).toBe(403);
   expect(first.headers['x-trajgate-verdict']).toBe('REVIEW; boundary=network');
   const pausing = get(A, session, '/pausing');
-  await waitFor(() => paused(A, session), 5_000, `A paused ${session}`);
+  await waitFor(() => paused(A, session), 20_000, `A paused ${session}`);
   return pausing;
 }
 
@@ -101,7 +101,7 @@ describe('pauses, resumes, denies and approvals across three replicas', () => {
     // At once: C reads the session from the store before it acts.
     const deny = await C.api.post('/api/sessions/hold-2/deny', {});
     expect(deny.status).toBe(200);
-    await waitFor(() => onA.settled() && onB.settled(), 5_000, 'A and B answer').catch(() => {
+    await waitFor(() => onA.settled() && onB.settled(), 20_000, 'A and B answer').catch(() => {
       const held = [A, B].map((r) => `${r.name}: ${r.events('hold-2').length} events`);
       throw new Error(
         `still held after C's deny: A ${!onA.settled()}, B ${!onB.settled()} (${held})`,
@@ -138,7 +138,7 @@ describe('pauses, resumes, denies and approvals across three replicas', () => {
         (r): r is TunnelRecord =>
           r.type === 'tunnel' && r.session === 'hold-4' && r.change === 'frozen',
       );
-    await waitFor(() => frozen() !== undefined, 5_000, 'B froze the tunnel');
+    await waitFor(() => frozen() !== undefined, 20_000, 'B froze the tunnel');
     const pause = A.records().find((r) => r.type === 'pause' && r.session === 'hold-4')!;
     const lag = Date.parse(frozen()!.ts) - Date.parse(pause.ts);
     expect(lag).toBeLessThan(1_000); // the bench measures the p99 (target 100 ms)
@@ -146,7 +146,7 @@ describe('pauses, resumes, denies and approvals across three replicas', () => {
     let closed = false;
     t.socket.once('close', () => (closed = true));
     expect((await C.api.post('/api/sessions/hold-4/deny', {})).status).toBe(200);
-    await waitFor(() => closed, 5_000, 'the frozen tunnel on B closed');
+    await waitFor(() => closed, 20_000, 'the frozen tunnel on B closed');
     expect((await pausing.answer).status).toBe(403);
   });
 

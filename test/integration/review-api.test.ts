@@ -81,7 +81,7 @@ describe('the seed story through the admin API', () => {
     });
     const resume = await api.post('/api/sessions/agent-1/resume');
     expect(resume.status).toBe(200);
-    expect(resume.json).toEqual({ resumed: true, released: 2 });
+    expect(resume.json).toEqual({ resumed: true, released: 2, pausedAgain: null });
     const [a, b] = await Promise.all([held, later]);
     expect(a.status).toBe(200);
     expect(JSON.parse(a.body).url).toBe('/second-0');

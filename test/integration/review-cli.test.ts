@@ -19,6 +19,7 @@ const ADMIN = 'operator-admin-token-0123456789';
 const AGENTS = [
   { id: 'agent-1', token: 'agent-1-token-0123456789abcdef' },
   { id: 'agent-2', token: 'agent-2-token-0123456789abcdef' },
+  { id: 'agent-3', token: 'agent-3-token-0123456789abcdef' },
 ];
 const auth = (i: number) => agentAuth(AGENTS[i]!.id, AGENTS[i]!.token);
 const cwd = tempDir();
@@ -128,7 +129,7 @@ describe('operator commands', () => {
 
   it('resume SESSION: releases the held request (now approved) → 200', async () => {
     const res = await json(['resume', 'agent-1']);
-    expect(res).toEqual({ resumed: true, released: 1 });
+    expect(res).toEqual({ resumed: true, released: 1, pausedAgain: null });
     const answer = await held;
     expect(answer.status).toBe(200);
     expect(JSON.parse(answer.body).url).toBe('/second-0');
@@ -159,6 +160,24 @@ describe('operator commands', () => {
       ['deny', 'agent-2', false],
       ['resume', 'agent-2', true],
     ]);
+  });
+
+  it('resume of a request nobody approved: it pauses the session again at once, and resume says so', async () => {
+    const { held } = await pause(2);
+    const out = await op(['resume', 'agent-3']);
+    expect(out.status).toBe(0);
+    const [, event] = g
+      .records()
+      .filter((r) => r.type === 'event' && r.session === 'agent-3' && r.verdict === 'PAUSE');
+    expect(event).toBeDefined();
+    expect(out.stdout).toBe(
+      'resumed agent-3; 1 held request(s) judged again\n' +
+        `but #${event!.seq} network GET ${other.url}/second-2 paused agent-3 again at once: ` +
+        `PAUSE: network (${event!.type === 'event' ? event!.reason : ''}); decide again (trajgate events agent-3)\n`,
+    );
+    expect((await api.get('/api/sessions/agent-3')).json.state).toBe('paused');
+    await api.post('/api/sessions/agent-3/deny');
+    expect((await held).status).toBe(403);
   });
 
   it('API errors exit 1 with the API message', async () => {

@@ -137,6 +137,7 @@ describe('restart recovery after SIGKILL', () => {
     expect((await api.post('/api/sessions/agent-1/resume')).json).toEqual({
       resumed: true,
       released: 1,
+      pausedAgain: null,
     });
     expect((await after).status).toBe(200);
     expect(other.seen.map((r) => r.url)).toEqual(['/d']);

@@ -7,7 +7,7 @@ import { ApiFailure, call, Down, sessionPath, Unauthorized } from './api.js';
 import { confirmAction } from './confirm.js';
 import { fill, h } from './dom.js';
 import { suggestion } from './suggest.js';
-import type { ApprovalView, EventView } from '../../wire.js';
+import type { ApprovalView, EventView, ResumeAnswer } from '../../wire.js';
 
 const KINDS = ['network', 'write', 'command', 'read'];
 
@@ -276,10 +276,13 @@ export class Actions {
     });
     if (!ok) return;
     await this.run(async () => {
-      const r = await call<{ released: number }>('POST', `${sessionPath(this.#session)}/resume`, {
+      const r = await call<ResumeAnswer>('POST', `${sessionPath(this.#session)}/resume`, {
         reset,
       });
-      return `Resumed${reset ? ' with counts reset' : ''}: ${r.released} held request${r.released === 1 ? '' : 's'} judged again.`;
+      const again = r.pausedAgain
+        ? ` Request #${r.pausedAgain.trigger.seq} paused the session again at once (${r.pausedAgain.reason}): decide again.`
+        : '';
+      return `Resumed${reset ? ' with counts reset' : ''}: ${r.released} held request${r.released === 1 ? '' : 's'} judged again.${again}`;
     });
   }
 
