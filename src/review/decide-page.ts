@@ -137,7 +137,7 @@ function what(
     case 'reset':
       return {
         title: 'Approve and reset counts',
-        note: `Resume the session with its boundary counts reset to zero (approvals kept), so its next crossing is a REVIEW again, not a pause; the ${requests(held.length)} are judged again.`,
+        note: `Forward the request${claims.rids.length === 1 ? '' : 's'} this link was made for (when still held) as approved, this once; then resume the session with its boundary counts reset to zero (approvals kept), so its next unapproved crossing is a REVIEW again, not a pause; any other held request is judged again.`,
       };
     case 'deny':
       return {
@@ -204,7 +204,7 @@ function donePage(d: Decided): string {
         : d.decided === 'approve'
           ? `Approved ${d.approval?.pattern ?? ''} for this session: ${d.released} held request(s) judged again.`
           : d.decided === 'reset'
-            ? `Resumed with the counts reset: ${d.released} held request(s) judged again.`
+            ? `Approved once, forwarded: ${listed(d.once)}; resumed with the counts reset: ${d.released} other held request(s) judged again.`
             : `Denied: ${d.released} held request(s) answered 403; the session stays paused.`;
   return shell(
     'trajgate: decided',

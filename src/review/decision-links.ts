@@ -229,11 +229,12 @@ export class DecisionLinks {
       } else if (action === 'deny') {
         decided = { decided: action, session, released: sessions.deny(session, { by }) };
       } else if (action === 'reset') {
-        decided = {
-          decided: action,
-          session,
-          released: sessions.resume(session, { reset: true, by }),
-        };
+        // What the person was shown goes as approved once; then a fresh start: counts zeroed,
+        // the rest judged again (its next unapproved crossing is a REVIEW, not a pause).
+        const { rids: once, at: onceAt } = claims;
+        const approved = sessions.resumeReport(session, { once, onceAt, by });
+        const released = sessions.resume(session, { reset: true, by });
+        decided = { decided: action, session, released, once: approved.once };
       } else {
         const suggestion = this.suggestion(pause);
         if (suggestion === null)

@@ -7,7 +7,8 @@ import { waitFor } from '../helpers/wait.js';
  * Decisions that can wait: a pause's links last as long as the pause (up to notify.linkTtl),
  * not the hold. After the hold timed out, approve once resumes instead (it never lets go as
  * approved a request nobody was shown); a link of an ended pause says how it ended and never
- * acts on a later pause; "approve and reset counts" resumes with the counts at zero.
+ * acts on a later pause; "approve and reset counts" forwards what it was made for, approved
+ * once, and resumes with the counts at zero.
  */
 const { other, auth, paused } = await decisionStage();
 
@@ -60,9 +61,10 @@ describe('decision links outlive the hold', () => {
 
   it('a link of an ended pause says how it ended and never acts on the later pause', async () => {
     const { g, api, held, links, hook } = await paused();
-    expect((await api.post('/api/sessions/agent-1/resume')).status).toBe(200);
-    await held;
-    const next = viaProxy(g.proxyUrl, `${other.url}/v1/next`, auth);
+    // Nobody approved GET /v1/x: judged again on resume it pauses the session again at once,
+    // and that later pause (its own notification) holds it.
+    const resumed = await api.post('/api/sessions/agent-1/resume');
+    expect(resumed.json.pausedAgain).toMatchObject({ trigger: { target: `${other.url}/v1/x` } });
     await waitFor(async () => hook.deliveries.length === 2 && (await heldNow(api)) === 1);
     const before = lineCount(g.journalPath);
     for (const url of [links.deny, links.approveOnce, links.approveReset]) {
@@ -74,22 +76,32 @@ describe('decision links outlive the hold', () => {
     expect(lineCount(g.journalPath)).toBe(before);
     expect(await heldNow(api)).toBe(1);
 
-    // The later pause's own "approve and reset counts": its held request is the first
-    // crossing again, a REVIEW (refused, not a pause).
+    // The later pause's own "approve and reset counts": the request it was made for goes as
+    // approved, once; the counts restart, so the next unapproved crossing is a REVIEW again.
     const later = hook.deliveries[1]!.body.links;
     expect((await follow(later.approveReset, 'GET', true)).text).toContain(
       'Approve and reset counts?',
     );
     const done = await follow(later.approveReset, 'POST');
-    expect(done.json).toEqual({ decided: 'reset', session: 'agent-1', released: 1 });
-    expect((await next).status).toBe(403);
-    expect(ofType(g, 'resume').at(-1)).toMatchObject({ by: 'link', reset: true });
+    expect(done.json).toMatchObject({ decided: 'reset', session: 'agent-1', released: 0 });
+    expect(done.json.once).toEqual([expect.objectContaining({ what: `GET ${other.url}/v1/x` })]);
+    expect((await held).status).toBe(200);
+    expect(ofType(g, 'resume').slice(-2)).toEqual([
+      expect.objectContaining({ by: 'link', once: [expect.any(Number)], reset: false }),
+      expect.objectContaining({ by: 'link', reset: true }),
+    ]);
     expect(ofType(g, 'event').at(-1)).toMatchObject({
-      target: `${other.url}/v1/next`,
+      target: `${other.url}/v1/x`,
+      approved: true,
+    });
+    expect(await state(api)).toBe('active');
+    const after = await viaProxy(g.proxyUrl, `${other.url}/v1/after`, auth);
+    expect(after.status).toBe(403);
+    expect(ofType(g, 'event').at(-1)).toMatchObject({
+      target: `${other.url}/v1/after`,
       verdict: 'REVIEW',
       count: 1,
     });
-    expect(await state(api)).not.toBe('paused');
     expect(hook.deliveries[1]!.body.text).toContain('|Approve and reset counts>');
   });
 });
