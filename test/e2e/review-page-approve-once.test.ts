@@ -76,4 +76,37 @@ describe('review page: approve once', () => {
     expect(errors).toEqual([]);
     expect(offLoopback).toEqual([]);
   }, 60_000);
+
+  it('approve once and reset counts: the request goes, the session resumes at zero, the next crossing is a REVIEW', async () => {
+    const [g, api] = await start();
+    const { held } = await pause(g, api, 0);
+    const rid = (await api.get('/api/sessions/agent-1')).json.heldRequests[0].rid as number;
+    const { page, dialogs, errors, offLoopback } = await openBrowser();
+    await page.goto(`${pageUrl(g)}#/session/agent-1`);
+    await signIn(page, ADMIN);
+    await page.locator(`button.held-once-reset[data-rid="${rid}"]`).click();
+    const dialog = page.getByRole('dialog');
+    const asked = await textOf(dialog, /Approve this request once and reset the counts\?/);
+    expect(asked).toContain(`Approved once#${rid} GET ${other.url}/second-0`);
+    expect(asked).toContain('its next unapproved crossing is a REVIEW, not a pause');
+    await dialog.getByRole('button', { name: 'Approve once and reset' }).click();
+    await textOf(
+      page.locator('#action-message'),
+      new RegExp(
+        `Approved once, forwarded: #${rid} GET .*/second-0; resumed with the counts reset: 0 other held request\\(s\\) judged again\\.`,
+      ),
+    );
+    expect((await held).status).toBe(200);
+    await textOf(page.locator('.session-head .badge'), /^Active$/);
+    expect((await api.get('/api/sessions/agent-1')).json).toMatchObject({
+      state: 'active',
+      counts: {},
+    });
+    const next = await curl([...auth(0), '-x', g.proxyUrl, `${other.url}/third`]);
+    expect(next.status).toBe(403);
+    expect(next.headers['x-trajgate-verdict']).toBe('REVIEW; boundary=network');
+    expect(dialogs).toEqual([]);
+    expect(errors).toEqual([]);
+    expect(offLoopback).toEqual([]);
+  }, 60_000);
 });

@@ -1,6 +1,7 @@
 // "Approve once" on one held request: forwards that request as approved, this once; the
-// session stays paused and every other held request stays held. The confirmation lists every
-// held request and marks the one the action covers.
+// session stays paused and every other held request stays held. "Approve once and reset counts"
+// then resumes the session with its counts at zero (the others judged again), as the chat
+// notification's link does. The confirmation lists every held request and marks the one covered.
 
 import type { Actions } from './actions.js';
 import { call, sessionPath } from './api.js';
@@ -25,10 +26,14 @@ export async function approveOnce(
   session: string,
   chosen: HeldView,
   held: readonly HeldView[],
+  reset = false,
 ): Promise<void> {
   const others = held.filter((h) => h.rid !== chosen.rid).length;
+  const then = reset
+    ? ' Then the session resumes with its counts reset to zero (approvals kept): its next unapproved crossing is a REVIEW, not a pause.'
+    : '';
   const ok = await confirmAction({
-    title: 'Approve this request once?',
+    title: reset ? 'Approve this request once and reset the counts?' : 'Approve this request once?',
     lines: [
       ['Session', session],
       ...held.map((h): [string, string] => [
@@ -36,14 +41,16 @@ export async function approveOnce(
         `#${h.rid} ${describeHeld(h)}`,
       ]),
     ],
-    note:
-      `Forwards the 1 request marked "Approved once" as approved, this once; the session stays paused.` +
-      (others === 0
-        ? ''
-        : others === 1
-          ? ' The other held request stays held: it is judged again when the session is resumed.'
-          : ` The other ${others} held requests stay held: they are judged again when the session is resumed.`),
-    confirm: 'Approve once',
+    note: reset
+      ? `Forwards the 1 request marked "Approved once" as approved, this once.${then}` +
+        (others === 0 ? '' : ` The other held requests are judged again.`)
+      : `Forwards the 1 request marked "Approved once" as approved, this once; the session stays paused.` +
+        (others === 0
+          ? ''
+          : others === 1
+            ? ' The other held request stays held: it is judged again when the session is resumed.'
+            : ` The other ${others} held requests stay held: they are judged again when the session is resumed.`),
+    confirm: reset ? 'Approve once and reset' : 'Approve once',
     tone: 'go',
   });
   if (!ok) return;
@@ -53,6 +60,11 @@ export async function approveOnce(
       `${sessionPath(session)}/resume`,
       { once: [chosen.rid] },
     );
-    return `Approved once, forwarded: ${listed(r.once)}; still held, the session paused: ${listed(r.held)}.`;
+    if (!reset)
+      return `Approved once, forwarded: ${listed(r.once)}; still held, the session paused: ${listed(r.held)}.`;
+    const resumed = await call<{ released: number }>('POST', `${sessionPath(session)}/resume`, {
+      reset: true,
+    });
+    return `Approved once, forwarded: ${listed(r.once)}; resumed with the counts reset: ${resumed.released} other held request(s) judged again.`;
   });
 }

@@ -547,6 +547,12 @@ export class SessionPage {
             attrs: { type: 'button', 'data-rid': String(x.rid) },
             on: { click: () => void approveOnce(this.actions, this.#id, x, held) },
           }),
+          h('button', {
+            class: 'btn held-once-reset',
+            text: 'Approve once and reset counts',
+            attrs: { type: 'button', 'data-rid': String(x.rid) },
+            on: { click: () => void approveOnce(this.actions, this.#id, x, held, true) },
+          }),
         );
       }),
     );
