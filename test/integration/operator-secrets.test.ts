@@ -103,6 +103,12 @@ describe('operator commands with the agents’ and notify secrets unset', () => 
     expect(check.stderr).toBe('');
   });
 
+  it('env for one agent needs that agent’s variable only', async () => {
+    const r = await ok(['env', 'agent-2'], { AGENT_2_TOKEN: SECRETS.AGENT_2_TOKEN });
+    expect(r.stdout).toContain(`export TRAJGATE_AGENT_TOKEN='${SECRETS.AGENT_2_TOKEN}'\n`);
+    expect(r.stderr).toBe('');
+  });
+
   it('state rebuild needs the store’s URL, not the agents’ secrets', async () => {
     const redis = await startRedis();
     const rebuild = writeConfig(tempDir(), {
