@@ -1,6 +1,6 @@
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { defaultConfig, loadOperatorConfig } from '../config/load.js';
+import { loadOperatorConfig } from '../config/operator-config.js';
 import { TrajgateError } from '../errors.js';
 import { usageOf } from './help.js';
 
@@ -20,9 +20,7 @@ export async function ca(argv: string[], print: (line: string) => void): Promise
     throw new TrajgateError('E_USAGE', usageOf('ca'));
   }
   const dir =
-    values.dir !== undefined
-      ? resolve(values.dir)
-      : (values.config === undefined ? defaultConfig() : loadOperatorConfig(values.config)).tls.ca;
+    values.dir !== undefined ? resolve(values.dir) : loadOperatorConfig(values.config).tls.ca;
   const { initCa, loadCa, trustInstructions } = await import('../tls/ca.js');
   const authority = action === 'init' ? initCa(dir, values.force === true) : loadCa(dir);
   if (action === 'init')

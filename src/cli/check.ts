@@ -2,7 +2,8 @@ import { addAbortSignal } from 'node:stream';
 import { parseArgs } from 'node:util';
 import { request } from 'undici';
 import { formatHostPort, parseDuration } from '../config/formats.js';
-import { defaultConfig, loadConfigFile } from '../config/load.js';
+import { defaultConfig } from '../config/load.js';
+import { loadOperatorConfig } from '../config/operator-config.js';
 import { isTrajgateError, TrajgateError } from '../errors.js';
 import { argsError } from './args-error.js';
 import { claudeCodeAction } from './claude-code.js';
@@ -119,7 +120,8 @@ async function hookInput(io: CheckIo, signal: AbortSignal, timeout: string): Pro
 
 /** The bridge to ask: --bridge, $TRAJGATE_BRIDGE, or listen.bridge of the config. */
 function bridgeUrl(flag: string | undefined, configFile: string | undefined): URL {
-  const config = configFile === undefined ? null : loadConfigFile(configFile);
+  // The agent's shell holds its own token at most: the config's secrets stand in.
+  const config = configFile === undefined ? null : loadOperatorConfig(configFile);
   const text =
     flag ||
     process.env.TRAJGATE_BRIDGE ||

@@ -1,7 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { defaultConfig, loadOperatorConfig } from '../config/load.js';
+import { loadOperatorConfig } from '../config/operator-config.js';
 import { TrajgateError } from '../errors.js';
 import { exportHar } from '../review/har.js';
 import { usageOf } from './help.js';
@@ -28,7 +28,7 @@ export function exportCommand(
   const since = values.since === undefined ? 0 : Date.parse(values.since);
   if (Number.isNaN(since))
     throw new TrajgateError('E_USAGE', `--since ${values.since}: expected an ISO 8601 time`);
-  const config = values.config === undefined ? defaultConfig() : loadOperatorConfig(values.config);
+  const config = loadOperatorConfig(values.config);
   const har = exportHar(
     config.journal.path,
     join(dirname(config.journal.path), 'captures'),

@@ -111,6 +111,31 @@ const COMMANDS: Record<string, CommandHelp> = {
     example:
       'trajgate state rebuild --from /data/a/journal.jsonl /data/b/journal.jsonl --config trajgate.yaml',
   },
+  env: {
+    usage: [
+      'trajgate env [AGENT] [--config FILE] [--host NAME] [--format shell|compose|json] [--ca-path PATH]',
+    ],
+    about:
+      "Prints every variable a client needs to go through this gateway as AGENT (required when agents are configured): HTTP_PROXY, HTTPS_PROXY, NO_PROXY in both cases (the proxy URL with AGENT's credentials; NO_PROXY only the bridge's host), with tls.intercept the CA for Node.js (NODE_EXTRA_CA_CERTS) and, pointing at ca-bundle.pem beside it (the system's roots plus the CA, written there if missing), SSL_CERT_FILE, REQUESTS_CA_BUNDLE, CURL_CA_BUNDLE, GIT_SSL_CAINFO, PIP_CERT, npm_config_cafile; JAVA_TOOL_OPTIONS (proxy host and port only: a JVM program answers the proxy's 407 with an Authenticator); TRAJGATE_BRIDGE and TRAJGATE_AGENT_TOKEN for `trajgate check`. Only AGENT's token need be set: unset, it is printed as its ${VAR} for the shell or compose to fill in (said on stderr).",
+    options: [
+      ['--config FILE', "the gateway's config (default: embedded)"],
+      [
+        '--host NAME',
+        'the host agents reach the gateway at (a compose service name, a VM address) instead of the listen address; needed when that is 0.0.0.0 or ::',
+      ],
+      [
+        '--format F',
+        'shell (default: `export NAME=...` for eval), compose (an environment: mapping) or json',
+      ],
+      ['--json', 'the same as --format json'],
+      [
+        '--ca-path PATH',
+        'where the agent sees the CA certificate (mount ca.pem and ca-bundle.pem there, never ca-key.pem); the bundle is expected beside it',
+      ],
+    ],
+    example:
+      'trajgate env agent-1 --config trajgate.yaml   (in sh: eval "$(trajgate env agent-1 --config trajgate.yaml)")',
+  },
   sessions: {
     usage: ['trajgate sessions [--json]'],
     about: 'Lists sessions: state (active, flagged, paused), counts, held requests.',

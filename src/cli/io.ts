@@ -1,7 +1,7 @@
 import { resolve } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import type { Config } from '../config/load.js';
-import { defaultConfig, loadOperatorConfig } from '../config/load.js';
+import { loadOperatorConfig } from '../config/operator-config.js';
 import { TrajgateError } from '../errors.js';
 import { physicalPath } from '../event/paths.js';
 
@@ -71,7 +71,7 @@ export async function* readLines(
 
 /** The config for offline commands: a file or the embedded default, with an optional workspace. */
 export function configFrom(file: string | undefined, workspace: string | undefined): Config {
-  const config = file === undefined ? defaultConfig() : loadOperatorConfig(file);
+  const config = loadOperatorConfig(file);
   if (workspace === undefined) return config;
   const abs = resolve(workspace);
   return { ...config, workspace: physicalPath(abs, '/') ?? abs };

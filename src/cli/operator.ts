@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { request } from 'undici';
 import { formatHostPort } from '../config/formats.js';
-import { defaultConfig, loadOperatorConfig } from '../config/load.js';
+import { loadOperatorConfig, needSet } from '../config/operator-config.js';
 import { errnoCode, TrajgateError } from '../errors.js';
 import { adminTokenFile } from '../review/admin-token.js';
 import type { SessionView } from '../review/api.js';
@@ -170,9 +170,11 @@ export async function operator(
 }
 
 function adminClient(admin: string | undefined, configFile: string | undefined) {
-  const config = configFile === undefined ? defaultConfig() : loadOperatorConfig(configFile);
+  const config = loadOperatorConfig(configFile);
   const base = admin ?? `http://${formatHostPort(config.listen.admin)}`;
   const file = adminTokenFile(config);
+  if (process.env.TRAJGATE_ADMIN_TOKEN === undefined)
+    needSet(config, 'admin.token', ' (or set TRAJGATE_ADMIN_TOKEN to it)');
   let token = process.env.TRAJGATE_ADMIN_TOKEN ?? config.admin.token;
   if (token === undefined) {
     try {

@@ -1,6 +1,11 @@
 import { parseArgs } from 'node:util';
 import type { Config } from '../config/load.js';
-import { defaultConfig, loadConfigFile, missingWorkspaces } from '../config/load.js';
+import {
+  defaultConfig,
+  EMBEDDED_DEFAULT,
+  loadConfigFile,
+  missingWorkspaces,
+} from '../config/load.js';
 import type { HostPort } from '../config/formats.js';
 import { formatHostPort } from '../config/formats.js';
 import { redisWhere } from '../state/connect.js';
@@ -58,6 +63,11 @@ export async function start(argv: string[], say: (line: string) => void): Promis
   const url = `http://${credentials}${proxy}`;
   say(
     `  point an agent at it: HTTP_PROXY=${url} HTTPS_PROXY=${url} http_proxy=${url} https_proxy=${url}`,
+  );
+  const env = ['trajgate env', config.agents?.[0]?.id ?? ''];
+  if (config.source !== EMBEDDED_DEFAULT) env.push('--config', config.source);
+  say(
+    `  \`${env.filter(Boolean).join(' ')}\` prints the rest: NO_PROXY, CA trust, JVM flags, TRAJGATE_BRIDGE for hooks`,
   );
   if (!config.agents) {
     say(

@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import { loadOperatorConfig } from '../config/load.js';
+import { loadOperatorConfig, needSet } from '../config/operator-config.js';
 import { TrajgateError } from '../errors.js';
 import { connectRedis, redisWhere, storeDown } from '../state/connect.js';
 import { StoreKeys } from '../state/keys.js';
@@ -41,6 +41,7 @@ export async function state(
     );
   }
   const config = loadOperatorConfig(values.config);
+  needSet(config, 'state.redis.url');
   const redis = config.state.redis;
   if (config.state.store !== 'redis' || redis === undefined) {
     throw new TrajgateError(

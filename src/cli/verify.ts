@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import { defaultConfig, loadOperatorConfig } from '../config/load.js';
+import { loadOperatorConfig } from '../config/operator-config.js';
 import { chainFiles, verifyChain } from '../journal/verify.js';
 
 /**
@@ -19,10 +19,7 @@ export function verify(
   const files =
     positionals.length > 0
       ? positionals
-      : chainFiles(
-          (values.config === undefined ? defaultConfig() : loadOperatorConfig(values.config)).journal
-            .path,
-        );
+      : chainFiles(loadOperatorConfig(values.config).journal.path);
   const { records, torn } = verifyChain(files);
   if (torn !== null) warn(`trajgate: warning: ${torn}`);
   const where = files.length > 1 ? ` in ${files.length} files` : '';

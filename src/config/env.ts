@@ -14,12 +14,11 @@ export function expandEnv(
   path: readonly PropertyKey[] = [],
 ): unknown {
   if (typeof value === 'string') {
-    return value.replace(REF, (_, name: string, fallback: string | undefined) => {
-      const found = env[name];
-      if (fallback !== undefined) return found === undefined || found === '' ? fallback : found;
-      if (found === undefined) return onMissing(path, name) ?? '';
-      return found;
-    });
+    return value.replace(
+      REF,
+      (_, name: string, fallback: string | undefined) =>
+        lookup(env, name, fallback) ?? onMissing(path, name) ?? '',
+    );
   }
   if (Array.isArray(value)) return value.map((v, i) => expandEnv(v, env, onMissing, [...path, i]));
   if (typeof value === 'object' && value !== null) {
@@ -28,4 +27,32 @@ export function expandEnv(
     );
   }
   return value;
+}
+
+/** A variable's value as `${VAR}` or `${VAR:-fallback}` reads it; undefined: unset, no fallback. */
+function lookup(env: NodeJS.ProcessEnv, name: string, fallback: string | undefined) {
+  const found = env[name];
+  return fallback !== undefined && (found === undefined || found === '') ? fallback : found;
+}
+
+/** Literal text, or a `${VAR}` left for a shell or compose to fill in. */
+export type Part = { readonly text: string } | { readonly ref: string };
+
+/** One string with its set variables expanded and its unset ones kept as references. */
+export function expandParts(value: string, env: NodeJS.ProcessEnv): Part[] {
+  const parts: Part[] = [];
+  let text = '';
+  let at = 0;
+  for (const m of value.matchAll(REF)) {
+    const found = lookup(env, m[1] as string, m[2]);
+    text += value.slice(at, m.index) + (found ?? '');
+    if (found === undefined) {
+      if (text !== '') parts.push({ text });
+      parts.push({ ref: m[1] as string });
+      text = '';
+    }
+    at = m.index + m[0].length;
+  }
+  text += value.slice(at);
+  return text === '' ? parts : [...parts, { text }];
 }

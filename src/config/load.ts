@@ -46,27 +46,27 @@ export interface Config extends Omit<
 
 export const EMBEDDED_DEFAULT = '(embedded default)';
 
-/** Reads, expands, validates and resolves a config file. Throws TrajgateError (E_CONFIG_*). */
 /**
- * Secrets only a running gateway uses: agents' tokens and what notifications are signed and
- * sent with. Operator commands (sessions, approve, replay, …) need the admin address and token,
- * so an operator's shell need not hold every agent's secret.
+ * An unset `${VAR}` (without a default) at a key: what `start` reports as an error. A caller
+ * of parseConfig may let some stand in (config/operator-config.ts).
  */
-const GATEWAY_SECRETS = [/^agents\.\d+\.token$/, /^notify\.(secret|linkKey|webhook|headers\..+)$/];
-
-/**
- * For operator commands: the config with unset `${VAR}`s in GATEWAY_SECRETS standing in as
- * placeholders (never sent anywhere: these commands only talk to the admin API or read the
- * journal). Any other unset variable is still an error.
- */
-export function loadOperatorConfig(file: string, env: NodeJS.ProcessEnv = process.env): Config {
-  return loadConfigFile(file, env, (path) => GATEWAY_SECRETS.some((re) => re.test(path.join('.'))));
+export interface UnsetVar {
+  readonly path: readonly PropertyKey[];
+  readonly name: string;
+  /** The value as written in the file, before expansion. */
+  readonly written: string;
+  /** `file:line:col key: environment variable VAR is not set`. */
+  readonly error: string;
 }
 
+/** Text to stand in for an unset variable, or undefined: it is an error. */
+export type StandIn = (unset: UnsetVar) => string | undefined;
+
+/** Reads, expands, validates and resolves a config file. Throws TrajgateError (E_CONFIG_*). */
 export function loadConfigFile(
   file: string,
   env: NodeJS.ProcessEnv = process.env,
-  unneeded?: (path: readonly PropertyKey[]) => boolean,
+  standIn?: StandIn,
 ): Config {
   let text: string;
   try {
@@ -75,7 +75,7 @@ export function loadConfigFile(
     const why = errnoCode(err) === 'ENOENT' ? 'no such file' : (err as Error).message;
     throw new TrajgateError('E_CONFIG_READ', `${file}: cannot read config: ${why}`);
   }
-  return parseConfig(text, file, dirname(resolve(file)), env, unneeded);
+  return parseConfig(text, file, dirname(resolve(file)), env, standIn);
 }
 
 /**
@@ -138,7 +138,7 @@ export function parseConfig(
   source: string,
   baseDir: string,
   env: NodeJS.ProcessEnv = process.env,
-  unneeded?: (path: readonly PropertyKey[]) => boolean,
+  standIn?: StandIn,
 ): Config {
   const lines = new LineCounter();
   const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false, uniqueKeys: true });
@@ -159,13 +159,12 @@ export function parseConfig(
   const missing: (readonly PropertyKey[])[] = [];
   const envErrors: string[] = [];
   const expanded = expandEnv(value, env, (path, name) => {
-    // Long enough for any token's minimum; a URL where a URL is due.
-    if (unneeded?.(path))
-      return path[1] === 'webhook' ? 'http://unset.invalid/' : `unset-${name}-placeholder`;
+    const error = `${where(source, doc, lines, path)}${keyPath(path)}: environment variable ${name} is not set`;
+    const written = String(path.reduce<unknown>((node, key) => (node as never)[key], value));
+    const text = standIn?.({ path, name, written, error });
+    if (text !== undefined) return text;
     missing.push(path);
-    envErrors.push(
-      `${where(source, doc, lines, path)}${keyPath(path)}: environment variable ${name} is not set`,
-    );
+    envErrors.push(error);
   });
   return validate(expanded, source, baseDir, env, {
     doc,

@@ -1,9 +1,10 @@
 import { createHash, createPrivateKey, generateKeyPairSync } from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
 import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import type forge from 'node-forge';
 import { TrajgateError } from '../errors.js';
+import { CA_BUNDLE, ensureCaBundle } from './ca-bundle.js';
 import { readCaFile } from './ca-read.js';
 import { issueCertificate, nodeForge } from './x509.js';
 
@@ -57,6 +58,7 @@ export function initCa(dir: string, force = false): Ca {
   rmSync(keyPath, { force: true });
   writeFileSync(keyPath, privateKey.export({ type: 'pkcs8', format: 'pem' }), { mode: 0o600 });
   writeFileSync(certPath, pem, { mode: 0o644 });
+  ensureCaBundle(dir, pem);
   return loadCa(dir);
 }
 
@@ -101,5 +103,7 @@ export function trustInstructions(ca: Ca): string {
     `  Python requests: REQUESTS_CA_BUNDLE=${bundle}`,
     `npm, pip, git and curl trust only the file named: ${pem} alone works for intercepted hosts`,
     'only; the bundle keeps blind tunnels (hosts not in tls.intercept) working too.',
+    `Without installing it: ${join(dirname(pem), CA_BUNDLE)} is the system's roots plus this CA,`,
+    'and `trajgate env AGENT` prints every variable above pointing at it.',
   ].join('\n');
 }

@@ -1,4 +1,6 @@
 import { writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll } from 'vitest';
 import { stringify } from 'yaml';
@@ -32,9 +34,16 @@ export function writeConfig(dir: string, config: Record<string, unknown>): strin
   return file;
 }
 
-/** Starts the built CLI on a config whose listeners use port 0; resolves once both listen. */
-export async function startChild(configFile: string, ms = 10_000): Promise<ChildGateway> {
-  const cli = spawnCli(['start', '--config', configFile]);
+/**
+ * Starts the built CLI on a config whose listeners are on 127.0.0.1 (port 0 or free ports),
+ * `env` added to its environment; resolves once they listen.
+ */
+export async function startChild(
+  configFile: string,
+  ms = 10_000,
+  env: NodeJS.ProcessEnv = {},
+): Promise<ChildGateway> {
+  const cli = spawnCli(['start', '--config', configFile], { env });
   const signalled = new Promise<NodeJS.Signals | null>((r) =>
     cli.child.once('exit', (_code, signal) => r(signal)),
   );
@@ -94,4 +103,53 @@ export async function spawnGateway(extra: Record<string, unknown>, env: NodeJS.P
   const port = (what: string) =>
     Number(new RegExp(`${what} http://127\\.0\\.0\\.1:(\\d+)`).exec(banner)?.[1]);
   return { cli, journal, proxy: port('proxy listening on'), admin: port('review page on') };
+}
+
+/**
+ * `count` loopback ports that were free a moment ago, for a config that must name its ports
+ * (`trajgate env` prints them): start the gateway on them at once.
+ */
+async function freePorts(count: number): Promise<number[]> {
+  const servers = Array.from({ length: count }, () => createServer());
+  await Promise.all(servers.map((s) => new Promise<void>((r) => s.listen(0, '127.0.0.1', r))));
+  const ports = servers.map((s) => (s.address() as AddressInfo).port);
+  await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
+  return ports;
+}
+
+/** A config naming its ports, as `portedConfig` wrote it. */
+export interface PortedConfig {
+  readonly config: string;
+  readonly journal: string;
+  readonly workspace: string;
+  readonly proxyPort: number;
+  readonly bridgePort: number;
+  readonly adminPort: number;
+  /** Its keys as written (before `${VAR}`s are filled in). */
+  readonly keys: Record<string, unknown>;
+}
+
+/**
+ * A config in a fresh temp folder whose listeners are on free loopback ports it names (the
+ * CLI reads them from the file: `env`, operator commands without --admin), its workspace in
+ * another folder, `extra` keys over it.
+ */
+export async function portedConfig(extra: Record<string, unknown>): Promise<PortedConfig> {
+  const dir = tempDir();
+  const workspace = tempDir('trajgate-ws-');
+  const journal = join(dir, 'journal.jsonl');
+  const [proxyPort, bridgePort, adminPort] = (await freePorts(3)) as [number, number, number];
+  const keys = {
+    version: 1,
+    workspace,
+    journal,
+    listen: {
+      proxy: `127.0.0.1:${proxyPort}`,
+      bridge: `127.0.0.1:${bridgePort}`,
+      admin: `127.0.0.1:${adminPort}`,
+    },
+    ...extra,
+  };
+  const config = writeConfig(dir, keys);
+  return { config, journal, workspace, proxyPort, bridgePort, adminPort, keys };
 }

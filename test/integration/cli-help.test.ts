@@ -13,6 +13,7 @@ const COMMANDS = [
   'ca',
   'export',
   'verify',
+  'env',
   'sessions',
   'events',
   'approve',

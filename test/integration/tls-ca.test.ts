@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { Ca } from '../../src/tls/ca.js';
 import { CA_CERT, CA_KEY, initCa, loadCa, trustInstructions } from '../../src/tls/ca.js';
+import { CA_BUNDLE } from '../../src/tls/ca-bundle.js';
 import { LeafCache } from '../../src/tls/leaves.js';
 import { runCli } from '../helpers/cli.js';
 import { presented } from '../helpers/tls.js';
@@ -86,6 +87,22 @@ describe('trajgate ca init', () => {
     chmodSync(join(dir, CA_KEY), 0o644);
     expect(runCli(['ca', 'init', '--dir', dir, '--force']).status).toBe(0);
     expect(mode(join(dir, CA_KEY))).toBe(0o600);
+  });
+
+  it('writes ca-bundle.pem beside it: the system roots and the CA, renewed by --force', () => {
+    const dir = join(tempDir(), 'certs');
+    expect(runCli(['ca', 'init', '--dir', dir]).status).toBe(0);
+    const bundle = () => readFileSync(join(dir, CA_BUNDLE), 'utf8');
+    expect(mode(join(dir, CA_BUNDLE))).toBe(0o644);
+    expect(bundle()).toContain(readFileSync(join(dir, CA_CERT), 'utf8').trim());
+    // The system's roots come first (a client that replaces its roots with it loses none).
+    const system = readFileSync('/etc/ssl/certs/ca-certificates.crt', 'utf8').trim();
+    expect(bundle().startsWith(system)).toBe(true);
+    expect(runCli(['ca', 'init', '--dir', dir, '--force']).status).toBe(0);
+    expect(bundle()).toContain(readFileSync(join(dir, CA_CERT), 'utf8').trim());
+    expect(bundle().split('BEGIN CERTIFICATE').length).toBe(
+      system.split('BEGIN CERTIFICATE').length + 1,
+    );
   });
 
   it('a stray argument or unknown action is a usage error', () => {
