@@ -1,6 +1,4 @@
 import { writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
-import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll } from 'vitest';
 import { stringify } from 'yaml';
@@ -105,21 +103,12 @@ export async function spawnGateway(extra: Record<string, unknown>, env: NodeJS.P
   return { cli, journal, proxy: port('proxy listening on'), admin: port('review page on') };
 }
 
-/**
- * `count` loopback ports that were free a moment ago, for a config that must name its ports
- * (`trajgate env` prints them): start the gateway on them at once.
- */
-async function freePorts(count: number): Promise<number[]> {
-  const servers = Array.from({ length: count }, () => createServer());
-  await Promise.all(servers.map((s) => new Promise<void>((r) => s.listen(0, '127.0.0.1', r))));
-  const ports = servers.map((s) => (s.address() as AddressInfo).port);
-  await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
-  return ports;
-}
-
-/** A config naming its ports, as `portedConfig` wrote it. */
-export interface PortedConfig {
+/** A gateway started on port 0, and a config for the operator naming the ports it got. */
+export interface PortedGateway {
+  /** The operator's config: the gateway's keys with the ports it listens on (`env` reads them). */
   readonly config: string;
+  /** The config the gateway runs on (listeners on port 0; a reload reads this one). */
+  readonly gatewayConfig: string;
   readonly journal: string;
   readonly workspace: string;
   readonly proxyPort: number;
@@ -127,29 +116,49 @@ export interface PortedConfig {
   readonly adminPort: number;
   /** Its keys as written (before `${VAR}`s are filled in). */
   readonly keys: Record<string, unknown>;
+  readonly gateway: ChildGateway;
 }
 
 /**
- * A config in a fresh temp folder whose listeners are on free loopback ports it names (the
- * CLI reads them from the file: `env`, operator commands without --admin), its workspace in
- * another folder, `extra` keys over it.
+ * `trajgate start` on a fresh temp config (listeners on 127.0.0.1 port 0, its workspace in
+ * another folder, `extra` keys over it, `env` added), then the operator's copy of that config
+ * naming the ports it listens on, for commands that read them from the file (`env`, operator
+ * commands without --admin): the real ports are passed on, never guessed before binding.
  */
-export async function portedConfig(extra: Record<string, unknown>): Promise<PortedConfig> {
+export async function startPorted(
+  extra: Record<string, unknown>,
+  env: NodeJS.ProcessEnv = {},
+): Promise<PortedGateway> {
   const dir = tempDir();
   const workspace = tempDir('trajgate-ws-');
   const journal = join(dir, 'journal.jsonl');
-  const [proxyPort, bridgePort, adminPort] = (await freePorts(3)) as [number, number, number];
   const keys = {
     version: 1,
     workspace,
     journal,
-    listen: {
-      proxy: `127.0.0.1:${proxyPort}`,
-      bridge: `127.0.0.1:${bridgePort}`,
-      admin: `127.0.0.1:${adminPort}`,
-    },
+    listen: { proxy: '127.0.0.1:0', bridge: '127.0.0.1:0', admin: '127.0.0.1:0' },
     ...extra,
   };
-  const config = writeConfig(dir, keys);
-  return { config, journal, workspace, proxyPort, bridgePort, adminPort, keys };
+  const gatewayConfig = writeConfig(dir, keys);
+  const gateway = await startChild(gatewayConfig, 20_000, env);
+  const bridgePort = Number(/bridge[^\n]*? http:\/\/127\.0\.0\.1:(\d+)/.exec(gateway.banner)?.[1]);
+  const { proxyPort, adminPort } = gateway;
+  const config = join(dir, 'operator.yaml');
+  const listen = {
+    proxy: `127.0.0.1:${proxyPort}`,
+    bridge: `127.0.0.1:${bridgePort}`,
+    admin: `127.0.0.1:${adminPort}`,
+  };
+  writeFileSync(config, stringify({ ...keys, listen }));
+  return {
+    config,
+    gatewayConfig,
+    journal,
+    workspace,
+    proxyPort,
+    bridgePort,
+    adminPort,
+    keys,
+    gateway,
+  };
 }

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { EventRecord } from '../../src/journal/records.js';
 import { CLI, runCliAsync } from '../helpers/cli.js';
-import { portedConfig, startChild } from '../helpers/child-gateway.js';
+import { startPorted, writeConfig } from '../helpers/child-gateway.js';
 import { readRecords } from '../helpers/gateway.js';
 import { startGitServer } from '../helpers/git-http.js';
 import { makeLocalCa } from '../helpers/tls.js';
@@ -26,23 +26,23 @@ const secure = await startUpstream({ tls: true });
 const git = await startGitServer();
 const ca = makeLocalCa();
 const targets = [up.port, secure.port, git.port].map((p) => `127.0.0.1:${p}`);
-const { config, journal, workspace, proxyPort, bridgePort } = await portedConfig({
-  agents: [
-    { id: 'agent-1', token: '${AGENT_1_TOKEN}' },
-    { id: 'agent-2', token: '${AGENT_2_TOKEN}' },
-  ],
-  network: {
-    allow: targets,
-    allowPrivate: ['127.0.0.0/8'],
-    ports: [80, 443, up.port, secure.port, git.port],
-  },
-  tls: { intercept: [`127.0.0.1:${secure.port}`], ca: ca.dir, upstreamCa: [TEST_CA_PATH] },
-});
-// The gateway holds every agent's secret; the shells below hold agent-1's at most.
-const gateway = await startChild(config, 20_000, {
-  AGENT_1_TOKEN: TOKEN_1,
-  AGENT_2_TOKEN: TOKEN_2,
-});
+const { config, gatewayConfig, journal, workspace, proxyPort, bridgePort, gateway } =
+  await startPorted(
+    {
+      agents: [
+        { id: 'agent-1', token: '${AGENT_1_TOKEN}' },
+        { id: 'agent-2', token: '${AGENT_2_TOKEN}' },
+      ],
+      network: {
+        allow: targets,
+        allowPrivate: ['127.0.0.0/8'],
+        ports: [80, 443, up.port, secure.port, git.port],
+      },
+      tls: { intercept: [`127.0.0.1:${secure.port}`], ca: ca.dir, upstreamCa: [TEST_CA_PATH] },
+    },
+    // The gateway holds every agent's secret; the shells below hold agent-1's at most.
+    { AGENT_1_TOKEN: TOKEN_1, AGENT_2_TOKEN: TOKEN_2 },
+  );
 
 /** A shell with no proxy or CA variable of the test's own: only what `eval` gives it. */
 const bare = {
@@ -88,7 +88,7 @@ print(urllib.request.urlopen(sys.argv[1], timeout=60).status)"`;
 describe('trajgate env AGENT, eval in sh, real clients through a real gateway', () => {
   it('start says where the rest is', () => {
     expect(gateway.banner).toContain(
-      `  \`trajgate env agent-1 --config ${config}\` prints the rest: NO_PROXY, CA trust, JVM flags, TRAJGATE_BRIDGE for hooks\n`,
+      `  \`trajgate env agent-1 --config ${gatewayConfig}\` prints the rest: NO_PROXY, CA trust, JVM flags, TRAJGATE_BRIDGE for hooks\n`,
     );
   });
 
@@ -223,7 +223,20 @@ public class Which {
 
 describe('trajgate env: what it refuses, and why', () => {
   const refused = async (args: string[], extra: Record<string, unknown>, env = {}) => {
-    const { config: file } = await portedConfig(extra);
+    // Nothing listens: `env` only reads the ports the file names.
+    const dir = tempDir();
+    const listen = {
+      proxy: '127.0.0.1:18080',
+      bridge: '127.0.0.1:18081',
+      admin: '127.0.0.1:18082',
+    };
+    const file = writeConfig(dir, {
+      version: 1,
+      workspace: tempDir('trajgate-ws-'),
+      journal: join(dir, 'journal.jsonl'),
+      listen,
+      ...extra,
+    });
     const r = await runCliAsync(['env', ...args, '--config', file], { env });
     return { status: r.status, stdout: r.stdout, stderr: r.stderr.replaceAll(file, 'FILE') };
   };

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { agentAuth, viaProxy } from '../helpers/admin.js';
 import type { RunResult } from '../helpers/cli.js';
 import { runCliAsync } from '../helpers/cli.js';
-import { portedConfig, startChild, writeConfig } from '../helpers/child-gateway.js';
+import { startPorted, writeConfig } from '../helpers/child-gateway.js';
 import { startRedis } from '../helpers/redis.js';
 import { makeLocalCa } from '../helpers/tls.js';
 import { tempDir } from '../helpers/tmp.js';
@@ -37,18 +37,20 @@ const OPERATOR = {
 const other = await startUpstream();
 const hook = await startWebhook();
 const ca = makeLocalCa();
-const { config, journal, workspace, keys } = await portedConfig({
-  agents: [
-    { id: 'agent-1', token: '${AGENT_1_TOKEN}' },
-    { id: 'agent-2', token: '${AGENT_2_TOKEN}' },
-  ],
-  admin: { token: '${OPS_TOKEN}' },
-  notify: { webhook: '${NOTIFY_WEBHOOK}', secret: '${NOTIFY_SECRET}' },
-  network: { allowPrivate: ['127.0.0.0/8'] },
-  policy: { pause: 'block' },
-  tls: { ca: ca.dir },
-});
-const gateway = await startChild(config, 20_000, { ...SECRETS, NOTIFY_WEBHOOK: hook.url });
+const { config, journal, workspace, keys, gateway } = await startPorted(
+  {
+    agents: [
+      { id: 'agent-1', token: '${AGENT_1_TOKEN}' },
+      { id: 'agent-2', token: '${AGENT_2_TOKEN}' },
+    ],
+    admin: { token: '${OPS_TOKEN}' },
+    notify: { webhook: '${NOTIFY_WEBHOOK}', secret: '${NOTIFY_SECRET}' },
+    network: { allowPrivate: ['127.0.0.0/8'] },
+    policy: { pause: 'block' },
+    tls: { ca: ca.dir },
+  },
+  { ...SECRETS, NOTIFY_WEBHOOK: hook.url },
+);
 
 const outputs: RunResult[] = [];
 /** The built CLI in the operator's shell (`env` over it); every output is kept for the end. */
