@@ -4,6 +4,7 @@ import { journalFiles } from '../../src/journal/files.js';
 import type { EventRecord, JournalRecord, ResultRecord } from '../../src/journal/records.js';
 import type { PauseRecord } from '../../src/wire.js';
 import { adminClient } from '../helpers/admin.js';
+import { follow } from '../helpers/decision-links.js';
 import { tempConfig } from '../helpers/child-gateway.js';
 import { runCliAsync, runCliPiped, spawnCli } from '../helpers/cli.js';
 import { agentToken, postAsAgent } from '../helpers/ingest.js';
@@ -237,6 +238,13 @@ describe('command lines, from the hook and the ingest route to everyone who read
     );
     expect(body.text).not.toMatch(/[\n\r]/);
     expectNoSecret('the webhook', JSON.stringify(hook.deliveries.map((d) => d.body)));
+    // The decision page a chat reader opens (GET only shows; nothing is decided).
+    const page = await follow(body.links.deny, 'GET', true);
+    expect(page.status).toBe(200);
+    expect(page.text).toContain(`<dt>Command</dt><dd><code>${PUSH_SHOWN}</code></dd>`);
+    const view = await follow(body.links.deny);
+    expect(view.json.trigger.command).toBe(PUSH_SHOWN);
+    expectNoSecret('the decision page', page.text + view.text);
   });
 
   it('a restart reads them back: the pause record restored, replay --json shows them', async () => {
