@@ -14,7 +14,8 @@ import { CLOSE, OPEN, shellWords } from './shell-words.js';
  * - a value whose name says secret: `TOKEN=…`, `--password=…`, `--token VALUE`, `?api_key=…`,
  *   `"secret": "…"`;
  * - the password of `-u`/`--user`/`-U`/`--proxy-user USER:PASSWORD`.
- * A value that is only a variable (`$TOKEN`, `Bearer ${TOKEN}`) shows nothing secret and stays.
+ * A value that is only a variable the shell expands (`$TOKEN`, `"Bearer ${TOKEN}"`) shows
+ * nothing secret and stays; in single quotes it is a literal, maybe a password (`'$ecret'`).
  * Idempotent: a redacted line is redacted again to itself.
  */
 export function redactCommand(line: string): string {
@@ -23,8 +24,7 @@ export function redactCommand(line: string): string {
   const add = (word: ShellToken | undefined, spans: readonly Span[]) => {
     if (word === null || word === undefined || spans.length === 0) return;
     const list = found.get(word) ?? [];
-    for (const [a, b] of spans)
-      if (b > a && !REVEALS_NOTHING.test(word.text.slice(a, b))) list.push([a, b]);
+    for (const [a, b] of spans) if (b > a && !revealsNothing(word, a, b, quote)) list.push([a, b]);
     found.set(word, list);
   };
   tokens.forEach((word, k) => {
@@ -53,9 +53,17 @@ export function redactCommand(line: string): string {
   return from === 0 ? line : out + line.slice(from);
 }
 
-/** Already redacted, or a variable's name, with or without an auth scheme before it. */
-const REVEALS_NOTHING =
-  /^(?:\[redacted\]|(?:(?:bearer|basic|token|digest)[ \t]+)?\$(?:\{[A-Za-z_]\w*\}|[A-Za-z_]\w*))$/i;
+/** Already redacted, or a variable the shell expands (`$` outside `'…'`): nothing to hide. */
+function revealsNothing(word: ShellWord, a: number, b: number, quote: Uint8Array): boolean {
+  const text = word.text.slice(a, b);
+  if (text === REDACTED) return true;
+  if (!REFERENCE.test(text)) return false;
+  const q = quote[word.at + a + text.indexOf('$')];
+  return q === 0 || q === 2;
+}
+
+/** A variable alone, with or without an auth scheme before it (`Bearer ${TOKEN}`). */
+const REFERENCE = /^(?:(?:bearer|basic|token|digest)[ \t]+)?\$(?:\{[A-Za-z_]\w*\}|[A-Za-z_]\w*)$/i;
 /** A flag alone in its word (its value is the next word). */
 const FLAG = /^(--?)([A-Za-z][\w.-]*)$/;
 /**

@@ -94,6 +94,9 @@ describe('redactCommand: secrets go', () => {
     [`printf 'password: ${SECRET}\\n' > cfg`, `printf 'password: ${R}' > cfg`],
     [`cat <<EOF > .env\nA=1\nSECRET=${SECRET}\nEOF`, `cat <<EOF > .env\nA=1\nSECRET=${R}\nEOF`],
     [`run # TOKEN=${SECRET}`, `run # TOKEN=${R}`],
+    // A `$` in single quotes is a literal, maybe a password: no variable.
+    [`export PASSWORD='$ecretP4ss' x`, `export PASSWORD='${R}' x`],
+    [`curl -H 'Authorization: Bearer $ecret' x`, `curl -H 'Authorization: ${R}' x`],
     // Names longer than any bound on a scan.
     [`${'A'.repeat(80)}_TOKEN=${SECRET} x`, `${'A'.repeat(80)}_TOKEN=${R} x`],
     [`tool --${'a'.repeat(80)}-password ${SECRET}`, `tool --${'a'.repeat(80)}-password ${R}`],
