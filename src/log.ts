@@ -1,5 +1,13 @@
 import { pino } from 'pino';
 import type { Logger } from 'pino';
+import { REDACTED, SECRET_HEADERS } from './event/secrets.js';
+
+/** Where credentials may sit in what is logged: header fields (secrets.ts), tokens. */
+const REDACT_PATHS = [
+  ...[...SECRET_HEADERS].flatMap((h) => [`headers["${h}"]`, `*.headers["${h}"]`]),
+  'token',
+  '*.token',
+];
 
 /**
  * Structured logs on stderr. Requests are recorded in the journal, not here; the log is for
@@ -10,20 +18,7 @@ export function createLogger(level = process.env.TRAJGATE_LOG_LEVEL ?? 'info'): 
     {
       level,
       base: null,
-      redact: {
-        paths: [
-          '*.headers.authorization',
-          '*.headers["proxy-authorization"]',
-          '*.headers.cookie',
-          '*.headers["set-cookie"]',
-          'headers.authorization',
-          'headers["proxy-authorization"]',
-          'headers.cookie',
-          'token',
-          '*.token',
-        ],
-        censor: '[redacted]',
-      },
+      redact: { paths: REDACT_PATHS, censor: REDACTED },
     },
     pino.destination({ fd: 2, sync: true }),
   );

@@ -33,6 +33,15 @@ export interface EventRecord extends RecordBase {
   readonly targetBytes?: number;
   /** SHA-256 (hex) of the whole target, when `target` is only its prefix. */
   readonly targetSha256?: string;
+  /**
+   * A `command` event's command line, secrets redacted; past 2,048 bytes (as JSON writes it)
+   * its prefix (journal/long-target.ts).
+   */
+  readonly command?: string;
+  /** UTF-8 bytes of the whole (redacted) command line, when `command` is only its prefix. */
+  readonly commandBytes?: number;
+  /** SHA-256 (hex) of the whole (redacted) command line, when `command` is only its prefix. */
+  readonly commandSha256?: string;
   readonly method?: string;
   /**
    * A read/write/command target as resolved when it was judged: its real path, or null when it

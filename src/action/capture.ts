@@ -3,10 +3,7 @@ import { join } from 'node:path';
 import type { Refusal } from './respond.js';
 import { storeBody } from './capture-body.js';
 import type { CapturedExchange, CapturedPart } from '../wire.js';
-
-/** Header fields whose values are secrets; redacted in captures unless `capture.redact: false`. */
-const SECRET = new Set(['authorization', 'proxy-authorization', 'cookie', 'set-cookie']);
-const REDACTED = '[redacted]';
+import { isSecretHeader, REDACTED, redactUserinfo } from '../event/secrets.js';
 
 export interface CaptureOptions {
   /** Folder of the capture files (beside the journal). */
@@ -42,7 +39,7 @@ export class Capture {
   constructor(options: CaptureOptions, method: string, url: URL, rawHeaders: readonly string[]) {
     this.#options = options;
     this.#method = method;
-    this.#url = options.redact && url.password !== '' ? redactUserinfo(url) : url.href;
+    this.#url = options.redact ? redactUserinfo(url.href) : url.href;
     this.#request = this.#part(rawHeaders);
   }
 
@@ -124,7 +121,8 @@ export class Capture {
     const headers: [string, string][] = [];
     for (let i = 0; i < raw.length; i += 2) {
       const name = String(raw[i]);
-      const secret = this.#options.redact && SECRET.has(name.toLowerCase());
+      // Secret header values are redacted unless `capture.redact: false`.
+      const secret = this.#options.redact && isSecretHeader(name);
       headers.push([name, secret ? REDACTED : String(raw[i + 1])]);
     }
     return { headers, chunks: [], kept: 0, size: 0, short: false };
@@ -138,10 +136,4 @@ export class Capture {
     part.chunks.push(Buffer.from(kept));
     part.kept += kept.length;
   }
-}
-
-function redactUserinfo(url: URL): string {
-  const copy = new URL(url.href);
-  copy.password = REDACTED;
-  return copy.href;
 }

@@ -6,6 +6,8 @@ import type { EventInput } from '../event/event.js';
 interface ToolResult {
   readonly kind: string;
   readonly target: string;
+  /** The call's command line, as its event named it. */
+  readonly command?: string;
   readonly tool: string;
   readonly ok: boolean;
   readonly error?: string;
@@ -68,6 +70,7 @@ export function claudeCodeAction(text: string): HookAction {
     result: {
       kind: event.kind,
       target: event.target,
+      ...(event.command === undefined ? {} : { command: event.command }),
       tool: fields.tool_name as string,
       ok: error === null,
       ...(error === null ? {} : { error }),
@@ -79,7 +82,7 @@ export function claudeCodeAction(text: string): HookAction {
 /**
  * The event a tool call is judged as, by what the tool does: Read reads its file, Glob/Grep/LS
  * read the tree under their path (default: `cwd`) narrowed by their pattern's fixed part,
- * Write/Edit/MultiEdit/NotebookEdit write theirs, Bash runs a command in `cwd`, WebFetch GETs
+ * Write/Edit/MultiEdit/NotebookEdit write theirs, Bash runs its command in `cwd`, WebFetch GETs
  * its URL; anything else is a `tool` event by name. Relative paths are joined to `cwd` without
  * normalising `..`, so the gateway judges both of its readings.
  */
@@ -130,12 +133,19 @@ function claudeCodeEvent(input: Record<string, unknown>): EventInput {
     if (arg(name) === null) return invalid(`${tool} without "tool_input.${write}"`);
     return { kind: 'write', target: path(name) };
   }
-  if (tool === 'Bash') return { kind: 'command', target: cwd() };
+  if (tool === 'Bash') return commandIn(cwd(), arg('command'));
   if (tool === 'WebFetch') {
     const url = arg('url') ?? invalid('WebFetch without "tool_input.url"');
     return { kind: 'network', target: url, method: 'GET' };
   }
   return { kind: 'tool', target: tool };
+}
+
+/** A command run in `cwd`, with its command line when the call has one (the gateway redacts it). */
+function commandIn(cwd: string, line: string | null): EventInput {
+  return line === null
+    ? { kind: 'command', target: cwd }
+    : { kind: 'command', target: cwd, command: line };
 }
 
 /**

@@ -29,6 +29,17 @@ export function sessionsTable(sessions: SessionView[]): string {
   );
 }
 
+/** Characters of a command line shown in a table cell (`--json` has it as journaled). */
+const COMMAND_CHARS = 120;
+
+/** A command event's command line after its folder, ` $ npm test`, cut to one short line. */
+function ran(e: EventRecord): string {
+  if (e.command === undefined) return '';
+  const chars = [...e.command];
+  const cut = chars.length > COMMAND_CHARS || e.commandBytes !== undefined;
+  return ` $ ${chars.slice(0, COMMAND_CHARS).join('')}${cut ? '…' : ''}`;
+}
+
 export function eventsTable(events: EventRecord[]): string {
   if (events.length === 0) return 'no events';
   return table(
@@ -40,7 +51,7 @@ export function eventsTable(events: EventRecord[]): string {
         ? 'ALLOW'
         : `${e.verdict}${e.boundary ? `: ${e.boundary}` : ''}${after(e.rule)}`,
       e.kind,
-      `${e.method ? `${e.method} ` : ''}${e.target}`,
+      `${e.method ? `${e.method} ` : ''}${e.target}${ran(e)}`,
       e.reason,
     ]),
   );

@@ -95,7 +95,7 @@ function judgeLine(
   paths: PathResolver,
   firstLine: boolean,
   store: MemoryStore<unknown>,
-): [{ session: string; kind: string; target: string }, Decision] | null {
+): [{ session: string; kind: string; target: string; command?: string }, Decision] | null {
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -153,7 +153,9 @@ function judgeLine(
     target: event.target,
   };
   guard.commit(session, event.ts, decision, ref);
-  return [{ session, kind: input.kind, target: input.target }, decision];
+  // The command line decides nothing; `--json` shows it as recorded (redacted again: a no-op).
+  const command = event.command === undefined ? {} : { command: event.command };
+  return [{ session, kind: input.kind, target: input.target, ...command }, decision];
 }
 
 function timeOf(ts: unknown, now: number): number {

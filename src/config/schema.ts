@@ -122,10 +122,22 @@ const toolEvent = z
         'expected an argument path like path, options.cwd or paths[]',
       ),
     tree: z.boolean().optional(),
+    // Shown to the people who review, never judged: the argument holding the command line.
+    command: z
+      .string()
+      .regex(
+        /^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/,
+        'expected an argument path like command or options.argv (a string, or an array of strings)',
+      )
+      .optional(),
   })
   .refine((e) => e.tree !== true || e.kind === 'read', {
     path: ['tree'],
     message: 'tree: true is for kind read only (a read of everything under the target)',
+  })
+  .refine((e) => e.command === undefined || e.kind === 'command', {
+    path: ['command'],
+    message: 'command: is for kind command only (the argument holding the command line it runs)',
   })
   .transform(({ tree, ...e }) => (tree === true ? { ...e, tree } : e));
 
@@ -273,23 +285,35 @@ const fields = z.strictObject({
         .default({}),
       routes: z
         .array(
-          z.strictObject({
-            method: z.string().regex(/^[A-Za-z]{1,16}$/, 'expected an HTTP method'),
-            // Plain, so that it means one thing: requests are matched in this form.
-            path: z
-              .string()
-              .regex(
-                /^(?!.*\/\/)\/(?!(?:.*\/)?\.\.?(?:\/|$))[^%\\;?#\s]*$/,
-                'expected a path starting with / without %, \\, ;, ?, #, // or . and .. segments',
-              ),
-            kind: name('a kind'),
-            target: z
-              .string()
-              .regex(
-                /^(\$(\.[A-Za-z0-9_-]+)+|query:[A-Za-z0-9_.-]+|segment:\d+)$/,
-                'expected $.field, query:name or segment:N',
-              ),
-          }),
+          z
+            .strictObject({
+              method: z.string().regex(/^[A-Za-z]{1,16}$/, 'expected an HTTP method'),
+              // Plain, so that it means one thing: requests are matched in this form.
+              path: z
+                .string()
+                .regex(
+                  /^(?!.*\/\/)\/(?!(?:.*\/)?\.\.?(?:\/|$))[^%\\;?#\s]*$/,
+                  'expected a path starting with / without %, \\, ;, ?, #, // or . and .. segments',
+                ),
+              kind: name('a kind'),
+              target: z
+                .string()
+                .regex(
+                  /^(\$(\.[A-Za-z0-9_-]+)+|query:[A-Za-z0-9_.-]+|segment:\d+)$/,
+                  'expected $.field, query:name or segment:N',
+                ),
+              command: z
+                .string()
+                .regex(
+                  /^(\$(\.[A-Za-z0-9_-]+)+|query:[A-Za-z0-9_.-]+)$/,
+                  'expected $.field or query:name (where the command line is)',
+                )
+                .optional(),
+            })
+            .refine((r) => r.command === undefined || r.kind === 'command', {
+              path: ['command'],
+              message: 'command: is for kind command only (where the command line it runs is)',
+            }),
         )
         .default([]),
       maxBodyBytes: z.number().int().min(1024).max(67_108_864).default(1_048_576),

@@ -67,6 +67,11 @@ export interface EventInput {
   readonly tree?: true;
   /** The runner's id of the call (Claude Code's `tool_use_id`): its result names it. */
   readonly call?: string;
+  /**
+   * A `command` event's command line, as the runner or tool was given it: shown to the people
+   * who review, never judged (the guard judges kind and target). Redacted when normalised.
+   */
+  readonly command?: string;
 }
 
 export interface Event {
@@ -93,6 +98,8 @@ export interface Event {
   readonly failed?: true;
   /** The runner's id of the call it asked about (EventInput.call). */
   readonly call?: string;
+  /** EventInput.command with its secrets redacted (event/command-line.ts). */
+  readonly command?: string | undefined;
 }
 
 /** The destination used by `countBy: target`: host:port for network, else the target. */

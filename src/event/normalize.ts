@@ -1,6 +1,7 @@
 import type { Event, EventInput, PathSubject, Source, Subject } from './event.js';
 import { PATH_KINDS } from './event.js';
 import { TrajgateError } from '../errors.js';
+import { redactCommand } from './command-line.js';
 import { networkTargetProblem } from './network-readings.js';
 import { parseNetworkTarget } from './network-target.js';
 import type { PathResolver } from './paths.js';
@@ -41,6 +42,8 @@ export function normalizeEvent(
     denied: subject.type === 'path' ? pathRefusal(input.kind, subject) : undefined,
     failed: input.failed,
     call: input.call,
+    // Redacted here, before any record holds it: every event is normalised first.
+    command: input.command === undefined ? undefined : redactCommand(input.command),
   };
 }
 

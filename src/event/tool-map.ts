@@ -8,6 +8,11 @@ export interface ToolEventSpec {
   readonly target: string;
   /** A read whose answer can carry anything under its target (PathSubject.tree). */
   readonly tree?: true;
+  /**
+   * Kind `command`: the argument path holding the command line it runs (`command`,
+   * `options.argv`), a string or an array of strings (shown shell-quoted).
+   */
+  readonly command?: string;
 }
 
 export type ToolMap = Readonly<Record<string, readonly ToolEventSpec[]>>;
@@ -56,6 +61,8 @@ export interface ToolTarget {
   readonly kind: string;
   readonly target: string;
   readonly tree?: true;
+  /** The command line the call runs (ToolEventSpec.command), as given. */
+  readonly command?: string;
   /** Replaces the value in the call's arguments (to forward the path judged). */
   set(value: string): void;
 }
@@ -73,13 +80,39 @@ export function toolTargets(
   // Own keys only: a tool named `constructor` or `__proto__` is unmapped, not Object's.
   if (!Object.hasOwn(map, name)) return null;
   const specs = map[name] as readonly ToolEventSpec[];
-  return specs.flatMap((spec) =>
-    argumentSlots(args, spec.target, name).map(({ value, set }) =>
+  return specs.flatMap((spec) => {
+    const line = spec.command === undefined ? null : commandLine(args, spec.command, name);
+    const command = line === null ? {} : { command: line };
+    return argumentSlots(args, spec.target, name).map(({ value, set }) =>
       spec.tree === true
         ? { kind: spec.kind, target: value, tree: true as const, set }
-        : { kind: spec.kind, target: value, set },
-    ),
-  );
+        : { kind: spec.kind, target: value, ...command, set },
+    );
+  });
+}
+
+/**
+ * The command line at an argument path: a string, or an array of strings (an argv) written as
+ * a shell would read it back; null when the call leaves it out. Any other value is an error
+ * naming the argument: what the tool runs could not be shown.
+ */
+export function commandLine(args: unknown, path: string, tool: string): string | null {
+  let value = args;
+  for (const key of path.split('.'))
+    value =
+      typeof value === 'object' && value !== null && Object.hasOwn(value, key)
+        ? (value as Record<string, unknown>)[key]
+        : undefined;
+  if (value === undefined || value === null || value === '') return null;
+  if (typeof value === 'string') return value;
+  if (Array.isArray(value) && value.length > 0 && value.every((v) => typeof v === 'string'))
+    return value.map(shellQuote).join(' ');
+  throw badArgument(tool, path, value, 'a command line (a string or an array of strings)');
+}
+
+/** A word as a POSIX shell reads it back: bare when nothing in it is special, else in `'…'`. */
+function shellQuote(word: string): string {
+  return /^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`;
 }
 
 interface Slot {

@@ -29,9 +29,10 @@ const fail = (what: string): never => {
 /**
  * Checks an event an agent sends (an ingest body): an object with a known `kind` and a
  * non-empty string `target`; `method`, `failed`, `tree` (a read of everything under the
- * target) and `call` (the runner's id of the call) optional. A field only an operator or the gateway sets
- * is refused, not ignored: the sender learns that approval is an operator's act. Each problem
- * names its field; the caller adds where the event came from.
+ * target), `call` (the runner's id of the call) and `command` (a command event's command line)
+ * optional. A field only an operator or the gateway sets is refused, not ignored: the sender
+ * learns that approval is an operator's act. Each problem names its field; the caller adds
+ * where the event came from.
  */
 export function validateEventInput(value: unknown, knownKinds: ReadonlySet<string>): EventInput {
   const fields = objectOf(value);
@@ -74,7 +75,7 @@ function objectOf(value: unknown): Record<string, unknown> {
 }
 
 function eventOf(fields: Record<string, unknown>, knownKinds: ReadonlySet<string>): EventInput {
-  const { kind, target, method, failed, tree, call } = fields;
+  const { kind, target, method, failed, tree, call, command } = fields;
   if (typeof kind !== 'string') return fail(`"kind" must be a string, got ${describeValue(kind)}`);
   if (!knownKinds.has(kind)) {
     return fail(`unknown kind ${JSON.stringify(kind)} (known: ${[...knownKinds].join(', ')})`);
@@ -96,6 +97,15 @@ function eventOf(fields: Record<string, unknown>, knownKinds: ReadonlySet<string
   if (call !== undefined && (typeof call !== 'string' || call === '' || call.length > CALL_CHARS)) {
     return fail(`"call" must be a string of 1 to ${CALL_CHARS} characters`);
   }
+  // Shown to reviewers, never judged; its text is never quoted back (it may hold a secret).
+  if (command !== undefined && (typeof command !== 'string' || command === ''))
+    return fail(
+      `"command" must be a non-empty string (the command line), got ${describeValue(command)}`,
+    );
+  if (command !== undefined && kind !== 'command')
+    return fail(
+      `"command" is only for kind "command" (the command line it runs), not ${JSON.stringify(kind)}`,
+    );
   // A failure report sets the trajectory marks that ask `failed` (guard/sequences.ts).
   return {
     kind,
@@ -104,6 +114,7 @@ function eventOf(fields: Record<string, unknown>, knownKinds: ReadonlySet<string
     ...(failed === true ? { failed } : {}),
     ...(tree === true ? { tree } : {}),
     ...(call === undefined ? {} : { call: call as string }),
+    ...(command === undefined ? {} : { command: command as string }),
   };
 }
 

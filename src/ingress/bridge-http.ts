@@ -12,7 +12,7 @@ import { methodOverrideProblem } from './method-override.js';
 import { judgedPaths } from './tool-paths.js';
 import type { Route } from './route-path.js';
 import { matchRoute } from './route-path.js';
-import { targetOf } from './route-target.js';
+import { commandOf, targetOf } from './route-target.js';
 
 /**
  * A plain HTTP tool server: configured routes turn a request into an event (target from a
@@ -56,11 +56,13 @@ export async function handleHttpTool(
       ),
     );
   const forward = (url: string) => void (req.url = url);
-  const target = route
-    ? targetOf(route, { match, method, routes, body: value, forward })
-    : asSent('tool', `${method} ${path}`);
-  if (target === null || 'problem' in target)
-    return refuse(target?.problem ?? `no string at ${route?.target} for the ${route?.kind} target`);
+  const asked = { match, method, routes, body: value, forward };
+  const found = route ? targetOf(route, asked) : asSent('tool', `${method} ${path}`);
+  if (found === null || 'problem' in found)
+    return refuse(found?.problem ?? `no string at ${route?.target} for the ${route?.kind} target`);
+  const command = route ? commandOf(route, asked) : null;
+  if (command !== null && typeof command === 'object') return refuse(command.problem);
+  const target = command === null ? found : { ...found, command };
   await ctx.order.run(who.session, target.kind !== 'read', async () => {
     // Resolved in the call's turn: an earlier call of the session may have moved things.
     let input: EventInput;

@@ -1,4 +1,5 @@
 import { isTrajgateError, TrajgateError } from '../errors.js';
+import { redactCommand } from '../event/command-line.js';
 import { describeValue, validateEventInput } from '../event/validate.js';
 import type { ResultRecord, Unstamped } from '../journal/records.js';
 import { sendError, sendJson } from '../http/json.js';
@@ -8,14 +9,23 @@ import { ingestBody } from './ingest.js';
 type Report = Omit<Unstamped<ResultRecord>, 'type' | 'session' | 'ref' | 'unlinked'>;
 
 /** What a runner may report; anything else (`approved`, a verdict) is refused. */
-const FIELDS: ReadonlySet<string> = new Set(['kind', 'target', 'ok', 'error', 'tool', 'call']);
+const FIELDS: ReadonlySet<string> = new Set([
+  'kind',
+  'target',
+  'command',
+  'ok',
+  'error',
+  'tool',
+  'call',
+]);
 /** An error text is kept to this length: a failed command's whole output is not a record. */
 const ERROR_CHARS = 1024;
 const NAME_CHARS = 256;
 
 /**
- * `POST /events/result {"kind","target","ok","error"?,"tool"?,"call"?}`: a runner reports how a
- * call it asked about through `POST /events` ended (a Claude Code PostToolUse hook). Journaled
+ * `POST /events/result {"kind","target","command"?,"ok","error"?,"tool"?,"call"?}`: a runner
+ * reports how a call it asked about through `POST /events` ended (a Claude Code PostToolUse
+ * hook), naming it as the call's event did (`command` only with kind `command`). Journaled
  * as a `result` record linked by `call` to the event asked with that id, never by kind and
  * target. A result no call of the session is known for (no id, an id never asked, one already
  * reported or forgotten) is journaled with `unlinked` and counts as a failure of the session:
@@ -65,7 +75,10 @@ function parseReport(body: Buffer, kinds: ReadonlySet<string>): Report {
   const fields = value as Record<string, unknown>;
   const unknown = Object.keys(fields).find((k) => !FIELDS.has(k));
   if (unknown !== undefined) return fail(`unknown field ${JSON.stringify(unknown)} in a result`);
-  const { kind, target } = validateEventInput({ kind: fields.kind, target: fields.target }, kinds);
+  const { kind, target, command } = validateEventInput(
+    { kind: fields.kind, target: fields.target, command: fields.command },
+    kinds,
+  );
   const { ok, error, tool, call } = fields;
   if (typeof ok !== 'boolean') return fail(`"ok" must be true or false, got ${describeValue(ok)}`);
   if (error !== undefined && (typeof error !== 'string' || ok))
@@ -80,6 +93,8 @@ function parseReport(body: Buffer, kinds: ReadonlySet<string>): Report {
   return {
     kind,
     target,
+    // Named as its call's event was, secrets redacted the same way.
+    ...(command === undefined ? {} : { command: redactCommand(command) }),
     ok,
     ...(error === undefined
       ? {}

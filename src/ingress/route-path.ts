@@ -9,6 +9,8 @@ export interface Route {
   readonly path: RegExp;
   readonly kind: string;
   readonly target: string;
+  /** Where a `command` route's command line is (`$.field`, `query:name`). */
+  readonly command?: string | undefined;
 }
 
 /** Routes match case-insensitively (ASCII; see matchRoute for the rest) and without a trailing `/`. */
@@ -16,7 +18,8 @@ export function compileRoutes(routes: Config['bridge']['routes']): Route[] {
   return routes.map((r) => {
     const glob = r.path.length > 1 && r.path.endsWith('/') ? r.path.slice(0, -1) : r.path;
     const path = new RegExp(globToRegExp(glob).source, 'is');
-    return { method: r.method.toUpperCase(), glob: r.path, path, kind: r.kind, target: r.target };
+    const { kind, target, command } = r;
+    return { method: r.method.toUpperCase(), glob: r.path, path, kind, target, command };
   });
 }
 

@@ -1,6 +1,6 @@
 import { TrajgateError, isTrajgateError } from '../errors.js';
 import type { ToolTarget } from '../event/tool-map.js';
-import { toolTargets } from '../event/tool-map.js';
+import { commandLine, toolTargets } from '../event/tool-map.js';
 import type { Route, RouteMatch } from './route-path.js';
 import { matchRoute } from './route-path.js';
 
@@ -49,6 +49,31 @@ export function targetOf(route: Route, call: RouteCall): ToolTarget | null | { p
   const value = match.segments[n - 1];
   if (value === undefined || value === '') return null;
   return { kind: route.kind, target: value, set: (abs) => call.forward(withSegment(call, n, abs)) };
+}
+
+/**
+ * The command line a `command` route names (`$.a.b`, `query:name`), read as its target is: null
+ * when the request leaves it out, a problem when servers could read it another way or it is
+ * no command line (the person reviewing must see what runs).
+ */
+export function commandOf(route: Route, call: RouteCall): string | null | { problem: string } {
+  const spec = route.command;
+  if (spec === undefined) return null;
+  if (spec.startsWith('query:')) {
+    const name = spec.slice(6);
+    const value = queryValue(call.match.query, name);
+    const clash = bodyClash(call.body, name);
+    return clash !== null ? { problem: clash } : value;
+  }
+  const names = spec.slice(2).split('.');
+  const clash = queryClash(call.match.query, names);
+  if (clash !== null) return { problem: clash };
+  try {
+    return commandLine(call.body, names.join('.'), 'route');
+  } catch (err) {
+    if (isTrajgateError(err)) return { problem: err.message };
+    throw err;
+  }
 }
 
 /**

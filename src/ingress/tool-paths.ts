@@ -15,7 +15,7 @@ import type { ToolTarget } from '../event/tool-map.js';
  */
 export function judgedPaths(targets: readonly ToolTarget[], workspace: string): EventInput[] {
   const resolved = new Map<string, PathReadings>();
-  return targets.map(({ kind, target, tree, set }) => {
+  return targets.map(({ kind, target, tree, command, set }) => {
     if (!PATH_KINDS.has(kind)) return { kind, target };
     const why = serverDependent(target);
     if (why !== null) {
@@ -32,7 +32,8 @@ export function judgedPaths(targets: readonly ToolTarget[], workspace: string): 
     // Unresolvable (a link loop, no permission) is judged as outside; if still allowed (a
     // read), the lexical path goes on and the server meets the same failure.
     set(readings.path ?? posix.resolve(workspace, target));
-    return tree === true ? { kind, target, readings, tree } : { kind, target, readings };
+    if (tree === true) return { kind, target, readings, tree };
+    return command === undefined ? { kind, target, readings } : { kind, target, readings, command };
   });
 }
 

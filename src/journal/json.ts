@@ -22,7 +22,9 @@ function eventFields(r: Unstamped<EventRecord>): string {
   return (
     `"type":"event","session":${text(r.session)},"source":${text(r.source)}` +
     `,"kind":${text(r.kind)},"target":${text(r.target)}${opt('targetBytes', r.targetBytes)}` +
-    `${opt('targetSha256', r.targetSha256)}${opt('method', r.method)}` +
+    `${opt('targetSha256', r.targetSha256)}${opt('command', r.command)}` +
+    `${opt('commandBytes', r.commandBytes)}${opt('commandSha256', r.commandSha256)}` +
+    `${opt('method', r.method)}` +
     `${opt('resolved', r.resolved)}${opt('alias', r.alias)}${opt('tree', r.tree)}` +
     `${opt('call', r.call)}` +
     `,"approved":${r.approved},"verdict":"${r.verdict}"` +

@@ -1,7 +1,7 @@
 import type { Event } from '../event/event.js';
 import type { Decision } from '../guard/guard.js';
 import type { EventRecord, PauseRecord, RecordBase } from '../wire.js';
-import type { JournaledTarget } from './long-target.js';
+import type { JournaledCommand, JournaledTarget } from './long-target.js';
 import { withJournaledTarget } from './long-target.js';
 
 /**
@@ -36,7 +36,7 @@ export interface OutcomeRecord extends RecordBase {
  * the same `call` id, else null with `unlinked` saying why: such a result counts as a failure
  * of the session (every rule waiting for a failure is marked).
  */
-export interface ResultRecord extends RecordBase, JournaledTarget {
+export interface ResultRecord extends RecordBase, JournaledTarget, Partial<JournaledCommand> {
   readonly type: 'result';
   readonly session: string;
   readonly ref: number | null;
@@ -218,6 +218,9 @@ export function eventRecord(
     // Declared here so that a long target's fields come in this order (json.ts writes it so).
     targetBytes: undefined,
     targetSha256: undefined,
+    command: event.command,
+    commandBytes: undefined,
+    commandSha256: undefined,
     method: event.method,
     resolved: event.subject.type === 'path' ? event.subject.path : undefined,
     alias: event.subject.type === 'path' ? (event.subject.alias ?? undefined) : undefined,

@@ -14,6 +14,9 @@ const JOINER = '\u2060';
 /** Chat servers link bare domains too: `a[.]b`. */
 const defangHost = (host: string) => host.replace(/\./g, '[.]');
 
+/** `text` with the characters above replaced by U+FFFD: one line, shown as it reads. */
+export const printable = (text: string): string => text.replace(UNPRINTABLE, '\ufffd');
+
 /** Slack's required escapes (Mattermost's Markdown renders the entities back). */
 export function escapeChat(text: string): string {
   return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
@@ -26,7 +29,7 @@ export function escapeChat(text: string): string {
  * `scheme[:]//host[.]name` so that no chat server links or fetches it.
  */
 export function chatSafe(text: string, max: number): string {
-  let s = text.replace(UNPRINTABLE, '\ufffd');
+  let s = printable(text);
   const chars = [...s];
   if (chars.length > max) s = chars.slice(0, max - 1).join('') + '…';
   return escapeChat(s)
@@ -45,6 +48,15 @@ export function chatTarget(text: string, max: number): string {
   const m = /^((?:[A-Za-z]+ )?)([^/\s]*)/.exec(safe) as RegExpExecArray;
   const [whole, lead = '', host = ''] = m;
   return (lead + defangHost(host) + safe.slice(whole.length)).replace(/\]\(/g, `]${JOINER}(`);
+}
+
+/**
+ * A command line for a chat line: chatSafe, and every dot between two letters or digits
+ * defanged (`curl evil[.]example/x`, `main[.]js`): a command names hosts anywhere in it, and a
+ * chat server that linked one would fetch it.
+ */
+export function chatCommand(text: string, max: number): string {
+  return chatSafe(text, max).replace(/([A-Za-z0-9])\.(?=[A-Za-z0-9])/g, '$1[.]');
 }
 
 /** `<url|label>`: a link in Slack's format, which Mattermost turns into Markdown. */

@@ -7,6 +7,7 @@ import type { Held } from '../action/hold.js';
 import type { Claims, Decided, DecisionAction, DecisionLinks } from './decision-links.js';
 import type { HeldBrief } from './sessions.js';
 import { describeHeld } from './sessions.js';
+import { printable } from './chat-text.js';
 import { sendError, sendJson } from '../http/json.js';
 
 /** One page, no script, nothing loaded from elsewhere; the form posts back to its own URL. */
@@ -82,7 +83,12 @@ function view(claims: Claims, pause: PauseRecord, held: readonly Shown[]) {
   return {
     session: claims.session,
     action: claims.action,
-    trigger: { seq: trigger.seq, method: trigger.method ?? null, target: trigger.target },
+    trigger: {
+      seq: trigger.seq,
+      method: trigger.method ?? null,
+      target: trigger.target,
+      ...(trigger.command === undefined ? {} : { command: trigger.command }),
+    },
     boundary: pause.boundary,
     reason: pause.reason,
     rule: trigger.rule ?? null,
@@ -165,6 +171,8 @@ function confirmPage(
     ['Session', html(claims.session)],
     ['Paused by', rule ? `${event(t.seq)} ${html(asked(t))}` : html(target(t))],
   ];
+  // Redacted and bounded as journaled; characters that would not show (or reorder) replaced.
+  if (t.command !== undefined) rows.push(['Command', `<code>${html(printable(t.command))}</code>`]);
   if (rule) rows.push(['Rule', html(rule.name)]);
   if (rule?.after !== undefined) {
     const earlier = pause.after ? ` ${html(asked(pause.after))}` : '';

@@ -4,7 +4,7 @@ import { upstreamTrust } from '../action/trust.js';
 import type { HostPort } from '../config/formats.js';
 import type { Config } from '../config/load.js';
 import type { EventRecord, PauseRecord } from '../journal/records.js';
-import { chatLink, chatSafe, chatTarget } from './chat-text.js';
+import { chatCommand, chatLink, chatSafe, chatTarget } from './chat-text.js';
 import type { DecisionLinks, PauseLinks } from './decision-links.js';
 import type { Metrics } from './metrics.js';
 import { Notifier } from './notify.js';
@@ -13,6 +13,7 @@ import type { Review } from './review.js';
 /** Bounds on what agents put in a chat line (session names, targets, patterns). */
 const SESSION_CHARS = 80;
 const TARGET_CHARS = 200;
+const COMMAND_CHARS = 300;
 
 /**
  * The review page's base URL: `notify.pageUrl` (made to end in `/`), or the admin listener's
@@ -119,8 +120,10 @@ export class Notices {
   }
 }
 
+/** What was asked: `GET http[:]//…`, a path, or a command's folder and line (`/ws: npm test`). */
 const asked = (e: EventRecord) =>
-  chatTarget(`${e.method ? `${e.method} ` : ''}${e.target}`, TARGET_CHARS);
+  chatTarget(`${e.method ? `${e.method} ` : ''}${e.target}`, TARGET_CHARS) +
+  (e.command === undefined ? '' : `: ${chatCommand(e.command, COMMAND_CHARS)}`);
 const session = (id: string) => `"${chatSafe(id, SESSION_CHARS)}"`;
 const at = (e: EventRecord) =>
   e.boundary ? ` on ${chatSafe(e.boundary, 40)} (crossing ${e.count})` : '';
@@ -134,9 +137,9 @@ const byRule = (e: EventRecord, pair: RulePair) => {
     : '';
   return ` by rule ${chatSafe(pair.name, 80)}: ${chatLink(pair.eventUrl, `#${e.seq}`)} ${what(e)}${after}`;
 };
-/** What decided, then what was asked: by a rule (both events), or a boundary's crossing. */
+/** What decided, then what was asked (a command with its kind): by a rule, or a crossing. */
 const decided = (e: EventRecord, pair: RulePair | undefined) =>
-  pair ? byRule(e, pair) : `${at(e)}: ${asked(e)}`;
+  pair ? byRule(e, pair) : `${at(e)}: ${e.command === undefined ? asked(e) : what(e)}`;
 
 export function pauseText(
   record: PauseRecord,

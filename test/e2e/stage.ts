@@ -39,7 +39,7 @@ export const pageUrl = (g: TestGateway) => `http://127.0.0.1:${g.gw.admin.port}/
 export async function ingest(
   g: TestGateway,
   i: number,
-  event: { kind: string; target: string; method?: string },
+  event: { kind: string; target: string; method?: string; command?: string },
 ): Promise<{ status: number; json: Record<string, unknown> }> {
   const res = await request(`http://127.0.0.1:${g.gw.bridge.port}/events`, {
     method: 'POST',

@@ -72,7 +72,8 @@ describe('PreToolUse → the event judged', () => {
     ['Edit', { file_path: '/etc/hosts' }, { kind: 'write', target: '/etc/hosts' }],
     ['MultiEdit', { file_path: '/w/c.ts', edits: [] }, { kind: 'write', target: '/w/c.ts' }],
     ['NotebookEdit', { notebook_path: 'n.ipynb' }, { kind: 'write', target: `${CWD}/n.ipynb` }],
-    ['Bash', { command: 'rm -rf /' }, { kind: 'command', target: CWD }],
+    ['Bash', { command: 'rm -rf /' }, { kind: 'command', target: CWD, command: 'rm -rf /' }],
+    ['Bash', { description: 'no command' }, { kind: 'command', target: CWD }],
     [
       'WebFetch',
       { url: 'https://docs.example.com/x', prompt: 'p' },
@@ -125,7 +126,13 @@ describe('PostToolUse / PostToolUseFailure → the result recorded', () => {
         ...extra,
       }),
     );
-  const base = { kind: 'command', target: CWD, tool: 'Bash', call: 'toolu_01abc' };
+  const base = {
+    kind: 'command',
+    target: CWD,
+    command: 'npm test',
+    tool: 'Bash',
+    call: 'toolu_01abc',
+  };
   const rows: [string, string, Record<string, unknown>, object][] = [
     ['success', 'PostToolUse', { tool_response: { stdout: 'ok', stderr: '' } }, { ok: true }],
     ['an empty error field', 'PostToolUse', { tool_response: { error: '' } }, { ok: true }],
@@ -189,6 +196,11 @@ describe('other inputs', () => {
       /no absolute "cwd"/,
     ],
     ['Bash with a relative cwd', pre('Bash', { command: 'ls' }, { cwd: 'app' }), /no absolute/],
+    [
+      'a command line not a string',
+      pre('Bash', { command: ['ls'] }),
+      /"tool_input.command" is not/,
+    ],
   ];
   it.each(bad)('%s → E_EVENT_INVALID', (_name, text, message) => {
     let error: unknown;

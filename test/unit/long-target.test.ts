@@ -6,6 +6,8 @@ import { normalizeEvent } from '../../src/event/normalize.js';
 import type { Decision } from '../../src/guard/guard.js';
 import { recordFields } from '../../src/journal/json.js';
 import {
+  COMMAND_BYTES,
+  journaledCommand,
   journaledTarget,
   TARGET_BYTES,
   TEXT_BYTES,
@@ -147,5 +149,47 @@ describe('records with long targets', () => {
       // What the writer tells the index is what the file holds.
       expect(seen[i]).toMatchObject({ target: r.target, targetSha256: sha256(long) });
     }
+  });
+});
+
+describe('command lines (issue 27 item 2): bounded as JSON writes them', () => {
+  /** Bytes of a string as the journal writes it, quotes left out. */
+  const jsonBytes = (s: string) => Buffer.byteLength(JSON.stringify(s)) - 2;
+  it('a command line of up to COMMAND_BYTES is kept whole', () => {
+    expect(journaledCommand('npm test')).toEqual({ command: 'npm test' });
+    const exact = 'é'.repeat(COMMAND_BYTES / 2);
+    expect(journaledCommand(exact)).toEqual({ command: exact });
+  });
+
+  it.each([
+    ['ASCII', 'x'.repeat(60_000)],
+    ['control characters (six bytes each in JSON)', '\u0001'.repeat(5_000)],
+    ['newlines and quotes (two each)', '"\n\\'.repeat(3_000)],
+    ['surrogate pairs', '😀'.repeat(2_000)],
+    ['lone surrogates', '\ud800'.repeat(2_000)],
+    ['an escape across the cut', `${'a'.repeat(COMMAND_BYTES - 3)}\u0002tail`],
+  ])('%s: a prefix whose JSON fits, the size and SHA-256 of the whole', (_n, command) => {
+    const j = journaledCommand(command);
+    expect(jsonBytes(j.command)).toBeLessThanOrEqual(COMMAND_BYTES);
+    expect(jsonBytes(j.command)).toBeGreaterThan(COMMAND_BYTES - 7);
+    expect(command.startsWith(j.command)).toBe(true);
+    expect(j.commandBytes).toBe(Buffer.byteLength(command));
+    expect(j.commandSha256).toBe(sha256(command));
+  });
+
+  it('an event record: redacted, then bounded, written as JSON.stringify would, well under 12 KB', () => {
+    const line = `curl -H 'Authorization: Bearer s3cr3t-t0ken' ${'\u001b[31m'.repeat(5_000)}`;
+    const event = normalizeEvent(
+      { kind: 'command', target: '/w', command: line },
+      { session: 's', source: 'ingest', ts: 0, workspace: '/w' },
+    );
+    expect(event.command?.startsWith("curl -H 'Authorization: [redacted]' ")).toBe(true);
+    const record = eventRecord(event, DECISION);
+    expect(record.command).toBe(journaledCommand(event.command as string).command);
+    expect(record.commandSha256).toBe(sha256(event.command as string));
+    const text = `{${recordFields(record)}`;
+    expect(text).toBe(JSON.stringify(record));
+    expect(text).not.toContain('s3cr3t');
+    expect(Buffer.byteLength(text)).toBeLessThan(4_000);
   });
 });

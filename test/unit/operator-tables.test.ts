@@ -45,6 +45,21 @@ describe('operator tables', () => {
     expect(rows[4]).toMatch(/^41 +\S+ +ALLOW +read +\/h\/\.ssh\/id +ok$/);
   });
 
+  it('events: a command line after its folder, one line, cut, control characters made visible', () => {
+    const rows = eventsTable([
+      event(3, { kind: 'command', target: '/w', command: 'npm test' }),
+      event(2, {
+        kind: 'command',
+        target: '/w',
+        command: `echo 'a\nb' \u001b[2J${'x'.repeat(200)}`,
+      }),
+      event(1, { kind: 'command', target: '/w', command: 'ls', commandBytes: 9000 }),
+    ]).split('\n');
+    expect(rows[1]).toMatch(/^3 +\S+ +ALLOW +command +\/w \$ npm test +ok$/);
+    expect(rows[2]).toContain(`/w $ echo 'a?b' ?[2J${'x'.repeat(120 - 15)}… `);
+    expect(rows[3]).toMatch(/ \/w \$ ls… +ok$/);
+  });
+
   it('sessions: a session a rule paused names the rule and the earlier event', () => {
     const rows = sessionsTable([
       session({}),

@@ -121,6 +121,44 @@ describe('configuration overrides and extends', () => {
   });
 });
 
+describe('command: the argument holding the command line a command tool runs', () => {
+  const map = toolMap({
+    shell: { kind: 'command', target: 'cwd', command: 'command' },
+    exec: { kind: 'command', target: 'options.cwd', command: 'options.argv' },
+  });
+  const commands = (name: string, args: Record<string, unknown>) =>
+    toolTargets(map, name, args)?.map(({ kind, target, command }) => ({ kind, target, command }));
+  it('a string is the command line as given (redacted later, when normalised)', () => {
+    expect(commands('shell', { cwd: '/w', command: 'npm test -- --token=x' })).toEqual([
+      { kind: 'command', target: '/w', command: 'npm test -- --token=x' },
+    ]);
+  });
+  it('an array of strings (an argv) is shown shell-quoted, so it reads back as the same words', () => {
+    const argv = ['git', 'commit', '-m', "it's done", '', 'a;b', '$HOME'];
+    expect(commands('exec', { options: { cwd: '/w', argv } })).toEqual([
+      {
+        kind: 'command',
+        target: '/w',
+        command: `git commit -m 'it'\\''s done' '' 'a;b' '$HOME'`,
+      },
+    ]);
+  });
+  it('left out (or empty), the event has no command line', () => {
+    expect(commands('shell', { cwd: '/w' })).toEqual([{ kind: 'command', target: '/w' }]);
+    expect(commands('shell', { cwd: '/w', command: '' })).toEqual([
+      { kind: 'command', target: '/w' },
+    ]);
+  });
+  it.each([
+    [{ cwd: '/w', command: 5 }, /tool shell: argument "command" must be a command line/],
+    [{ cwd: '/w', command: { run: 'ls' } }, /argument "command" must be a command line/],
+    [{ cwd: '/w', command: ['ls', 1] }, /argument "command" must be a command line/],
+    [{ cwd: '/w', command: [] }, /argument "command" must be a command line/],
+  ])('anything else is an error naming the argument: %j', (args, says) => {
+    expect(() => toolTargets(map, 'shell', args)).toThrow(says);
+  });
+});
+
 describe('missing or non-string targets are errors naming the argument', () => {
   const map = toolMap({
     exec: { kind: 'command', target: 'options.cwd' },

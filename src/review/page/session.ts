@@ -8,6 +8,7 @@ import { ApprovalsCard } from './approvals.js';
 import { approveOnce, describeHeld } from './approve-once.js';
 import { CaptureView } from './capture-view.js';
 import { DeniesCard } from './denies.js';
+import { commandLine, ran } from './command.js';
 import { ago, clock, clockMs, duration, fill, h, plural, setText, stamp } from './dom.js';
 import { ReviewsCard } from './reviews.js';
 import { eventLink, pairRows } from './rule-pair.js';
@@ -438,6 +439,7 @@ export class SessionPage {
             p.trigger.rule ? ' ' : '',
             p.trigger.method ? `${p.trigger.method} ` : '',
             p.trigger.target,
+            p.trigger.command === undefined ? '' : ` ${ran(p.trigger)}`,
           ),
           ...pairRows(p.trigger, this.#links, (k, ...v) => [
             h('dt', { text: k }),
@@ -499,6 +501,7 @@ export class SessionPage {
           e.method ? h('span', { class: 'method', text: e.method }) : null,
           e.target,
         ),
+        e.command === undefined ? null : h('div', { class: 'col-command mono', text: ran(e) }),
         h('div', { class: 'col-reason', text: e.reason }),
       ),
     );
@@ -635,6 +638,7 @@ export class SessionPage {
         ),
         ...row('Kind', `${e.kind} (via ${e.source})`),
         ...row('Target', h('span', { class: 'mono target', text: e.target })),
+        ...(e.command === undefined ? [] : row('Command', ...commandLine(e))),
         ...row('Method', e.method ?? '—'),
         ...row('Status', e.status != null ? String(e.status) : 'not recorded'),
         ...row('Reason', e.reason),

@@ -2,6 +2,7 @@
 // verdict, the pause point marked. A canvas keeps 10,000 events to a few milliseconds: marks
 // are batched per colour, and hit testing is a binary search in each lane's sorted positions.
 
+import { ran } from './command.js';
 import { clock, clockMs, h, plural } from './dom.js';
 import { paintPair, pairsOf } from './rule-pair.js';
 import type { Pair } from './rule-pair.js';
@@ -659,6 +660,7 @@ function tipLines(e: EventView): HTMLElement[] {
   return [
     h('div', { class: 'tip-head' }, verdict, where, e.held ? ' · held' : ''),
     h('div', { class: 'tip-target' }, e.method ? `${e.method} ` : '', e.target),
+    ...(e.command === undefined ? [] : [h('div', { class: 'tip-target', text: ran(e) })]),
     h(
       'div',
       { class: 'tip-meta' },
