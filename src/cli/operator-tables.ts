@@ -1,5 +1,6 @@
 import type { EventRecord } from '../journal/records.js';
 import type { SessionView } from '../review/api.js';
+import { resolvedSuffix } from '../review/resolved-text.js';
 import type { PausedAgain } from '../wire.js';
 import { table } from './table.js';
 
@@ -51,7 +52,7 @@ export function eventsTable(events: EventRecord[]): string {
         ? 'ALLOW'
         : `${e.verdict}${e.boundary ? `: ${e.boundary}` : ''}${after(e.rule)}`,
       e.kind,
-      `${e.method ? `${e.method} ` : ''}${e.target}${ran(e)}`,
+      `${e.method ? `${e.method} ` : ''}${e.target}${resolvedSuffix(e)}${ran(e)}`,
       e.reason,
     ]),
   );

@@ -8,6 +8,7 @@ import { chatCommand, chatLink, chatSafe, chatTarget } from './chat-text.js';
 import type { DecisionLinks, PauseLinks } from './decision-links.js';
 import type { Metrics } from './metrics.js';
 import { Notifier } from './notify.js';
+import { resolvedSuffix } from './resolved-text.js';
 import type { Review } from './review.js';
 
 /** Bounds on what agents put in a chat line (session names, targets, patterns). */
@@ -122,7 +123,7 @@ export class Notices {
 
 /** What was asked: `GET http[:]//…`, a path, or a command's folder and line (`/ws: npm test`). */
 const asked = (e: EventRecord) =>
-  chatTarget(`${e.method ? `${e.method} ` : ''}${e.target}`, TARGET_CHARS) +
+  chatTarget(`${e.method ? `${e.method} ` : ''}${e.target}${resolvedSuffix(e)}`, TARGET_CHARS) +
   (e.command === undefined ? '' : `: ${chatCommand(e.command, COMMAND_CHARS)}`);
 const session = (id: string) => `"${chatSafe(id, SESSION_CHARS)}"`;
 const at = (e: EventRecord) =>

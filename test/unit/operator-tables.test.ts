@@ -45,6 +45,19 @@ describe('operator tables', () => {
     expect(rows[4]).toMatch(/^41 +\S+ +ALLOW +read +\/h\/\.ssh\/id +ok$/);
   });
 
+  it('events: a path as resolved when judged, where it differs from what was sent', () => {
+    const rows = eventsTable([
+      event(4, { kind: 'write', target: 'notes.txt', resolved: '/ws/notes.txt' }),
+      event(3, { kind: 'read', target: 'link/../x', resolved: '/outside/x', alias: '/ws/x' }),
+      event(2, { kind: 'read', target: 'loop/a', resolved: null }),
+      event(1, { kind: 'read', target: '/ws/a', resolved: '/ws/a' }),
+    ]).split('\n');
+    expect(rows[1]).toMatch(/ write +notes\.txt → \/ws\/notes\.txt +ok$/);
+    expect(rows[2]).toMatch(/ read +link\/\.\.\/x → \/outside\/x +ok$/);
+    expect(rows[3]).toMatch(/ read +loop\/a → \(unresolvable: judged as outside\) +ok$/);
+    expect(rows[4]).toMatch(/ read +\/ws\/a +ok$/);
+  });
+
   it('events: a command line after its folder, one line, cut, control characters made visible', () => {
     const rows = eventsTable([
       event(3, { kind: 'command', target: '/w', command: 'npm test' }),

@@ -9,6 +9,7 @@ import { approveOnce, describeHeld } from './approve-once.js';
 import { CaptureView } from './capture-view.js';
 import { DeniesCard } from './denies.js';
 import { commandLine, ran } from './command.js';
+import { resolved } from './resolved.js';
 import { ago, clock, clockMs, duration, fill, h, plural, setText, stamp } from './dom.js';
 import { ReviewsCard } from './reviews.js';
 import { eventLink, pairRows } from './rule-pair.js';
@@ -500,6 +501,7 @@ export class SessionPage {
           { class: 'col-target mono' },
           e.method ? h('span', { class: 'method', text: e.method }) : null,
           e.target,
+          resolved(e) === null ? null : ` → ${resolved(e)}`,
         ),
         e.command === undefined ? null : h('div', { class: 'col-command mono', text: ran(e) }),
         h('div', { class: 'col-reason', text: e.reason }),
@@ -638,6 +640,9 @@ export class SessionPage {
         ),
         ...row('Kind', `${e.kind} (via ${e.source})`),
         ...row('Target', h('span', { class: 'mono target', text: e.target })),
+        ...(resolved(e) === null
+          ? []
+          : row('Resolved', h('span', { class: 'mono resolved', text: resolved(e) as string }))),
         ...(e.command === undefined ? [] : row('Command', ...commandLine(e))),
         ...row('Method', e.method ?? '—'),
         ...row('Status', e.status != null ? String(e.status) : 'not recorded'),
