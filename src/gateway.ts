@@ -9,10 +9,11 @@ import { FlowRegistry } from './action/flow-registry.js';
 import { ReverseProxy } from './action/reverse-proxy.js';
 import { upstreamTrust } from './action/trust.js';
 import type { HostPort } from './config/formats.js';
+import { formatHostPort } from './config/formats.js';
 import type { Config } from './config/load.js';
 import { refuseDataInWorkspaces } from './config/own-files.js';
 import type { RunningConfig } from './config/reload-plan.js';
-import { TrajgateError } from './errors.js';
+import { osError } from './os-error.js';
 import { compilePolicy } from './guard/compile.js';
 import { Guard } from './guard/guard.js';
 import { openStore } from './state/open.js';
@@ -317,9 +318,9 @@ export async function startGateway(
   let bridge: HostPort;
   let admin: HostPort;
   try {
-    proxy = await listen(proxyServer, config.listen.proxy);
-    bridge = await listen(bridgeServer, config.listen.bridge);
-    admin = await listen(adminServer, config.listen.admin);
+    proxy = await listen(proxyServer, config.listen.proxy, 'listen.proxy');
+    bridge = await listen(bridgeServer, config.listen.bridge, 'listen.bridge');
+    admin = await listen(adminServer, config.listen.admin, 'listen.admin');
   } catch (err) {
     for (const server of servers) server.close();
     journal.close();
@@ -364,11 +365,14 @@ export async function startGateway(
   };
 }
 
-function listen(server: Server, at: HostPort): Promise<HostPort> {
+function listen(server: Server, at: HostPort, key: string): Promise<HostPort> {
   return new Promise((resolve, reject) => {
-    server.once('error', (err: Error & { code?: string }) => {
-      const why = err.code === 'EADDRINUSE' ? 'address already in use' : err.message;
-      reject(new TrajgateError('E_LISTEN', `cannot listen on ${at.host}:${at.port}: ${why}`));
+    server.once('error', (err) => {
+      const privileged = `ports below 1024 need root or CAP_NET_BIND_SERVICE: choose a port of 1024 or more in ${key}`;
+      const path = formatHostPort(at);
+      reject(
+        osError('E_LISTEN', err, { op: 'listen on', path, key, fixes: { EACCES: privileged } }),
+      );
     });
     server.listen(at.port, at.host, () => {
       const address = server.address() as AddressInfo;
