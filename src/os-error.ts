@@ -44,7 +44,7 @@ export const FIXES: Readonly<Record<string, { what: string; fix: (c: Context) =>
     fix: (c) =>
       READS.has(c.op)
         ? `make it readable by uid ${c.uid} (e.g. \`chown ${c.uid} ${c.path}\` or \`chmod o+r ${c.path}\`)${c.instead}`
-        : `let uid ${c.uid} write to ${c.existing} (e.g. \`chown ${c.uid} ${c.existing}\` or \`chmod u+w ${c.existing}\`)${c.instead}`,
+        : `let uid ${c.uid} write to ${c.existing} (e.g. \`chown ${c.uid} ${c.existing}\`)${c.instead}`,
   },
   EPERM: {
     what: 'operation not permitted',

@@ -148,13 +148,17 @@ export function parseConfig(
   const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false, uniqueKeys: true });
   const at = new Locator(source, { doc, lines });
   const problems = new Problems(at);
-  const yamlError = (e: YAMLError): Problem => ({
-    path: [],
-    at: lines.linePos(e.pos[0]),
-    text: e.message.split('\n')[0] as string,
-    kind: 'not valid YAML',
-    code: 'E_CONFIG_YAML',
-  });
+  const yamlError = (e: YAMLError): Problem => {
+    const key = at.keyAt(e.pos[0]);
+    const message = e.message.split('\n')[0] as string;
+    return {
+      path: key ?? [],
+      at: lines.linePos(e.pos[0]),
+      text: key === null ? message : `${keyPath(key)}: ${message}`,
+      kind: 'not valid YAML',
+      code: 'E_CONFIG_YAML',
+    };
+  };
   // A duplicate key leaves a document to check (its last value); broken syntax does not.
   const syntax = doc.errors.filter((e) => e.code !== 'DUPLICATE_KEY');
   if (syntax.length > 0) {

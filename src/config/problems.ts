@@ -1,5 +1,5 @@
 import type { Document, LineCounter } from 'yaml';
-import { isMap, isScalar, isSeq } from 'yaml';
+import { isMap, isPair, isScalar, isSeq, visit } from 'yaml';
 import type { ErrorCode } from '../errors.js';
 import { TrajgateError } from '../errors.js';
 
@@ -58,6 +58,27 @@ export class Locator {
       if (range) return lines.linePos(range[0]);
     }
     return null;
+  }
+
+  /** The key path of the mapping key that starts at `offset` (a YAML error's), or null. */
+  keyAt(offset: number): KeyPath | null {
+    let found: KeyPath | null = null;
+    if (this.yaml)
+      visit(this.yaml.doc, {
+        Pair(_, pair, ancestors) {
+          if (!isScalar(pair.key) || pair.key.range?.[0] !== offset) return undefined;
+          const nodes = [...ancestors, pair];
+          found = nodes.flatMap((n, i) =>
+            isPair(n) && isScalar(n.key)
+              ? [n.key.value as PropertyKey]
+              : isSeq(n)
+                ? [n.items.indexOf(nodes[i + 1] as never)]
+                : [],
+          );
+          return visit.BREAK;
+        },
+      });
+    return found;
   }
 
   /** `file:line:col: `, `file: ` for a key not in the file, nothing for the embedded default. */

@@ -1,4 +1,6 @@
 import { statSync } from 'node:fs';
+import { errnoCode } from '../errors.js';
+import { osMessage } from '../os-error.js';
 import { dataAccess } from './data-access.js';
 import { listenerConflicts } from './listeners.js';
 import type { Config } from './load.js';
@@ -32,13 +34,16 @@ export function missingWorkspaces(config: Config): Problem[] {
   const problems = new Map<string, Problem>();
   for (const [key, path, dir] of named) {
     if (problems.has(dir)) continue;
-    let why = `is not a folder (change ${key})`;
+    let why = `${dir} is not a folder (change ${key})`;
     try {
       if (statSync(dir).isDirectory()) continue;
-    } catch {
-      why = `does not exist (create it, or change ${key})`;
+    } catch (err) {
+      why =
+        errnoCode(err) === 'ENOENT'
+          ? `${dir} does not exist (create it, or change ${key})`
+          : osMessage(err, { op: 'read', what: 'the workspace', path: dir, key });
     }
-    problems.set(dir, { path, kind: 'no such workspace', text: `${key}: ${dir} ${why}` });
+    problems.set(dir, { path, kind: 'no such workspace', text: `${key}: ${why}` });
   }
   return [...problems.values()];
 }

@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { runCli } from '../helpers/cli.js';
+import { refusedByBoth } from '../helpers/cli.js';
 import { spawnGateway, writeConfig } from '../helpers/child-gateway.js';
 import { makeLocalCa } from '../helpers/tls.js';
 import { tempDir } from '../helpers/tmp.js';
@@ -15,18 +15,6 @@ afterEach(async () => {
   await stop?.();
   stop = undefined;
 });
-
-/** `start` and `check-config` both exit 1 on `config` with exactly these lines on stderr. */
-function refusedByBoth(config: string, lines: readonly string[]): void {
-  for (const args of [
-    ['start', '--config', config],
-    ['check-config', config],
-  ]) {
-    const r = runCli(args);
-    expect(r.status, args[0]).toBe(1);
-    expect(r.stderr, args[0]).toBe([...lines, ''].join('\n'));
-  }
-}
 
 describe('trajgate start', () => {
   it('says when the allowlist is empty and lists the intercepted hosts', async () => {
