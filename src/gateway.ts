@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import { Egress } from './action/egress.js';
+import { authority } from './action/forward.js';
 import type { Lookup } from './action/egress.js';
 import { HeldRequests } from './action/hold.js';
 import { FlowRegistry } from './action/flow-registry.js';
@@ -50,6 +51,7 @@ import { Metrics } from './review/metrics.js';
 import { DecisionLinks } from './review/decision-links.js';
 import { Denials } from './review/pause-ends.js';
 import { linkKey } from './review/link-key.js';
+import { HandshakeLog } from './review/handshakes.js';
 import { decideHandler } from './review/decide-page.js';
 import { notifyOnDecisions } from './review/notices.js';
 import { Review } from './review/review.js';
@@ -155,6 +157,7 @@ export async function startGateway(
         onAppend: (record, seq, offset, bytes) => {
           index.add(record, seq, offset, bytes);
           denials.observe(record, seq);
+          review.noteHandshake(record, seq);
           shared(record as JournalRecord);
         },
         // Rotation's snapshots hold, and a restart restores, what `apply` rebuilds.
@@ -238,9 +241,13 @@ export async function startGateway(
     refuse: (tunnel, status, reason, target) =>
       tunnelRefusal(proxyContext, tunnel, status, reason, target),
   });
-  const parts = await ProxyParts.build(config, egress, inner, (tunnel, status, reason) =>
-    tunnelRefusal(proxyContext, tunnel, status, reason),
-  );
+  const handshakes = new HandshakeLog(log);
+  const parts = await ProxyParts.build(config, egress, inner, (tunnel, status, reason, how) => {
+    const target = authority(tunnel.host, tunnel.port);
+    if (how !== undefined)
+      handshakes.refused({ session: tunnel.session, target, handshake: how, reason });
+    tunnelRefusal(proxyContext, tunnel, status, reason, target, how);
+  });
   const proxyContext: ProxyContext = {
     pipeline,
     identity,
@@ -356,6 +363,7 @@ export async function startGateway(
       reverseProxy?.close();
       inner.close();
       await notifier?.close();
+      handshakes.close();
       pipeline.close();
       health.close();
       journal.close();

@@ -7,11 +7,11 @@ import { errnoCode, TrajgateError } from '../errors.js';
 import { adminTokenFile } from '../review/admin-token.js';
 import type { SessionView } from '../review/api.js';
 import type { ApprovalView, DenyView } from '../review/api-rules.js';
-import type { EventRecord } from '../journal/records.js';
+import type { EventsPage } from '../wire.js';
 import type { EventAnswer } from '../wire.js';
 import { approveOnce } from './approve-once.js';
 import { usageOf } from './help.js';
-import { eventsTable, sessionsTable } from './operator-tables.js';
+import { eventsTable, sessionsTable, withHints } from './operator-tables.js';
 import { terminalJson, terminalLines, terminalText } from './table.js';
 
 /**
@@ -62,8 +62,8 @@ export async function operator(
       const query = new URLSearchParams();
       if (values.limit) query.set('limit', values.limit);
       if (values.before) query.set('before', values.before);
-      result = await client.call('GET', `${path}/events?${query}`);
-      if (!values.json) write(eventsTable((result as { events: EventRecord[] }).events));
+      result = withHints((await client.call('GET', `${path}/events?${query}`)) as EventsPage);
+      if (!values.json) write(eventsTable((result as EventsPage).events));
       break;
     }
     case 'approve': {
