@@ -18,6 +18,8 @@ export interface OsPlace {
   readonly what?: string;
   /** The config key or option that names the path, so the fix can say what to change. */
   readonly key?: string;
+  /** The path is a folder: one to create is made for the user, not its parent given away. */
+  readonly folder?: boolean;
   /** Fixes that fit this place better than the general ones (FIXES), by errno code. */
   readonly fixes?: Readonly<Record<string, string>>;
 }
@@ -44,7 +46,9 @@ export const FIXES: Readonly<Record<string, { what: string; fix: (c: Context) =>
     fix: (c) =>
       READS.has(c.op)
         ? `make it readable by uid ${c.uid} (e.g. \`chown ${c.uid} ${c.path}\` or \`chmod o+r ${c.path}\`)${c.instead}`
-        : `let uid ${c.uid} write to ${c.existing} (e.g. \`chown ${c.uid} ${c.existing}\`)${c.instead}`,
+        : c.folder && c.existing !== c.path
+          ? `create it for uid ${c.uid} (e.g. \`mkdir -p ${c.path} && chown ${c.uid} ${c.path}\`)${c.instead}`
+          : `let uid ${c.uid} write to ${c.existing} (e.g. \`chown ${c.uid} ${c.existing}\`)${c.instead}`,
   },
   EPERM: {
     what: 'operation not permitted',

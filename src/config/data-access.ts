@@ -8,6 +8,7 @@ import { linkKeyFile } from '../review/link-key.js';
 import { readCaFile } from '../tls/ca-read.js';
 import { CA_CERT, CA_KEY } from '../tls/ca.js';
 import type { Config } from './load.js';
+import { EMBEDDED_DEFAULT } from './load.js';
 import type { Problem } from './problems.js';
 
 const { R_OK, W_OK, X_OK } = constants;
@@ -22,11 +23,14 @@ const JOURNAL = ['journal', 'path'];
 export function dataAccess(config: Config): Problem[] {
   const kind = `cannot use trajgate's files as ${runningAs()}`;
   const problems: Problem[] = [];
+  // The embedded default's data folder is placed by the environment (config/load.ts dataHome).
+  const key = config.source === EMBEDDED_DEFAULT ? 'TRAJGATE_DATA' : 'journal.path';
   /** Whether `mode` is allowed on `path`, or on the folder it will be created in. */
   const check = (path: string, mode: number, what: string, op: string): boolean => {
     const err = denied(nearestExisting(path), mode);
     if (err === null) return true;
-    const text = `journal.path: ${osMessage(err, { op, what, path, key: 'journal.path' })}`;
+    const folder = (mode & X_OK) !== 0;
+    const text = `${key}: ${osMessage(err, { op, what, path, key, folder })}`;
     problems.push({ path: JOURNAL, kind, text });
     return false;
   };
@@ -40,7 +44,7 @@ export function dataAccess(config: Config): Problem[] {
       files.push([r.path, 'a rotated journal file', R_OK]);
   } catch (err) {
     if (!isTrajgateError(err)) throw err;
-    problems.push({ path: JOURNAL, kind, text: `journal.path: ${err.message}` });
+    problems.push({ path: JOURNAL, kind, text: `${key}: ${err.message}` });
   }
   if (config.admin.token === undefined && config.admin.tokens.length === 0)
     files.push([adminTokenFile(config), 'the admin token', R_OK]);

@@ -45,6 +45,7 @@ export function openJournal(
       what: "the journal's folder",
       path: dirname(path),
       key: 'journal.path',
+      folder: true,
     });
   }
   recoverRotation(path);

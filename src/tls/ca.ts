@@ -39,6 +39,7 @@ export function initCa(dir: string, force = false): Ca {
       op: 'create',
       what: "the CA's folder",
       path: dir,
+      folder: true,
       ...place,
     });
   }

@@ -113,6 +113,15 @@ describe('osMessage: every code a user can meet names the place, the operation a
     expect(message).not.toContain('something, op'); // Node's own text is replaced, not repeated
   });
 
+  it('a folder to create is made for the user, not its parent given away', () => {
+    const folder = join(dir, 'data', 'certs');
+    expect(osMessage(sysError('EACCES'), { op: 'create', path: folder, folder: true })).toMatch(
+      new RegExp(
+        `; create it for uid ${uid} \\(e\\.g\\. \`mkdir -p ${folder} && chown ${uid} ${folder}\`\\)$`,
+      ),
+    );
+  });
+
   it('has a fix for each code it knows', () => {
     for (const code of Object.keys(FIXES)) {
       const message = osMessage(sysError(code), { op: 'write', path: '/nowhere/x' });
