@@ -1,6 +1,6 @@
 import { TrajgateError } from '../errors.js';
 import { loadConfigFile } from '../config/load.js';
-import { startChecks } from '../config/start-checks.js';
+import { startChecks } from './start-checks.js';
 import { usageOf } from './help.js';
 
 /**

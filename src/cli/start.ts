@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
 import type { Config } from '../config/load.js';
 import { defaultConfig, loadConfigFile } from '../config/load.js';
-import { startChecks } from '../config/start-checks.js';
+import { startChecks } from './start-checks.js';
 import type { HostPort } from '../config/formats.js';
 import { formatHostPort } from '../config/formats.js';
 import { redisWhere } from '../state/connect.js';

@@ -131,7 +131,7 @@ export interface LoadOptions {
   /** Keys whose unset `${VAR}` is no error: a placeholder stands in (operator commands). */
   readonly unneeded?: (path: readonly PropertyKey[]) => boolean;
   /**
-   * What else would stop it being used (start's checks: start-checks.ts), run on the config
+   * What else would stop it being used (start's checks: cli/start-checks.ts), run on the config
    * with every invalid key at its default, so their problems come with the schema's at once.
    */
   readonly checks?: (config: Config, at: Locator) => Problem[];

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { expandEnv } from '../../src/config/env.js';
 import { defaultConfig, parseConfig } from '../../src/config/load.js';
-import { missingWorkspaces } from '../../src/config/start-checks.js';
+import { missingWorkspaces } from '../../src/cli/start-checks.js';
 import { TrajgateError } from '../../src/errors.js';
 import { tempDir } from '../helpers/tmp.js';
 

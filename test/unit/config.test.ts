@@ -2,7 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { defaultConfig, loadConfigFile, parseConfig } from '../../src/config/load.js';
-import { missingWorkspaces } from '../../src/config/start-checks.js';
+import { missingWorkspaces } from '../../src/cli/start-checks.js';
 import { TrajgateError } from '../../src/errors.js';
 
 const fixtures = join(import.meta.dirname, '../fixtures/config');

@@ -7,9 +7,9 @@ import { adminTokenFile } from '../review/admin-token.js';
 import { linkKeyFile } from '../review/link-key.js';
 import { readCaFile } from '../tls/ca-read.js';
 import { CA_CERT, CA_KEY } from '../tls/ca.js';
-import type { Config } from './load.js';
-import { EMBEDDED_DEFAULT } from './load.js';
-import type { Problem } from './problems.js';
+import type { Config } from '../config/load.js';
+import { EMBEDDED_DEFAULT } from '../config/load.js';
+import type { Problem } from '../config/problems.js';
 
 const { R_OK, W_OK, X_OK } = constants;
 const JOURNAL = ['journal', 'path'];

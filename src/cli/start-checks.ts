@@ -2,10 +2,10 @@ import { statSync } from 'node:fs';
 import { errnoCode } from '../errors.js';
 import { osMessage } from '../os-error.js';
 import { dataAccess } from './data-access.js';
-import { listenerConflicts } from './listeners.js';
-import type { Config } from './load.js';
-import { dataInWorkspaces } from './own-files.js';
-import type { KeyPath, Locator, Problem } from './problems.js';
+import { listenerConflicts } from '../config/listeners.js';
+import type { Config } from '../config/load.js';
+import { dataInWorkspaces } from '../config/own-files.js';
+import type { KeyPath, Locator, Problem } from '../config/problems.js';
 
 /**
  * What would stop `start` on a config that validates, found before anything is opened:
