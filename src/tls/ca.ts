@@ -74,10 +74,11 @@ export function initCa(dir: string, force = false): Ca {
   return loadCa(dir);
 }
 
+/** An existing CA is kept: said as the EEXIST it is (os-error.ts's form), with the way past it. */
 function holdsCa(dir: string): TrajgateError {
   return new TrajgateError(
     'E_USAGE',
-    `${dir} already holds a CA (${CA_CERT}, ${CA_KEY}); use --force to replace it`,
+    `EEXIST: cannot create a CA in ${dir}: it already holds one (${CA_CERT}, ${CA_KEY}); use --force to replace it`,
   );
 }
 

@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { chmodSync, chownSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { userInfo } from 'node:os';
@@ -231,8 +231,12 @@ describe('ca init', () => {
 
   it('into a folder that holds a CA: --force, and the CA is kept', () => {
     const ca = makeLocalCa();
+    const key = readFileSync(join(ca.dir, 'ca-key.pem'), 'utf8');
     const again = runCli(['ca', 'init', '--dir', ca.dir]);
     expect(again.status).toBe(2);
-    expect(again.stderr).toContain('already holds a CA (ca.pem, ca-key.pem); use --force');
+    expect(readFileSync(join(ca.dir, 'ca-key.pem'), 'utf8')).toBe(key);
+    expect(again.stderr).toBe(
+      `trajgate: EEXIST: cannot create a CA in ${ca.dir}: it already holds one (ca.pem, ca-key.pem); use --force to replace it\n`,
+    );
   });
 });
