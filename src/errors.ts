@@ -25,6 +25,7 @@ export const ERRORS = {
   E_PATH_REFUSED: { status: 400, exit: null },
   E_PATTERN_INVALID: { status: 400, exit: null },
   E_INPUT_READ: { status: null, exit: 1 },
+  E_FILE_WRITE: { status: null, exit: 1 },
   // The journal.
   E_JOURNAL_CORRUPT: { status: null, exit: 1 },
   E_JOURNAL_WRITE: { status: 503, exit: 1 },

@@ -3,16 +3,18 @@ import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import { Egress } from './action/egress.js';
+import { authority } from './action/forward.js';
 import type { Lookup } from './action/egress.js';
 import { HeldRequests } from './action/hold.js';
 import { FlowRegistry } from './action/flow-registry.js';
 import { ReverseProxy } from './action/reverse-proxy.js';
 import { upstreamTrust } from './action/trust.js';
 import type { HostPort } from './config/formats.js';
+import { formatHostPort } from './config/formats.js';
 import type { Config } from './config/load.js';
 import { refuseDataInWorkspaces } from './config/own-files.js';
 import type { RunningConfig } from './config/reload-plan.js';
-import { TrajgateError } from './errors.js';
+import { osError } from './os-error.js';
 import { compilePolicy } from './guard/compile.js';
 import { Guard } from './guard/guard.js';
 import { openStore } from './state/open.js';
@@ -49,6 +51,7 @@ import { Metrics } from './review/metrics.js';
 import { DecisionLinks } from './review/decision-links.js';
 import { Denials } from './review/pause-ends.js';
 import { linkKey } from './review/link-key.js';
+import { HandshakeLog } from './review/handshakes.js';
 import { decideHandler } from './review/decide-page.js';
 import { notifyOnDecisions } from './review/notices.js';
 import { Review } from './review/review.js';
@@ -154,6 +157,7 @@ export async function startGateway(
         onAppend: (record, seq, offset, bytes) => {
           index.add(record, seq, offset, bytes);
           denials.observe(record, seq);
+          review.noteHandshake(record, seq);
           shared(record as JournalRecord);
         },
         // Rotation's snapshots hold, and a restart restores, what `apply` rebuilds.
@@ -237,9 +241,13 @@ export async function startGateway(
     refuse: (tunnel, status, reason, target) =>
       tunnelRefusal(proxyContext, tunnel, status, reason, target),
   });
-  const parts = await ProxyParts.build(config, egress, inner, (tunnel, status, reason) =>
-    tunnelRefusal(proxyContext, tunnel, status, reason),
-  );
+  const handshakes = new HandshakeLog(log);
+  const parts = await ProxyParts.build(config, egress, inner, (tunnel, status, reason, how) => {
+    const target = authority(tunnel.host, tunnel.port);
+    if (how !== undefined)
+      handshakes.refused({ session: tunnel.session, target, handshake: how, reason });
+    tunnelRefusal(proxyContext, tunnel, status, reason, target, how);
+  });
   const proxyContext: ProxyContext = {
     pipeline,
     identity,
@@ -317,9 +325,9 @@ export async function startGateway(
   let bridge: HostPort;
   let admin: HostPort;
   try {
-    proxy = await listen(proxyServer, config.listen.proxy);
-    bridge = await listen(bridgeServer, config.listen.bridge);
-    admin = await listen(adminServer, config.listen.admin);
+    proxy = await listen(proxyServer, config.listen.proxy, 'listen.proxy');
+    bridge = await listen(bridgeServer, config.listen.bridge, 'listen.bridge');
+    admin = await listen(adminServer, config.listen.admin, 'listen.admin');
   } catch (err) {
     for (const server of servers) server.close();
     journal.close();
@@ -355,6 +363,7 @@ export async function startGateway(
       reverseProxy?.close();
       inner.close();
       await notifier?.close();
+      handshakes.close();
       pipeline.close();
       health.close();
       journal.close();
@@ -364,11 +373,14 @@ export async function startGateway(
   };
 }
 
-function listen(server: Server, at: HostPort): Promise<HostPort> {
+function listen(server: Server, at: HostPort, key: string): Promise<HostPort> {
   return new Promise((resolve, reject) => {
-    server.once('error', (err: Error & { code?: string }) => {
-      const why = err.code === 'EADDRINUSE' ? 'address already in use' : err.message;
-      reject(new TrajgateError('E_LISTEN', `cannot listen on ${at.host}:${at.port}: ${why}`));
+    server.once('error', (err) => {
+      const privileged = `ports below 1024 need root or CAP_NET_BIND_SERVICE: choose a port of 1024 or more in ${key}`;
+      const path = formatHostPort(at);
+      reject(
+        osError('E_LISTEN', err, { op: 'listen on', path, key, fixes: { EACCES: privileged } }),
+      );
     });
     server.listen(at.port, at.host, () => {
       const address = server.address() as AddressInfo;

@@ -93,9 +93,39 @@ export interface EventView extends EventRecord {
   readonly status?: number | null;
 }
 
-/** `GET /api/sessions/:id/events`: newest first; `next` is the `before` of the next page. */
+/**
+ * A TLS handshake the agent refused in interception (its client does not trust trajgate's CA):
+ * its `refusal` record, listed with the session's events.
+ */
+export interface RefusedHandshakeRecord extends RecordBase {
+  readonly type: 'refusal';
+  readonly session: string;
+  readonly source: Source;
+  readonly client: string;
+  readonly status: number;
+  /** The CONNECT authority, `host:port`. */
+  readonly target: string;
+  readonly reason: string;
+  /** The TLS alert the agent sent (`unknown_ca`, `bad_certificate`, `certificate_unknown`), or `closed`. */
+  readonly handshake: string;
+}
+
+/** A refused handshake as the session detail shows it, with what to do about it. */
+export interface HandshakeView {
+  readonly seq: number;
+  readonly ts: string;
+  readonly target: string;
+  readonly handshake: string;
+  readonly reason: string;
+  readonly hint: string;
+}
+
+/**
+ * `GET /api/sessions/:id/events`: newest first, with the TLS handshakes the agent refused among
+ * them; `next` is the `before` of the next page.
+ */
 export interface EventsPage {
-  readonly events: readonly EventView[];
+  readonly events: readonly (EventView | RefusedHandshakeRecord)[];
   readonly next: number | null;
 }
 
@@ -279,4 +309,6 @@ export interface SessionDetail extends SessionView {
   readonly allowlist: readonly string[];
   /** Whether requests are captured (`capture.bodies`): the page asks for captures only then. */
   readonly captures: boolean;
+  /** TLS handshakes the agent refused: how many, and the newest 20, oldest first. */
+  readonly handshakes: { readonly refused: number; readonly recent: readonly HandshakeView[] };
 }

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { rootCertificates } from 'node:tls';
-import { TrajgateError } from '../errors.js';
+import { osError } from '../os-error.js';
 
 /** Debian's and Ubuntu's bundle of the system's trusted CAs (update-ca-certificates). */
 export const SYSTEM_BUNDLE = '/etc/ssl/certs/ca-certificates.crt';
@@ -29,10 +29,7 @@ export function upstreamTrust(upstreamCa: readonly string[]): () => string[] {
     try {
       return readFileSync(file, 'utf8');
     } catch (err) {
-      throw new TrajgateError(
-        'E_CONFIG_READ',
-        `tls.upstreamCa: cannot read ${file}: ${(err as Error).message}`,
-      );
+      throw osError('E_CONFIG_READ', err, { op: 'read', path: file, key: 'tls.upstreamCa' });
     }
   });
   return () => {

@@ -1,20 +1,18 @@
 import { TrajgateError } from '../errors.js';
-import { loadConfigFile, missingWorkspaces } from '../config/load.js';
-import { refuseDataInWorkspaces } from '../config/own-files.js';
+import { loadConfigFile } from '../config/load.js';
+import { startChecks } from './start-checks.js';
 import { usageOf } from './help.js';
 
-/** Prints `ok` and a one-line summary, or throws the list of errors (each with its key path). */
+/**
+ * Prints `ok` and a one-line summary, or throws every error at once, sorted by line, each with
+ * its key: the schema's and what would stop `start` (start-checks.ts), as the user running it.
+ */
 export function checkConfig(argv: string[], print: (line: string) => void): number {
   const [file, extra] = argv;
   if (file === undefined || extra !== undefined || file.startsWith('-')) {
     throw new TrajgateError('E_USAGE', usageOf('check-config'));
   }
-  const config = loadConfigFile(file);
-  // As start would refuse it.
-  const missing = missingWorkspaces(config);
-  if (missing.length > 0)
-    throw new TrajgateError('E_CONFIG_INVALID', `${file}: no such workspace`, missing);
-  refuseDataInWorkspaces(config);
+  const config = loadConfigFile(file, process.env, { checks: startChecks });
   print('ok');
   const agents = config.agents
     ? `${config.agents.length} agent(s)`

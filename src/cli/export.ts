@@ -3,6 +3,7 @@ import { dirname, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { loadOperatorConfig } from '../config/operator-config.js';
 import { TrajgateError } from '../errors.js';
+import { osError } from '../os-error.js';
 import { exportHar } from '../review/har.js';
 import { usageOf } from './help.js';
 
@@ -41,7 +42,11 @@ export function exportCommand(
       'E_UNKNOWN_SESSION',
       `export: no session ${JSON.stringify(values.session)} in the journal ${config.journal.path}; nothing was written (trajgate sessions lists them)`,
     );
-  writeFileSync(values.har, JSON.stringify(har, null, 2) + '\n');
+  try {
+    writeFileSync(values.har, JSON.stringify(har, null, 2) + '\n');
+  } catch (err) {
+    throw osError('E_FILE_WRITE', err, { op: 'write', path: values.har, key: '--har' });
+  }
   print(`wrote ${har.log.entries.length} entries for ${values.session} to ${values.har}`);
   return 0;
 }

@@ -3,6 +3,7 @@ import type { Readable, Writable } from 'node:stream';
 import type { Config } from '../config/load.js';
 import { loadOperatorConfig } from '../config/operator-config.js';
 import { TrajgateError } from '../errors.js';
+import { osMessage } from '../os-error.js';
 import { physicalPath } from '../event/paths.js';
 
 /** Buffered line output with backpressure, plus an optional progress reporter. */
@@ -63,7 +64,7 @@ export async function* readLines(
     if (err instanceof TrajgateError) throw err;
     throw new TrajgateError(
       'E_INPUT_READ',
-      `${name}: cannot read at line ${line + 1}: ${(err as Error).message}`,
+      `${name}:${line + 1}: ${osMessage(err, { op: 'read', path: name })}`,
     );
   }
   if (rest !== '') yield { lines: [rest], first: line + 1 };

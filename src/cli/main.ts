@@ -108,7 +108,13 @@ async function main(argv: string[]): Promise<number> {
       log(`trajgate ${command}: ${wrong} (trajgate ${command} --help for usage)`);
       return 2;
     }
-    if (!isTrajgateError(err)) throw err;
+    if (!isTrajgateError(err)) {
+      // An OS error no command foresaw still says where and what to do, not a stack.
+      const said = (await import('../os-error.js')).systemMessage(err);
+      if (errnoCode(err) === undefined || said === (err as Error).message) throw err;
+      log(`trajgate: ${said}`);
+      return 1;
+    }
     log(`trajgate: ${err.message}`);
     for (const detail of err.details) log(`  ${detail}`);
     return exitCode(err.code);

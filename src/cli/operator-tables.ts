@@ -1,7 +1,8 @@
 import type { EventRecord } from '../journal/records.js';
 import type { SessionView } from '../review/api.js';
+import { HANDSHAKE_HINT } from '../review/handshakes.js';
 import { resolvedSuffix } from '../review/resolved-text.js';
-import type { PausedAgain } from '../wire.js';
+import type { EventsPage, PausedAgain } from '../wire.js';
 import { table } from './table.js';
 
 /** A sequence rule's earlier event, after the rule's name: ` after #41`. */
@@ -41,21 +42,45 @@ function ran(e: EventRecord): string {
   return ` $ ${chars.slice(0, COMMAND_CHARS).join('')}${cut ? '…' : ''}`;
 }
 
-export function eventsTable(events: EventRecord[]): string {
+/** A session's events, and the TLS handshakes its agent refused among them (with what to do). */
+export function eventsTable(events: EventsPage['events']): string {
   if (events.length === 0) return 'no events';
   return table(
     ['SEQ', 'TIME', 'VERDICT', 'KIND', 'TARGET', 'REASON'],
-    events.map((e) => [
-      String(e.seq),
-      e.ts,
-      e.verdict === 'ALLOW'
-        ? 'ALLOW'
-        : `${e.verdict}${e.boundary ? `: ${e.boundary}` : ''}${after(e.rule)}`,
-      e.kind,
-      `${e.method ? `${e.method} ` : ''}${e.target}${resolvedSuffix(e)}${ran(e)}`,
-      e.reason,
-    ]),
+    events.map((e) =>
+      e.type === 'refusal'
+        ? [
+            String(e.seq),
+            e.ts,
+            `REFUSED (TLS: ${e.handshake})`,
+            'tls',
+            e.target,
+            `${e.reason}; ${HANDSHAKE_HINT}`,
+          ]
+        : eventRow(e),
+    ),
   );
+}
+
+/** The page with each refused handshake saying what to do about it (`hint`), for --json. */
+export function withHints(page: EventsPage): EventsPage {
+  const events = page.events.map((e) =>
+    e.type === 'refusal' ? { ...e, hint: HANDSHAKE_HINT } : e,
+  );
+  return { ...page, events };
+}
+
+function eventRow(e: EventRecord): string[] {
+  return [
+    String(e.seq),
+    e.ts,
+    e.verdict === 'ALLOW'
+      ? 'ALLOW'
+      : `${e.verdict}${e.boundary ? `: ${e.boundary}` : ''}${after(e.rule)}`,
+    e.kind,
+    `${e.method ? `${e.method} ` : ''}${e.target}${resolvedSuffix(e)}${ran(e)}`,
+    e.reason,
+  ];
 }
 
 /** After a resume: what it let go paused the session again at once (seq, verdict, target). */

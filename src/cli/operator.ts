@@ -7,11 +7,10 @@ import { errnoCode, TrajgateError } from '../errors.js';
 import { adminTokenFile } from '../review/admin-token.js';
 import type { SessionView } from '../review/api.js';
 import type { ApprovalView, DenyView } from '../review/api-rules.js';
-import type { EventRecord } from '../journal/records.js';
-import type { EventAnswer, ResumeAnswer } from '../wire.js';
+import type { EventAnswer, EventsPage, ResumeAnswer } from '../wire.js';
 import { approveOnce } from './approve-once.js';
 import { usageOf } from './help.js';
-import { eventsTable, pausedAgainLine, sessionsTable } from './operator-tables.js';
+import { eventsTable, pausedAgainLine, sessionsTable, withHints } from './operator-tables.js';
 import { terminalJson, terminalLines, terminalText } from './table.js';
 
 /**
@@ -62,8 +61,8 @@ export async function operator(
       const query = new URLSearchParams();
       if (values.limit) query.set('limit', values.limit);
       if (values.before) query.set('before', values.before);
-      result = await client.call('GET', `${path}/events?${query}`);
-      if (!values.json) write(eventsTable((result as { events: EventRecord[] }).events));
+      result = withHints((await client.call('GET', `${path}/events?${query}`)) as EventsPage);
+      if (!values.json) write(eventsTable((result as EventsPage).events));
       break;
     }
     case 'approve': {

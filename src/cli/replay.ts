@@ -2,7 +2,8 @@ import { createReadStream } from 'node:fs';
 import type { Readable } from 'node:stream';
 import { parseArgs } from 'node:util';
 import type { Config } from '../config/load.js';
-import { errnoCode, isTrajgateError, TrajgateError } from '../errors.js';
+import { isTrajgateError, TrajgateError } from '../errors.js';
+import { osError } from '../os-error.js';
 import { normalizeEvent } from '../event/normalize.js';
 import type { PathResolver } from '../event/paths.js';
 import { memoPathReadings } from '../event/paths.js';
@@ -174,10 +175,7 @@ async function openInput(file: string): Promise<Readable> {
   const stream = createReadStream(file);
   await new Promise<void>((resolve, reject) => {
     stream.once('open', () => resolve());
-    stream.once('error', (err) => {
-      const why = errnoCode(err) === 'ENOENT' ? 'no such file' : err.message;
-      reject(new TrajgateError('E_INPUT_READ', `${file}: cannot read: ${why}`));
-    });
+    stream.once('error', (err) => reject(osError('E_INPUT_READ', err, { op: 'read', path: file })));
   });
   return stream;
 }

@@ -1,15 +1,10 @@
 import { parseArgs } from 'node:util';
 import type { Config } from '../config/load.js';
-import {
-  defaultConfig,
-  EMBEDDED_DEFAULT,
-  loadConfigFile,
-  missingWorkspaces,
-} from '../config/load.js';
+import { defaultConfig, EMBEDDED_DEFAULT, loadConfigFile } from '../config/load.js';
+import { startChecks } from './start-checks.js';
 import type { HostPort } from '../config/formats.js';
 import { formatHostPort } from '../config/formats.js';
 import { redisWhere } from '../state/connect.js';
-import { TrajgateError } from '../errors.js';
 import { startGateway } from '../gateway.js';
 import { createLogger } from '../log.js';
 
@@ -23,10 +18,11 @@ export const EXIT_CUT = 3;
  */
 export async function start(argv: string[], say: (line: string) => void): Promise<number> {
   const { values } = parseArgs({ args: argv, options: { config: { type: 'string' } } });
-  const config = values.config === undefined ? defaultConfig() : loadConfigFile(values.config);
-  const missing = missingWorkspaces(config);
-  if (missing.length > 0)
-    throw new TrajgateError('E_CONFIG_INVALID', `${config.source}: no such workspace`, missing);
+  // Everything that would stop it is found before anything is opened, all at once.
+  const config =
+    values.config === undefined
+      ? defaultConfig(process.cwd(), process.env, startChecks)
+      : loadConfigFile(values.config, process.env, { checks: startChecks });
   const log = createLogger();
   const gateway = await startGateway(config, { log });
   const paused = [...gateway.guard.sessions()].filter(([, s]) => s.pausedAt !== null).length;

@@ -1,12 +1,16 @@
-import { readFileSync, statSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
-import { isMap, isScalar, isSeq, LineCounter, parseDocument } from 'yaml';
-import type { Document } from 'yaml';
-import { errnoCode, TrajgateError } from '../errors.js';
+import { LineCounter, parseDocument } from 'yaml';
+import type { YAMLError } from 'yaml';
+import { TrajgateError } from '../errors.js';
+import { osError } from '../os-error.js';
 import { physicalPath } from '../event/paths.js';
 import { expandEnv } from './env.js';
-import { branchIssues, formatIssue, keyPath } from './issues.js';
+import { formatIssue, keyPath } from './issues.js';
+import type { Problem } from './problems.js';
+import { Locator, Problems, within } from './problems.js';
+import { validateAll } from './validate-all.js';
 import type { RawJournal } from './journal-schema.js';
 import { DEFAULT_JOURNAL } from './journal-schema.js';
 import type { HostPort } from './formats.js';
@@ -62,20 +66,26 @@ export interface UnsetVar {
 /** Text to stand in for an unset variable, or undefined: it is an error. */
 export type StandIn = (unset: UnsetVar) => string | undefined;
 
-/** Reads, expands, validates and resolves a config file. Throws TrajgateError (E_CONFIG_*). */
+/**
+ * Reads, expands, validates and resolves a config file. Throws TrajgateError (E_CONFIG_*)
+ * with every problem found, sorted by line.
+ */
 export function loadConfigFile(
   file: string,
   env: NodeJS.ProcessEnv = process.env,
-  standIn?: StandIn,
+  options: LoadOptions = {},
 ): Config {
-  let text: string;
+  const text = readConfigFile(file).toString('utf8');
+  return parseConfig(text, file, dirname(resolve(file)), env, options);
+}
+
+/** The config file's bytes; E_CONFIG_READ saying why and what to do when it cannot be read. */
+export function readConfigFile(file: string): Buffer {
   try {
-    text = readFileSync(file, 'utf8');
+    return readFileSync(file);
   } catch (err) {
-    const why = errnoCode(err) === 'ENOENT' ? 'no such file' : (err as Error).message;
-    throw new TrajgateError('E_CONFIG_READ', `${file}: cannot read config: ${why}`);
+    throw osError('E_CONFIG_READ', err, { op: 'read', what: 'the config file', path: file });
   }
-  return parseConfig(text, file, dirname(resolve(file)), env, standIn);
 }
 
 /**
@@ -85,8 +95,10 @@ export function loadConfigFile(
 export function defaultConfig(
   cwd: string = process.cwd(),
   env: NodeJS.ProcessEnv = process.env,
+  checks?: LoadOptions['checks'],
 ): Config {
-  return validate({ version: 1 }, EMBEDDED_DEFAULT, cwd, env, undefined);
+  const problems = new Problems(new Locator(EMBEDDED_DEFAULT));
+  return validate({ version: 1 }, cwd, env, problems, [], checks);
 }
 
 /**
@@ -112,25 +124,15 @@ function journalPath(given: string | undefined, baseDir: string, env: NodeJS.Pro
   return resolve(env.TRAJGATE_DATA ? resolve(baseDir, env.TRAJGATE_DATA) : baseDir, given);
 }
 
-/**
- * The configured workspaces that are not existing folders, as `key: path` lines. Checked at
- * start (and by check-config), not on every load: offline replays judge paths that need not exist.
- */
-export function missingWorkspaces(config: Config): string[] {
-  const named: [string, string][] = [['workspace', config.workspace]];
-  config.agents?.forEach((a, i) => named.push([`agents[${i}].workspace`, a.workspace]));
-  const problems = new Map<string, string>();
-  for (const [key, dir] of named) {
-    if (problems.has(dir)) continue;
-    let why = `is not a folder (change ${key})`;
-    try {
-      if (statSync(dir).isDirectory()) continue;
-    } catch {
-      why = `does not exist (create it, or change ${key})`;
-    }
-    problems.set(dir, `${key}: ${dir} ${why}`);
-  }
-  return [...problems.values()];
+/** How a config file is read besides its schema. */
+export interface LoadOptions {
+  /** What stands in for an unset `${VAR}` that is no error here (operator commands). */
+  readonly standIn?: StandIn;
+  /**
+   * What else would stop it being used (start's checks: cli/start-checks.ts), run on the config
+   * with every invalid key at its default, so their problems come with the schema's at once.
+   */
+  readonly checks?: (config: Config, at: Locator) => Problem[];
 }
 
 export function parseConfig(
@@ -138,16 +140,34 @@ export function parseConfig(
   source: string,
   baseDir: string,
   env: NodeJS.ProcessEnv = process.env,
-  standIn?: StandIn,
+  options: LoadOptions = {},
 ): Config {
   const lines = new LineCounter();
   const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false, uniqueKeys: true });
-  if (doc.errors.length > 0) {
-    const details = doc.errors.map((e) => {
-      const pos = lines.linePos(e.pos[0]);
-      return `${source}:${pos.line}:${pos.col}: ${e.message.split('\n')[0]}`;
-    });
-    throw new TrajgateError('E_CONFIG_YAML', `${source}: not valid YAML`, details);
+  const at = new Locator(source, { doc, lines });
+  const problems = new Problems(at);
+  const yamlError = (e: YAMLError): Problem => {
+    const key = at.keyAt(e.pos[0]);
+    const message = e.message.split('\n')[0] as string;
+    return {
+      path: key ?? [],
+      at: lines.linePos(e.pos[0]),
+      text: key === null ? message : `${keyPath(key)}: ${message}`,
+      kind: 'not valid YAML',
+      code: 'E_CONFIG_YAML',
+    };
+  };
+  // A duplicate key leaves a document to check (its last value); broken syntax does not.
+  const syntax = doc.errors.filter((e) => e.code !== 'DUPLICATE_KEY');
+  if (syntax.length > 0) {
+    throw new TrajgateError(
+      'E_CONFIG_YAML',
+      `${source}: not valid YAML (other errors are looked for once it parses)`,
+      doc.errors.map((e) => {
+        const { at: pos, text } = yamlError(e);
+        return `${at.prefix([], pos ?? null)}${text}`;
+      }),
+    );
   }
   const value: unknown = doc.toJS();
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
@@ -156,51 +176,64 @@ export function parseConfig(
       `${source}: expected a YAML mapping of keys (version: 1, …) at the top`,
     );
   }
+  for (const e of doc.errors) problems.add(yamlError(e));
   const missing: (readonly PropertyKey[])[] = [];
-  const envErrors: string[] = [];
   const expanded = expandEnv(value, env, (path, name) => {
-    const error = `${where(source, doc, lines, path)}${keyPath(path)}: environment variable ${name} is not set`;
+    const text = `${keyPath(path)}: environment variable ${name} is not set`;
     const written = String(path.reduce<unknown>((node, key) => (node as never)[key], value));
-    const text = standIn?.({ path, name, written, error });
-    if (text !== undefined) return text;
+    const error = `${at.prefix(path)}${text}`;
+    const standIn = options.standIn?.({ path, name, written, error });
+    if (standIn !== undefined) return standIn;
     missing.push(path);
-    envErrors.push(error);
+    problems.add({ path, text });
+    // Stands in so the rest validates (its problems at this key are not reported). Long
+    // enough for any token's minimum; a URL where a URL is due.
+    return path[1] === 'webhook' ? 'http://unset.invalid/' : `unset-${name}-placeholder`;
   });
-  return validate(expanded, source, baseDir, env, {
-    doc,
-    lines,
-    envErrors,
-    missing,
-  });
+  return validate(expanded, baseDir, env, problems, missing, options.checks);
 }
 
 function validate(
   value: unknown,
+  baseDir: string,
+  env: NodeJS.ProcessEnv,
+  problems: Problems,
+  quiet: readonly (readonly PropertyKey[])[],
+  checks: LoadOptions['checks'],
+): Config {
+  const source = problems.at.source;
+  const { data, removed } = validateAll(
+    configSchema,
+    value,
+    (issue) => {
+      if (issue.code === 'unrecognized_keys') {
+        for (const key of issue.keys) {
+          const path = [...issue.path, key];
+          problems.add({ path, text: `${keyPath(path, value)}: unknown key` });
+        }
+      } else problems.add({ path: issue.path, text: formatIssue(issue, value) });
+    },
+    quiet,
+  );
+  const config = data === null ? null : resolveConfig(data, source, baseDir, env);
+  if (config !== null && checks !== undefined) {
+    const doubtful = [...removed, ...quiet];
+    const trusted = (key: readonly PropertyKey[]) => !doubtful.some((d) => within(key, d));
+    for (const problem of checks(config, problems.at))
+      if ([problem.path, ...(problem.reads ?? [])].every(trusted)) problems.add(problem);
+  }
+  problems.throwIfAny();
+  return config as Config;
+}
+
+/** A valid raw config with its paths made absolute and its addresses parsed. */
+function resolveConfig(
+  parsed: RawConfig,
   source: string,
   baseDir: string,
   env: NodeJS.ProcessEnv,
-  yaml: YamlSource | undefined,
 ): Config {
-  const result = configSchema.safeParse(value, { reportInput: true });
-  const details = [...(yaml?.envErrors ?? [])];
-  for (const issue of branchIssues(result.error?.issues ?? [])) {
-    // A value emptied by a missing variable is already explained by that error.
-    if (yaml?.missing.some((p) => keyPath(p) === keyPath(issue.path))) continue;
-    const at = (path: readonly PropertyKey[]) =>
-      yaml ? where(source, yaml.doc, yaml.lines, path) : '';
-    if (issue.code === 'unrecognized_keys') {
-      for (const key of issue.keys)
-        details.push(
-          `${at([...issue.path, key])}${keyPath([...issue.path, key], value)}: unknown key`,
-        );
-    } else {
-      details.push(`${at(issue.path)}${formatIssue(issue, value)}`);
-    }
-  }
-  if (details.length > 0 || !result.success) {
-    throw new TrajgateError('E_CONFIG_INVALID', `${source}: ${details.length} error(s)`, details);
-  }
-  const raw = withToolBoundary(result.data);
+  const raw = withToolBoundary(parsed);
   const workspace = realDir(raw.workspace ?? '.', baseDir);
   const listen = {
     proxy: parseHostPort(raw.listen.proxy) as HostPort,
@@ -241,41 +274,7 @@ function withToolBoundary(raw: RawConfig): RawConfig {
   return { ...raw, policy: { ...raw.policy, boundaries: { ...raw.policy.boundaries, tool } } };
 }
 
-interface YamlSource {
-  readonly doc: Document;
-  readonly lines: LineCounter;
-  readonly envErrors: readonly string[];
-  readonly missing: readonly (readonly PropertyKey[])[];
-}
-
 /** Workspaces are compared by real path, so a symlinked workspace still contains its files. */
 function realDir(dir: string, baseDir: string): string {
   return physicalPath(resolve(baseDir, dir), '/') ?? resolve(baseDir, dir);
-}
-
-/**
- * `file:line:col ` of the deepest key on the path that exists in the YAML document: the key
- * itself for a mapping entry, the item for a list index.
- */
-function where(
-  source: string,
-  doc: Document,
-  lines: LineCounter,
-  path: readonly PropertyKey[],
-): string {
-  for (let n = path.length; n > 0; n--) {
-    const parent = doc.getIn(path.slice(0, n - 1) as unknown[], true);
-    const last = path[n - 1];
-    const node = isMap(parent)
-      ? parent.items.find((pair) => isScalar(pair.key) && pair.key.value === last)?.key
-      : isSeq(parent)
-        ? parent.items[last as number]
-        : undefined;
-    const range = (node as { range?: [number, number, number] } | undefined)?.range;
-    if (range) {
-      const pos = lines.linePos(range[0]);
-      return `${source}:${pos.line}:${pos.col}: `;
-    }
-  }
-  return `${source}: `;
 }

@@ -58,7 +58,7 @@ export function loadOperatorConfig(
     unset.set(key, entry);
     return found[1](u.name);
   };
-  return { ...loadConfigFile(file, env, standIn), unset };
+  return { ...loadConfigFile(file, env, { standIn }), unset };
 }
 
 /** Refuses to go on when `key` is a stand-in: this command needs its real value. */

@@ -1,11 +1,12 @@
 import type { BigIntStats } from 'node:fs';
 import { readdirSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
-import { TrajgateError } from '../errors.js';
 import { fileIdentity, isInside, physicalPath } from '../event/paths.js';
 import { CA_CERT, CA_KEY } from '../tls/ca.js';
 import type { Config } from './load.js';
 import { EMBEDDED_DEFAULT } from './load.js';
+import type { KeyPath, Problem } from './problems.js';
+import { Locator, Problems } from './problems.js';
 
 /** One of trajgate's own paths (a real path) and what it is, for reasons and errors. */
 export interface OwnPath {
@@ -31,6 +32,8 @@ export interface ProtectedFiles {
 /** A data path with the config key that places it. */
 export interface DataPath extends OwnPath {
   readonly key: string;
+  /** The key as a path into the YAML document. */
+  readonly at: KeyPath;
   readonly folder: boolean;
 }
 
@@ -41,11 +44,13 @@ export interface DataPath extends OwnPath {
  */
 export function dataPaths(config: Config): DataPath[] {
   const ca = (name: string, what: string): DataPath => {
-    return { key: 'tls.ca', what, path: real(join(config.tls.ca, name)), folder: false };
+    const path = real(join(config.tls.ca, name));
+    return { key: 'tls.ca', at: ['tls', 'ca'], what, path, folder: false };
   };
   return [
     {
       key: 'journal.path',
+      at: ['journal', 'path'],
       what: "the journal's folder",
       path: real(dirname(config.journal.path)),
       folder: true,
@@ -55,27 +60,36 @@ export function dataPaths(config: Config): DataPath[] {
   ];
 }
 
+const OVERLAP = "trajgate's data and a workspace overlap";
+
 /**
  * The config's data paths that sit inside a workspace, or a workspace inside the journal's
- * folder, as `key: …` lines naming both paths and both keys. `start`, `check-config` and a
- * reload refuse such a config: the agent's own files and trajgate's must not overlap.
+ * folder, each naming both paths and both keys. `start`, `check-config` and a reload refuse
+ * such a config: the agent's own files and trajgate's must not overlap.
  */
-export function dataInWorkspaces(config: Config): string[] {
-  const spaces: [string, string][] = [['workspace', config.workspace]];
+export function dataInWorkspaces(config: Config): Problem[] {
+  const spaces: [string, KeyPath, string][] = [['workspace', ['workspace'], config.workspace]];
   config.agents?.forEach((a, i) => {
-    if (a.workspace !== config.workspace) spaces.push([`agents[${i}].workspace`, a.workspace]);
+    if (a.workspace !== config.workspace)
+      spaces.push([`agents[${i}].workspace`, ['agents', i, 'workspace'], a.workspace]);
   });
-  const problems: string[] = [];
+  const problems: Problem[] = [];
   for (const d of dataPaths(config)) {
-    for (const [key, ws] of spaces) {
+    for (const [key, at, ws] of spaces) {
       if (isInside(d.path, ws))
-        problems.push(
-          `${d.key}: ${d.what} ${d.path} is inside the workspace ${ws} (${key}), where the agent could read or rewrite it: move one of them`,
-        );
+        problems.push({
+          path: d.at,
+          reads: [at],
+          kind: OVERLAP,
+          text: `${d.key}: ${d.what} ${d.path} is inside the workspace ${ws} (${key}), where the agent could read or rewrite it: move one of them`,
+        });
       else if (d.folder && isInside(ws, d.path))
-        problems.push(
-          `${key}: the workspace ${ws} is inside ${d.what} ${d.path} (${d.key}), which is never the agent's: move one of them`,
-        );
+        problems.push({
+          path: at,
+          reads: [d.at],
+          kind: OVERLAP,
+          text: `${key}: the workspace ${ws} is inside ${d.what} ${d.path} (${d.key}), which is never the agent's: move one of them`,
+        });
     }
   }
   return problems;
@@ -83,13 +97,9 @@ export function dataInWorkspaces(config: Config): string[] {
 
 /** Throws E_CONFIG_INVALID naming every overlap dataInWorkspaces finds. */
 export function refuseDataInWorkspaces(config: Config): void {
-  const problems = dataInWorkspaces(config);
-  if (problems.length > 0)
-    throw new TrajgateError(
-      'E_CONFIG_INVALID',
-      `${config.source}: trajgate's data and a workspace overlap`,
-      problems,
-    );
+  const problems = new Problems(new Locator(config.source));
+  for (const p of dataInWorkspaces(config)) problems.add(p);
+  problems.throwIfAny();
 }
 
 /**

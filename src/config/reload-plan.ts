@@ -1,10 +1,9 @@
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { errnoCode, TrajgateError } from '../errors.js';
+import { TrajgateError } from '../errors.js';
 import type { Config } from './load.js';
-import { EMBEDDED_DEFAULT, parseConfig } from './load.js';
-import { refuseDataInWorkspaces } from './own-files.js';
+import { EMBEDDED_DEFAULT, parseConfig, readConfigFile } from './load.js';
+import { dataInWorkspaces } from './own-files.js';
 
 /** The running configuration: readers see `Config`; only the gateway swaps its sections. */
 export type RunningConfig = { -readonly [K in keyof Config]: Config[K] };
@@ -50,19 +49,15 @@ export function planReload(running: Config, env: NodeJS.ProcessEnv = process.env
       'started on the embedded default: there is no config file to read again (start with --config FILE)',
     );
   }
-  let bytes: Buffer;
-  try {
-    bytes = readFileSync(file);
-  } catch (err) {
-    const why = errnoCode(err) === 'ENOENT' ? 'no such file' : (err as Error).message;
-    throw new TrajgateError('E_CONFIG_READ', `${file}: cannot read config: ${why}`);
-  }
-  const loaded = parseConfig(bytes.toString('utf8'), file, dirname(resolve(file)), env);
+  const bytes = readConfigFile(file);
+  // The workspaces are checked against the data paths that stay: the running ones.
+  const loaded = parseConfig(bytes.toString('utf8'), file, dirname(resolve(file)), env, {
+    checks: (config) => dataInWorkspaces(keepFixed(running, config)),
+  });
   const restartNeeded = FIXED.filter(
     ([, read]) => JSON.stringify(read(running)) !== JSON.stringify(read(loaded)),
   ).map(([key]) => key);
   const next = keepFixed(running, loaded);
-  refuseDataInWorkspaces(next);
   return {
     next,
     sha256: createHash('sha256').update(bytes).digest('hex'),

@@ -135,13 +135,17 @@ export function heldPresence(socket: Duplex): Presence {
   return new HeldSocketPresence(socket);
 }
 
-/** A refusal inside a tunnel trajgate reads (intercepted or inspected), journaled. */
+/**
+ * A refusal inside a tunnel trajgate reads (intercepted or inspected), journaled; `handshake`
+ * when the agent refused the TLS handshake (its alert, or `closed`).
+ */
 export function tunnelRefusal(
   ctx: Pick<ProxyContext, 'pipeline'>,
   tunnel: Tunnel,
   status: number,
   reason: string,
   target?: string,
+  handshake?: string,
 ): Refusal {
   return ctx.pipeline.refusal(
     {
@@ -149,6 +153,7 @@ export function tunnelRefusal(
       client: tunnel.client,
       session: tunnel.session,
       target: target ?? authority(tunnel.host, tunnel.port),
+      ...(handshake === undefined ? {} : { handshake }),
     },
     status,
     reason,

@@ -10,6 +10,7 @@ import { earlyRefusal, presence } from './context.js';
 import { checkRequest } from './request-checks.js';
 import type { Who } from './identity.js';
 import type { Dial, Refuse, Ruling } from '../pipeline/ruling.js';
+import { systemMessage } from '../os-error.js';
 
 /** An absolute-form request (`GET http://host/path`), as agents send through HTTP_PROXY. */
 export async function handleHttp(
@@ -117,7 +118,10 @@ async function captureRefused(
 }
 
 const captureFailed = (ctx: ProxyContext) => (err: Error) =>
-  ctx.log.warn({ err }, 'capture could not be written');
+  ctx.log.warn(
+    { err },
+    `capture could not be written: ${systemMessage(err, { op: 'write', key: 'journal.path' })}`,
+  );
 
 export const closedWhileHeld = {
   status: null,

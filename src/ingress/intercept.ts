@@ -12,6 +12,23 @@ import { matchesNetwork, parseNetworkPattern } from '../event/network-pattern.js
 import type { LeafCache } from '../tls/leaves.js';
 import type { InnerHttp, Tunnel } from './inner-http.js';
 
+/** How a refusal of the handshake by the agent is passed on: its alert, or `closed`. */
+type Refuse = (tunnel: Tunnel, status: number, reason: string, handshake?: string) => void;
+
+/** The TLS alerts (RFC 8446 § 6.2) a client sends when it does not accept a certificate. */
+const REFUSING = /ALERT_(UNKNOWN_CA|BAD_CERTIFICATE|CERTIFICATE_UNKNOWN)$/;
+
+/**
+ * Whether the agent refused the handshake, as a client that does not trust trajgate's CA does:
+ * the alert it sent (`unknown_ca`, …), `closed` when it hung up; undefined for anything else
+ * (a wrong SNI, no common protocol).
+ */
+function refusedBy(err: Error & { code?: string }): string | undefined {
+  const alert = REFUSING.exec(err.code ?? '')?.[1];
+  if (alert !== undefined) return alert.toLowerCase();
+  return err.code === 'ECONNRESET' || err.code === 'EPIPE' ? 'closed' : undefined;
+}
+
 /**
  * TLS interception for CONNECT targets matching `tls.intercept`: once the CONNECT is answered,
  * trajgate completes the handshake with a leaf certificate for the CONNECT host (signed by its
@@ -23,14 +40,9 @@ export class Interceptor {
   readonly #leaves: LeafCache;
   readonly #inner: InnerHttp;
   readonly #handshakeMs: number;
-  readonly #refuse: (tunnel: Tunnel, status: number, reason: string) => void;
+  readonly #refuse: Refuse;
 
-  constructor(
-    config: Config,
-    leaves: LeafCache,
-    inner: InnerHttp,
-    refuse: (tunnel: Tunnel, status: number, reason: string) => void,
-  ) {
+  constructor(config: Config, leaves: LeafCache, inner: InnerHttp, refuse: Refuse) {
     this.#patterns = config.tls.intercept.map(parseNetworkPattern);
     this.#leaves = leaves;
     this.#inner = inner;
@@ -75,10 +87,10 @@ export class Interceptor {
         callback(null, this.#leaves.context(tunnel.host));
       },
     });
-    const fail = (status: number, reason: string) => {
+    const fail = (status: number, reason: string, handshake?: string) => {
       if (failed !== undefined) return;
       failed = reason;
-      this.#refuse(tunnel, status, reason);
+      this.#refuse(tunnel, status, reason, handshake);
       tls.destroy();
     };
     const timer = setTimeout(
@@ -94,7 +106,7 @@ export class Interceptor {
     tls.on('error', (err: Error & { reason?: string; code?: string }) => {
       // OpenSSL's messages span lines and name source files: its reason is the readable part.
       const why = err.reason ?? err.code ?? err.message.split('\n')[0];
-      if (!secured) fail(400, `TLS handshake with the agent failed: ${why}`);
+      if (!secured) fail(400, `TLS handshake with the agent failed: ${why}`, refusedBy(err));
       else tls.destroy();
     });
     // The proxy's sockets allow half-open connections, so the agent's end does not close
@@ -104,6 +116,7 @@ export class Interceptor {
         fail(
           400,
           "TLS handshake abandoned: the agent closed the connection (as an agent that does not trust trajgate's CA does)",
+          'closed',
         );
       tls.destroy();
     });

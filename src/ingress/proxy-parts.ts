@@ -7,7 +7,8 @@ import type { Config } from '../config/load.js';
 import type { InnerHttp, Tunnel } from './inner-http.js';
 import { Interceptor } from './intercept.js';
 
-type Refuse = (tunnel: Tunnel, status: number, reason: string) => void;
+/** A refusal inside a tunnel; `handshake`: how the agent refused TLS (ingress/intercept.ts). */
+type Refuse = (tunnel: Tunnel, status: number, reason: string, handshake?: string) => void;
 
 /** Parts built for a new config before a reload's swap: installed by it, or dropped unused. */
 export interface Rebuilt {

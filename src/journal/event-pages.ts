@@ -2,6 +2,7 @@ import { TrajgateError } from '../errors.js';
 import { segmentsOf } from './files.js';
 import { SegmentReader } from './segment-reader.js';
 import type { Located, SessionIndex } from './session-index.js';
+import { listedWithEvents } from './session-index.js';
 
 /** What pages read through: the journal's files as one stream (see SegmentReader). */
 type FileHandle = Pick<SegmentReader, 'read' | 'start'>;
@@ -34,7 +35,8 @@ const give = (buf: Buffer): void => {
 };
 
 /**
- * A page of a session's events as the admin API's JSON body, `{"events":[…],"next":N|null}`:
+ * A page of a session's events (and the TLS handshakes its agent refused: listedWithEvents) as
+ * the admin API's JSON body, `{"events":[…],"next":N|null}`:
  * the journal lines themselves (each with the `status` its request ended with, when known),
  * newest first, copied into the body as written: no parse, no stringify. Every read is
  * asynchronous and bounded: lines the index locates are read by span, older ones by reading
@@ -135,8 +137,14 @@ async function scanBack(
       if (r.session !== session || typeof r.seq !== 'number') continue;
       if (r.type === 'outcome' && typeof r.ref === 'number') {
         statuses.set(r.ref, typeof r.status === 'number' ? r.status : null);
-      } else if (r.type === 'event' && r.seq < before) {
-        body.add(line, statuses.get(typeof r.rid === 'number' ? r.rid : r.seq));
+      } else if (
+        listedWithEvents({ type: String(r.type), handshake: r.handshake }) &&
+        r.seq < before
+      ) {
+        body.add(
+          line,
+          r.type === 'event' ? statuses.get(typeof r.rid === 'number' ? r.rid : r.seq) : undefined,
+        );
         if (body.count === limit) earliest = r.seq;
       }
     }

@@ -1,6 +1,7 @@
 import { readdirSync, statSync } from 'node:fs';
 import { basename, dirname, extname, join } from 'node:path';
-import { errnoCode, TrajgateError } from '../errors.js';
+import { errnoCode } from '../errors.js';
+import { osError } from '../os-error.js';
 
 /**
  * A journal's files: `<path>` is the live one; each rotation renames it `<stem>.NNNNNN<ext>`
@@ -30,7 +31,7 @@ export function listRotated(path: string): Rotated[] {
     names = readdirSync(dir);
   } catch (err) {
     if (errnoCode(err) === 'ENOENT') return [];
-    throw new TrajgateError('E_INPUT_READ', `${dir}: cannot list: ${(err as Error).message}`);
+    throw osError('E_INPUT_READ', err, { op: 'list', what: "the journal's folder", path: dir });
   }
   const out: Rotated[] = [];
   for (const name of names) {
@@ -54,7 +55,7 @@ export function sizeOf(path: string): number {
     return statSync(path).size;
   } catch (err) {
     if (errnoCode(err) === 'ENOENT') return -1;
-    throw err;
+    throw osError('E_INPUT_READ', err, { op: 'read', what: 'the journal', path });
   }
 }
 

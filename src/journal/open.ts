@@ -1,6 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { isTrajgateError, TrajgateError } from '../errors.js';
+import { osError } from '../os-error.js';
 import { digestAt, GENESIS } from './chain.js';
 import type { JournalRecord, SnapshotRecord } from './records.js';
 import { Segments } from './files.js';
@@ -39,10 +40,13 @@ export function openJournal(
   try {
     mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
   } catch (err) {
-    throw new TrajgateError(
-      'E_JOURNAL_WRITE',
-      `${dirname(path)}: cannot create journal folder: ${(err as Error).message}`,
-    );
+    throw osError('E_JOURNAL_WRITE', err, {
+      op: 'create',
+      what: "the journal's folder",
+      path: dirname(path),
+      key: 'journal.path',
+      folder: true,
+    });
   }
   recoverRotation(path);
   // Offsets run on across the rotated files (files.ts): the live file starts after them.

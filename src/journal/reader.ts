@@ -1,5 +1,6 @@
 import { closeSync, openSync, readSync, writeFileSync, ftruncateSync, writeSync } from 'node:fs';
 import { errnoCode, TrajgateError } from '../errors.js';
+import { osError } from '../os-error.js';
 import type { JournalRecord } from './records.js';
 
 export interface ReadResult {
@@ -29,10 +30,14 @@ export function readJournal(
     fd = openSync(path, options.repair === false ? 'r' : 'r+');
   } catch (err) {
     if (errnoCode(err) === 'ENOENT') return { lastSeq: 0, records: 0 };
-    throw new TrajgateError(
-      'E_JOURNAL_CORRUPT',
-      `${path}: cannot read journal: ${(err as Error).message}`,
-    );
+    // Start opens it to repair a torn last line; tools only read.
+    const repair = options.repair !== false;
+    throw osError(repair ? 'E_JOURNAL_WRITE' : 'E_INPUT_READ', err, {
+      op: repair ? 'open' : 'read',
+      what: 'the journal',
+      path,
+      key: 'journal.path',
+    });
   }
   try {
     let lastSeq = 0;

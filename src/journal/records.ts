@@ -76,6 +76,12 @@ export interface RefusalRecord extends RecordBase, Partial<JournaledTarget> {
   readonly method?: string;
   /** A summary standing for this many refusals from `client` left out in one second. */
   readonly suppressed?: number;
+  /**
+   * The agent refused trajgate's certificate in an intercepted TLS handshake: the alert it
+   * sent (`unknown_ca`, `bad_certificate`, `certificate_unknown`), or `closed` when it hung
+   * up. Shown by `trajgate events`, the review page and the log (review/handshakes.ts).
+   */
+  readonly handshake?: string;
 }
 
 /**

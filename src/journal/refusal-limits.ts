@@ -5,7 +5,8 @@ import type { Source } from '../event/event.js';
  * (malformed, no credentials, headers too large or too slow) costs its sender nothing, so its
  * record is bounded in size (its target, like every record's: long-target.ts) and in rate
  * (PER_SECOND records a second from one client address; past that, one summary record a second
- * says how many were left out).
+ * says how many were left out). The log bounds its lines about refused TLS handshakes the same
+ * way, with a longer window (ingress/handshake-log.ts).
  */
 
 /** Refusal records a second from one client address before they are summarised. */
@@ -24,31 +25,39 @@ export interface Unwritten {
   readonly reason: string;
 }
 
-interface Window {
+interface Window<T> {
   readonly start: number;
   written: number;
   suppressed: number;
-  last: Unwritten | null;
+  last: T | null;
+}
+
+/** How many a window admits, and how long it lasts. */
+export interface Rate {
+  readonly admit: number;
+  readonly windowMs: number;
 }
 
 /**
- * Per client address, a one-second window from its first refusal: PER_SECOND are admitted,
- * the rest counted; when the window ends, `summarise` is called once with the count. Memory
- * is bounded by MAX_CLIENTS windows; one timer runs only while a count waits to be written.
+ * Per key (a client address), a window from its first refusal (by default one second): the
+ * first `rate.admit` (PER_SECOND) are admitted, the rest counted; when the window ends,
+ * `summarise` is called once with the count and the last one left out. Memory is bounded by
+ * MAX_CLIENTS windows; one timer runs only while a count waits to be written.
  */
-export class RefusalLimiter {
-  readonly #windows = new Map<string, Window>();
+export class RefusalLimiter<T = Unwritten> {
+  readonly #windows = new Map<string, Window<T>>();
   #timer: NodeJS.Timeout | null = null;
 
   constructor(
-    private readonly summarise: (client: string, suppressed: number, last: Unwritten) => void,
+    private readonly summarise: (client: string, suppressed: number, last: T) => void,
+    private readonly rate: Rate = { admit: PER_SECOND, windowMs: SECOND },
   ) {}
 
   /** Whether this refusal gets its own record; if not, it is counted for the summary. */
-  admit(client: string, refusal: Unwritten, now: number = Date.now()): boolean {
+  admit(client: string, refusal: T, now: number = Date.now()): boolean {
     const key = this.#key(client, now);
     let window = this.#windows.get(key);
-    if (window !== undefined && now - window.start >= SECOND) {
+    if (window !== undefined && now - window.start >= this.rate.windowMs) {
       this.#end(key, window);
       window = undefined;
     }
@@ -56,13 +65,13 @@ export class RefusalLimiter {
       window = { start: now, written: 0, suppressed: 0, last: null };
       this.#windows.set(key, window);
     }
-    if (window.written < PER_SECOND) {
+    if (window.written < this.rate.admit) {
       window.written++;
       return true;
     }
     window.suppressed++;
     window.last = refusal;
-    this.#timer ??= setTimeout(() => this.#sweep(Date.now()), SECOND).unref();
+    this.#timer ??= setTimeout(() => this.#sweep(Date.now()), this.rate.windowMs).unref();
     return false;
   }
 
@@ -85,14 +94,14 @@ export class RefusalLimiter {
     this.#timer = null;
     let next = Infinity;
     for (const [key, window] of this.#windows) {
-      const left = window.start + SECOND - now;
+      const left = window.start + this.rate.windowMs - now;
       if (left <= 0) this.#end(key, window);
       else if (window.suppressed > 0) next = Math.min(next, left);
     }
     if (next !== Infinity) this.#timer = setTimeout(() => this.#sweep(Date.now()), next).unref();
   }
 
-  #end(key: string, window: Window): void {
+  #end(key: string, window: Window<T>): void {
     this.#windows.delete(key);
     if (window.last !== null) this.summarise(key, window.suppressed, window.last);
   }

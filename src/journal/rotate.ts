@@ -8,6 +8,8 @@ import {
   unlinkSync,
   writeSync,
 } from 'node:fs';
+import { TrajgateError } from '../errors.js';
+import { systemMessage } from '../os-error.js';
 import { listRotated, registerSegments, rotatedName, Segments } from './files.js';
 
 /** What a snapshot record's `version` says; a reader refuses any other (E_JOURNAL_CORRUPT). */
@@ -96,8 +98,12 @@ export function pruneRotated(
 export function recoverRotation(path: string): void {
   const next = nextName(path);
   if (!existsSync(next)) return;
-  if (existsSync(path)) unlinkSync(next);
-  else renameSync(next, path);
+  try {
+    if (existsSync(path)) unlinkSync(next);
+    else renameSync(next, path);
+  } catch (err) {
+    throw new TrajgateError('E_JOURNAL_WRITE', systemMessage(err, { key: 'journal.path' }));
+  }
 }
 
 /** The next rotation's number: one past the highest on disk. */
@@ -170,7 +176,7 @@ export class Rotation {
     } catch (err) {
       this.#retryAt = size + (1 << 20);
       o.warn?.(
-        `${this.#path}: rotation failed, the journal goes on in the same file: ${(err as Error).message}`,
+        `${this.#path}: rotation failed, the journal goes on in the same file: ${systemMessage(err, { key: 'journal.path' })}`,
       );
       return null;
     }
@@ -204,7 +210,9 @@ export class Rotation {
     try {
       this.#held = pruneRotated(this.#path, o, this.#segments, now);
     } catch (err) {
-      o.warn?.(`${this.#path}: could not delete an old rotated file: ${(err as Error).message}`);
+      o.warn?.(
+        `${this.#path}: could not delete an old rotated file: ${systemMessage(err, { key: 'journal.path' })}`,
+      );
     }
   }
 }

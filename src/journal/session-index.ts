@@ -20,6 +20,17 @@ export interface Indexable {
   readonly rid?: number;
   readonly ref?: number | null;
   readonly status?: number | null;
+  readonly handshake?: unknown;
+}
+
+/**
+ * What a session's event pages list: its events, and the TLS handshakes its agent refused
+ * (refusal records with `handshake`), which are no event but what an operator must see.
+ */
+export function listedWithEvents(record: Indexable): boolean {
+  return (
+    record.type === 'event' || (record.type === 'refusal' && typeof record.handshake === 'string')
+  );
 }
 
 /** An event line: its seq, where it starts, its length without the newline, its status. */
@@ -155,7 +166,7 @@ export class SessionIndex {
     this.end = Math.max(this.end, offset + bytes + 1);
     if (offset >= this.#nextCheckpoint) this.#checkpoint(seq, offset);
     if (typeof record.session !== 'string') return;
-    if (record.type === 'event') {
+    if (listedWithEvents(record)) {
       let ring = this.#rings.get(record.session);
       if (!ring) this.#rings.set(record.session, (ring = new Ring(this.ring)));
       ring.push(seq, offset, bytes, record.rid);

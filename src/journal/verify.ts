@@ -1,6 +1,7 @@
 import { closeSync, openSync } from 'node:fs';
 import { basename } from 'node:path';
 import { TrajgateError } from '../errors.js';
+import { osError } from '../os-error.js';
 import { digestOf, GENESIS } from './chain.js';
 import { listRotated, sizeOf } from './files.js';
 import { eachLine } from './reader.js';
@@ -97,7 +98,7 @@ function eachLineOf(file: string, onLine: (bytes: Buffer, whole: boolean) => voi
   try {
     fd = openSync(file, 'r');
   } catch (err) {
-    throw new TrajgateError('E_INPUT_READ', `${file}: cannot read: ${(err as Error).message}`);
+    throw osError('E_INPUT_READ', err, { op: 'read', path: file });
   }
   try {
     eachLine(fd, (bytes, _offset, whole) => onLine(bytes, whole));

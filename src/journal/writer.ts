@@ -9,6 +9,7 @@ import {
 } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { errnoCode, TrajgateError } from '../errors.js';
+import { osError, osMessage } from '../os-error.js';
 import { digestOf, GENESIS } from './chain.js';
 import type { RotateOptions } from './rotate.js';
 import { Rotation, SNAPSHOT_VERSION } from './rotate.js';
@@ -86,10 +87,12 @@ export class JournalWriter {
       this.#fd = openSync(path, 'a', 0o600);
       this.#size = fstatSync(this.#fd).size;
     } catch (err) {
-      throw new TrajgateError(
-        'E_JOURNAL_WRITE',
-        `${path}: cannot open journal: ${(err as Error).message}`,
-      );
+      throw osError('E_JOURNAL_WRITE', err, {
+        op: 'open',
+        what: 'the journal',
+        path,
+        key: 'journal.path',
+      });
     }
     this.#seq = options.lastSeq;
     this.#prev = this.#prevWritten = options.prev ?? GENESIS;
@@ -283,7 +286,7 @@ export class JournalWriter {
    * not (files kept for `journal.keepFor`): refused until then, as on any full disk.
    */
   #whyFailed(err: unknown): string {
-    const message = (err as Error).message;
+    const message = osMessage(err, { op: 'write', path: this.path, key: 'journal.path' });
     const code = errnoCode(err);
     if (code !== 'ENOSPC' && code !== 'EDQUOT') return message;
     const held = this.#rotation.outOfSpace();

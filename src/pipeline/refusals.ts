@@ -12,6 +12,8 @@ export interface Unjudged {
   readonly session?: string;
   readonly method?: string;
   readonly target?: string;
+  /** The agent refused the TLS handshake: its alert, or `closed` (ingress/intercept.ts). */
+  readonly handshake?: string;
 }
 
 /**

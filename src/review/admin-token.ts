@@ -1,8 +1,7 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { createHash, timingSafeEqual } from 'node:crypto';
 import { dirname, join } from 'node:path';
 import type { Config } from '../config/load.js';
-import { errnoCode, TrajgateError } from '../errors.js';
+import { secretFile } from './secret-file.js';
 
 export interface AdminTokens {
   readonly tokens: readonly { readonly name: string; readonly token: string }[];
@@ -26,19 +25,7 @@ export function adminTokens(config: Config): AdminTokens {
   ];
   if (configured.length > 0) return { tokens: configured, file: null };
   const file = adminTokenFile(config);
-  try {
-    return { tokens: [{ name: 'operator', token: readFileSync(file, 'utf8').trim() }], file };
-  } catch (err) {
-    if (errnoCode(err) !== 'ENOENT') {
-      throw new TrajgateError(
-        'E_CONFIG_READ',
-        `${file}: cannot read the admin token: ${(err as Error).message}`,
-      );
-    }
-  }
-  const token = randomBytes(32).toString('base64url');
-  writeFileSync(file, token + '\n', { mode: 0o600, flag: 'wx' });
-  return { tokens: [{ name: 'operator', token }], file };
+  return { tokens: [{ name: 'operator', token: secretFile(file, 'the admin token') }], file };
 }
 
 const digest = (text: string) => createHash('sha256').update(text).digest();

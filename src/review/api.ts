@@ -87,6 +87,7 @@ export class Api {
       denies: this.guard.denies.all(id).map(denyView),
       allowlist: this.guard.policy.allowlistFor(id),
       captures: this.config.capture.bodies,
+      handshakes: this.review.handshakes(id),
     };
   }
 

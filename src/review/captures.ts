@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { CapturedExchange, CapturedPart } from '../action/capture.js';
 import { errnoCode, TrajgateError } from '../errors.js';
+import { systemMessage } from '../os-error.js';
 
 /**
  * One capture file (`<dir>/<rid>.json`) as written by Capture, or null when there is none.
@@ -44,7 +45,7 @@ export function sessionCapture(dir: string, session: string, rid: string): Captu
   } catch (err) {
     throw new TrajgateError(
       'E_CAPTURE_READ',
-      `capture ${rid} cannot be read: ${(err as Error).message}`,
+      `capture ${rid} cannot be read: ${systemMessage(err)}`,
     );
   }
   if (capture === null || capture.session !== session)

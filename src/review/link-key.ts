@@ -1,8 +1,7 @@
-import { randomBytes } from 'node:crypto';
-import { readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { Config } from '../config/load.js';
-import { errnoCode, isTrajgateError, TrajgateError } from '../errors.js';
+import { TrajgateError } from '../errors.js';
+import { secretFile } from './secret-file.js';
 
 /** Where a generated link key is kept: beside the journal, like the admin token. */
 export function linkKeyFile(config: Pick<Config, 'journal'>): string {
@@ -24,20 +23,8 @@ export function linkKey(config: Pick<Config, 'journal' | 'notify'>): () => Buffe
 }
 
 function fileKey(file: string): Buffer {
-  try {
-    const key = readFileSync(file, 'utf8').trim();
-    if (key.length >= 16) return Buffer.from(key, 'utf8');
+  const key = secretFile(file, 'the link key');
+  if (key.length < 16)
     throw new TrajgateError('E_CONFIG_READ', `${file}: the link key is shorter than 16 characters`);
-  } catch (err) {
-    if (errnoCode(err) !== 'ENOENT') {
-      if (isTrajgateError(err)) throw err;
-      throw new TrajgateError(
-        'E_CONFIG_READ',
-        `${file}: cannot read the link key: ${(err as Error).message}`,
-      );
-    }
-  }
-  const key = randomBytes(32).toString('base64url');
-  writeFileSync(file, key + '\n', { mode: 0o600, flag: 'wx' });
   return Buffer.from(key, 'utf8');
 }

@@ -4,6 +4,8 @@ import type { TrajectoryStore } from '../guard/store.js';
 import { MemoryStore } from '../guard/store.js';
 import { unchained } from '../journal/chain.js';
 import type { EventRecord, JournalRecord, PauseRecord } from '../journal/records.js';
+import type { HandshakeView } from './handshakes.js';
+import { refusedHandshake } from './handshakes.js';
 
 /** What a session did lately, for pause records, the API and the review page. */
 interface Trail {
@@ -17,6 +19,9 @@ interface Trail {
   marked: Map<string, EventRecord> | null;
   /** The newest PENDING events that mark only if they fail (`onFailure`), as the guard's. */
   pending: EventRecord[] | null;
+  /** TLS handshakes the agent refused: how many, and the newest FLAGS. */
+  refusedHandshakes: number;
+  handshakes: HandshakeView[];
 }
 
 /** A trail as a journal snapshot holds it. */
@@ -28,6 +33,9 @@ export interface TrailState {
   readonly flagged: number;
   readonly marked: [string, EventRecord][] | null;
   readonly pending: EventRecord[] | null;
+  /** Absent in snapshots from before refused handshakes were kept. */
+  readonly refusedHandshakes?: number;
+  readonly handshakes?: HandshakeView[];
 }
 
 /** REVIEW events a flagged session keeps for operators (its count goes on). */
@@ -87,6 +95,31 @@ export class Review {
       trail.flagged++;
       this.#emit(this.#onReview, record);
     }
+  }
+
+  /**
+   * Every journal record as it is written or read back (the writer's `onAppend`): the TLS
+   * handshakes a session's agent refused are kept for the API and the page.
+   */
+  noteHandshake(
+    record: { readonly type: string },
+    seq: number,
+    ts = new Date().toISOString(),
+  ): void {
+    const found = refusedHandshake(record, seq, (record as { ts?: string }).ts ?? ts);
+    if (found === null) return;
+    const { session, view } = found;
+    const trail = this.#trail(session);
+    trail.lastActivity = Math.max(trail.lastActivity, Date.parse(view.ts));
+    trail.refusedHandshakes++;
+    trail.handshakes.push(view);
+    if (trail.handshakes.length > FLAGS) trail.handshakes.shift();
+  }
+
+  /** TLS handshakes the session's agent refused: how many, and the newest FLAGS, oldest first. */
+  handshakes(session: string): { refused: number; recent: HandshakeView[] } {
+    const trail = this.#trails.get(session);
+    return { refused: trail?.refusedHandshakes ?? 0, recent: [...(trail?.handshakes ?? [])] };
   }
 
   /** An operator acted on the session (approve, resume, deny, block): no longer flagged. */
@@ -182,6 +215,8 @@ export class Review {
         flagged: t.flagged,
         marked: t.marked === null ? null : [...t.marked],
         pending: t.pending,
+        refusedHandshakes: t.refusedHandshakes,
+        handshakes: t.handshakes,
       },
     ]);
   }
@@ -195,6 +230,8 @@ export class Review {
         flags: [...t.flags],
         marked: t.marked === null ? null : new Map(t.marked),
         pending: t.pending === null ? null : [...t.pending],
+        refusedHandshakes: t.refusedHandshakes ?? 0,
+        handshakes: [...(t.handshakes ?? [])],
       });
     }
   }
@@ -232,6 +269,8 @@ export class Review {
         flagged: 0,
         marked: null,
         pending: null,
+        refusedHandshakes: 0,
+        handshakes: [],
       };
       this.#trails.set(session, trail);
     }

@@ -96,7 +96,8 @@ export function restoreState(
     for (const [id, records] of state.recent)
       for (const r of records) store.remember(id, r, parts.recentEvents);
     denials.restore(state.denials);
-    for (const [id, t] of state.trails) index?.older(id, t.events);
+    // Refused handshakes are listed with the events (journal/session-index.ts).
+    for (const [id, t] of state.trails) index?.older(id, t.events + (t.refusedHandshakes ?? 0));
   } catch (err) {
     const why = err instanceof Error ? err.message : String(err);
     throw new TrajgateError('E_JOURNAL_CORRUPT', `snapshot state cannot be restored: ${why}`);

@@ -1,7 +1,9 @@
 import { readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { rootCertificates } from 'node:tls';
-import { errnoCode, TrajgateError } from '../errors.js';
+import type { TrajgateError } from '../errors.js';
+import { errnoCode } from '../errors.js';
+import { osError } from '../os-error.js';
 
 /** Beside ca.pem: the system's roots and trajgate's CA, for clients that trust one file only. */
 export const CA_BUNDLE = 'ca-bundle.pem';
@@ -55,8 +57,9 @@ export function ensureCaBundle(dir: string, caPem: string): string {
 }
 
 function bundleError(path: string, err: unknown): TrajgateError {
-  return new TrajgateError(
-    'E_CONFIG_READ',
-    `cannot write ${path} (the system's roots and trajgate's CA): ${(err as Error).message}; run \`trajgate env\` once as the user that owns it`,
-  );
+  return osError('E_FILE_WRITE', err, {
+    op: 'write',
+    path,
+    what: "the CA bundle (the system's roots and trajgate's CA)",
+  });
 }

@@ -3,7 +3,8 @@ import type { KeyObject } from 'node:crypto';
 import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type forge from 'node-forge';
-import { TrajgateError } from '../errors.js';
+import { errnoCode, TrajgateError } from '../errors.js';
+import { osError, systemMessage } from '../os-error.js';
 import { CA_BUNDLE, ensureCaBundle } from './ca-bundle.js';
 import { readCaFile } from './ca-read.js';
 import { issueCertificate, nodeForge } from './x509.js';
@@ -30,13 +31,19 @@ const DAY = 86_400_000;
 export function initCa(dir: string, force = false): Ca {
   const certPath = join(dir, CA_CERT);
   const keyPath = join(dir, CA_KEY);
-  if (!force && (existsSync(certPath) || existsSync(keyPath))) {
-    throw new TrajgateError(
-      'E_USAGE',
-      `${dir} already holds a CA (${CA_CERT}, ${CA_KEY}); use --force to replace it`,
-    );
+  if (!force && (existsSync(certPath) || existsSync(keyPath))) throw holdsCa(dir);
+  const place = { key: '--dir' };
+  try {
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+  } catch (err) {
+    throw osError('E_FILE_WRITE', err, {
+      op: 'create',
+      what: "the CA's folder",
+      path: dir,
+      folder: true,
+      ...place,
+    });
   }
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
   const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
   const now = Date.now();
   const pem = issueCertificate(
@@ -54,12 +61,27 @@ export function initCa(dir: string, force = false): Ca {
     },
     privateKey,
   );
-  // A mode only applies when a file is created: remove the old key so the new one is 0600.
-  rmSync(keyPath, { force: true });
-  writeFileSync(keyPath, privateKey.export({ type: 'pkcs8', format: 'pem' }), { mode: 0o600 });
-  writeFileSync(certPath, pem, { mode: 0o644 });
+  const key = privateKey.export({ type: 'pkcs8', format: 'pem' });
+  try {
+    // A mode only applies when a file is created: remove the old key so the new one is 0600.
+    if (force) rmSync(keyPath, { force: true });
+    // `wx`: a CA another `ca init` made since the check above is not overwritten either.
+    writeFileSync(keyPath, key, { mode: 0o600, flag: force ? 'w' : 'wx' });
+    writeFileSync(certPath, pem, { mode: 0o644, flag: force ? 'w' : 'wx' });
+  } catch (err) {
+    if (errnoCode(err) === 'EEXIST') throw holdsCa(dir);
+    throw new TrajgateError('E_FILE_WRITE', systemMessage(err, place));
+  }
   ensureCaBundle(dir, pem);
   return loadCa(dir);
+}
+
+/** An existing CA is kept: said as the EEXIST it is (os-error.ts's form), with the way past it. */
+function holdsCa(dir: string): TrajgateError {
+  return new TrajgateError(
+    'E_USAGE',
+    `EEXIST: cannot create a CA in ${dir}: it already holds one (${CA_CERT}, ${CA_KEY}); use --force to replace it`,
+  );
 }
 
 export function loadCa(dir: string): Ca {

@@ -20,7 +20,11 @@ describe('a journal that cannot be written, on the review page', () => {
     // The journal writer's descriptor on /dev/full, then back (test/helpers/full-disk.ts).
     const roomAgain = fillDisk(g.journalPath);
     expect((await ingest(g, 0, { kind: 'read', target: '/etc/hostname' })).status).toBe(503);
-    await textOf(banner, /journal cannot be written \(ENOSPC: no space left on device, write\)/);
+    // The OS error as os-error.ts tells it: the file, its key and what to do.
+    await textOf(
+      banner,
+      /journal cannot be written \(ENOSPC: cannot write \S+journal\.jsonl \(journal\.path\): no space left on the device; free space on its filesystem/,
+    );
     expect(await banner.textContent()).toMatch(/refuses every request with 503/);
     expect(await banner.isVisible()).toBe(true);
 

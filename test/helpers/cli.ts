@@ -2,6 +2,7 @@ import { execFile, spawn, spawnSync } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { expect } from 'vitest';
 import { stringify } from 'yaml';
 import { tempDir } from './tmp.js';
 
@@ -163,3 +164,47 @@ export const SEED_EXAMPLE = [
   '{"kind":"network","target":"https://example.test/api"}',
   '{"kind":"network","target":"https://example.test/api"}',
 ].join('\n');
+
+/** Root reads and writes every file: what the gateway's user may do is tried as nobody. */
+export const AS_ROOT = process.getuid?.() === 0;
+export const NOBODY = 65534;
+
+/**
+ * `argv` to spawn as nobody (uid and gid 65534, no groups, through setpriv) when this process
+ * is root; as it is otherwise (the test then closes the files to its own user instead).
+ */
+export function unprivileged(argv: readonly string[]): [string, string[]] {
+  return AS_ROOT
+    ? ['setpriv', [`--reuid=${NOBODY}`, `--regid=${NOBODY}`, '--clear-groups', ...argv]]
+    : [argv[0] as string, argv.slice(1)];
+}
+
+/** runCli as nobody when root (see unprivileged). */
+export function runCliUnprivileged(
+  args: string[],
+  options: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {},
+): RunResult {
+  const [command, argv] = unprivileged([process.execPath, CLI, ...args]);
+  const r = spawnSync(command, argv, {
+    env: { ...process.env, ...options.env },
+    encoding: 'utf8',
+    timeout: options.timeoutMs ?? 30_000,
+  });
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+/** `start` and `check-config` both exit 1 on `config` with exactly these lines on stderr. */
+export function refusedByBoth(
+  config: string,
+  lines: readonly string[],
+  run: (args: string[]) => RunResult = runCli,
+): void {
+  for (const args of [
+    ['start', '--config', config],
+    ['check-config', config],
+  ]) {
+    const r = run(args);
+    expect(r.status, args[0]).toBe(1);
+    expect(r.stderr, args[0]).toBe([...lines, ''].join('\n'));
+  }
+}

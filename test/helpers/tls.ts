@@ -56,7 +56,7 @@ export interface InterceptOptions {
 }
 
 /** The config of a gateway intercepting `intercept`, trusting the test upstream CA. */
-function interceptConfig(options: InterceptOptions): Record<string, unknown> {
+export function interceptConfig(options: InterceptOptions): Record<string, unknown> {
   return {
     tls: {
       intercept: [...options.intercept],

@@ -94,7 +94,7 @@ describe('--help wins over everything else on the line', () => {
   it('after --, --help is an argument like any other', () => {
     const r = runCli(['replay', '--', '--help']);
     expect(r.status).toBe(1);
-    expect(r.stderr).toContain('--help: cannot read');
+    expect(r.stderr).toContain('ENOENT: cannot read --help: no such file or folder');
   });
 
   it("usage errors quote the command's usage and point at --help", () => {

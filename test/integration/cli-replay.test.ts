@@ -123,11 +123,13 @@ describe('trajgate replay', () => {
     const missing = runCli(['replay', join(tmp, 'nope.jsonl')]);
     expect(missing.status).toBe(1);
     expect(missing.stderr).toBe(
-      `trajgate: ${join(tmp, 'nope.jsonl')}: cannot read: no such file\n`,
+      `trajgate: ENOENT: cannot read ${join(tmp, 'nope.jsonl')}: no such file or folder; check the path\n`,
     );
     const folder = runCli(['replay', tmp]);
     expect(folder.status).toBe(1);
-    expect(folder.stderr).toContain(`${tmp}: cannot read at line 1: EISDIR`);
+    expect(folder.stderr).toBe(
+      `trajgate: ${tmp}:1: EISDIR: cannot read ${tmp}: it is a folder; name a file\n`,
+    );
     const notYaml = runCli(['replay', '-', '--config', file('c.yaml', 'policy: [\n')], {
       input: SEED,
     });

@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { runCli } from '../helpers/cli.js';
+import { refusedByBoth } from '../helpers/cli.js';
 import { spawnGateway, writeConfig } from '../helpers/child-gateway.js';
 import { makeLocalCa } from '../helpers/tls.js';
 import { tempDir } from '../helpers/tmp.js';
@@ -15,18 +15,6 @@ afterEach(async () => {
   await stop?.();
   stop = undefined;
 });
-
-/** `start` and `check-config` both exit 1 on `config` with exactly these lines on stderr. */
-function refusedByBoth(config: string, lines: readonly string[]): void {
-  for (const args of [
-    ['start', '--config', config],
-    ['check-config', config],
-  ]) {
-    const r = runCli(args);
-    expect(r.status, args[0]).toBe(1);
-    expect(r.stderr, args[0]).toBe([...lines, ''].join('\n'));
-  }
-}
 
 describe('trajgate start', () => {
   it('says when the allowlist is empty and lists the intercepted hosts', async () => {
@@ -51,19 +39,19 @@ describe('trajgate start', () => {
     expect(g.cli.output().stderr).not.toContain('allows nothing yet');
   });
 
-  it('a workspace that does not exist is a startup error naming the key and the path', () => {
+  it('a workspace that does not exist is a startup error naming the key, the path and the line', () => {
     const dir = tempDir();
     const config = writeConfig(dir, {
       version: 1,
       workspace: './missing',
-      journal: join(dir, 'journal.jsonl'),
+      journal: join(tempDir(), 'journal.jsonl'),
       agents: [{ id: 'a1', token: 'a'.repeat(20), workspace: join(dir, 'gone') }],
       listen: { proxy: '127.0.0.1:0', bridge: '127.0.0.1:0', admin: '127.0.0.1:0' },
     });
     refusedByBoth(config, [
       `trajgate: ${config}: no such workspace`,
-      `  workspace: ${dir}/missing does not exist (create it, or change workspace)`,
-      `  agents[0].workspace: ${dir}/gone does not exist (create it, or change agents[0].workspace)`,
+      `  ${config}:2:1: workspace: ${dir}/missing does not exist (create it, or change workspace)`,
+      `  ${config}:7:5: agents[0].workspace: ${dir}/gone does not exist (create it, or change agents[0].workspace)`,
     ]);
   });
 
@@ -82,11 +70,11 @@ describe('trajgate start', () => {
     const then = ', where the agent could read or rewrite it: move one of them';
     refusedByBoth(config, [
       `trajgate: ${config}: trajgate's data and a workspace overlap`,
-      `  journal.path: the journal's folder ${ws}/.trajgate is inside the workspace ${ws} (workspace)${then}`,
-      `  tls.ca: the CA certificate ${ws}/agent/certs/ca.pem is inside the workspace ${ws} (workspace)${then}`,
-      `  tls.ca: the CA certificate ${ws}/agent/certs/ca.pem is inside the workspace ${ws}/agent (agents[0].workspace)${then}`,
-      `  tls.ca: the CA key ${ws}/agent/certs/ca-key.pem is inside the workspace ${ws} (workspace)${then}`,
-      `  tls.ca: the CA key ${ws}/agent/certs/ca-key.pem is inside the workspace ${ws}/agent (agents[0].workspace)${then}`,
+      `  ${config}:3:1: journal.path: the journal's folder ${ws}/.trajgate is inside the workspace ${ws} (workspace)${then}`,
+      `  ${config}:9:3: tls.ca: the CA certificate ${ws}/agent/certs/ca.pem is inside the workspace ${ws} (workspace)${then}`,
+      `  ${config}:9:3: tls.ca: the CA certificate ${ws}/agent/certs/ca.pem is inside the workspace ${ws}/agent (agents[0].workspace)${then}`,
+      `  ${config}:9:3: tls.ca: the CA key ${ws}/agent/certs/ca-key.pem is inside the workspace ${ws} (workspace)${then}`,
+      `  ${config}:9:3: tls.ca: the CA key ${ws}/agent/certs/ca-key.pem is inside the workspace ${ws}/agent (agents[0].workspace)${then}`,
     ]);
     // Refused before the journal was opened.
     expect(existsSync(join(ws, '.trajgate'))).toBe(false);

@@ -111,7 +111,9 @@ describe('trajgate verify', () => {
   it('a missing file → exit 1; a bad option → usage, exit 2', () => {
     const r = runCli(['verify', join(tmp, 'nope.jsonl')]);
     expect(r.status).toBe(1);
-    expect(r.stderr).toContain('nope.jsonl: cannot read');
+    expect(r.stderr).toContain(
+      `ENOENT: cannot read ${join(tmp, 'nope.jsonl')}: no such file or folder; check the path`,
+    );
     expect(runCli(['verify', '--bogus']).status).toBe(2);
   });
 });

@@ -73,8 +73,12 @@ describe('POST /api/reload', () => {
       code: 'E_CONFIG_INVALID',
       message: `${g.file}: trajgate's data and a workspace overlap; the running config was kept`,
     });
-    expect(res.json.error.details).toContain(
-      `journal.path: the journal's folder ${data} is inside the workspace ${dirname(data)} (workspace), where the agent could read or rewrite it: move one of them`,
+    expect(res.json.error.details).toContainEqual(
+      expect.stringMatching(
+        new RegExp(
+          `^${g.file}:\\d+:\\d+: journal\\.path: the journal's folder ${data} is inside the workspace ${dirname(data)} \\(workspace\\), where the agent could read or rewrite it: move one of them$`,
+        ),
+      ),
     );
     expect(g.gw.config.workspace).not.toBe(dirname(data));
     expect(g.records().some((r) => r.type === 'config')).toBe(false);

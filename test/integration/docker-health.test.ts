@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { chmodSync, chownSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { CLI } from '../helpers/cli.js';
+import { AS_ROOT, CLI, unprivileged } from '../helpers/cli.js';
 import { startChild, tempConfig, writeConfig } from '../helpers/child-gateway.js';
 import { makeLocalCa } from '../helpers/tls.js';
 import { tempDir } from '../helpers/tmp.js';
@@ -46,7 +46,7 @@ describe('a CA the gateway cannot read', () => {
     const workspace = tempDir('trajgate-ws-');
     const data = join(dir, 'data');
     mkdirSync(data);
-    const asRoot = process.getuid?.() === 0;
+    const asRoot = AS_ROOT;
     // Root reads every file: the gateway runs as nobody, as the image's node user would meet
     // a key made by the host's user. Without root, the key is closed to its owner instead.
     if (asRoot) {
@@ -61,13 +61,10 @@ describe('a CA the gateway cannot read', () => {
       listen: { proxy: '127.0.0.1:0', bridge: '127.0.0.1:0', admin: '127.0.0.1:0' },
       tls: { intercept: ['localhost'], ca: ca.dir },
     });
-    const argv = [process.execPath, CLI, 'start', '--config', config];
-    const run = asRoot
-      ? spawnSync('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', ...argv], {
-          encoding: 'utf8',
-          timeout: 60_000,
-        })
-      : spawnSync(argv[0] as string, argv.slice(1), { encoding: 'utf8', timeout: 60_000 });
+    const run = spawnSync(...unprivileged([process.execPath, CLI, 'start', '--config', config]), {
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
     expect(run.signal).toBeNull(); // exited by itself, not by the timeout
     expect(run.status).not.toBe(0);
     const key = join(ca.dir, 'ca-key.pem');

@@ -55,7 +55,7 @@ describe('trajgate ca init', () => {
     const again = runCli(['ca', 'init', '--dir', dir]);
     expect(again.status).toBe(2);
     expect(again.stderr).toBe(
-      `trajgate: ${dir} already holds a CA (ca.pem, ca-key.pem); use --force to replace it\n`,
+      `trajgate: EEXIST: cannot create a CA in ${dir}: it already holds one (ca.pem, ca-key.pem); use --force to replace it\n`,
     );
     expect(readFileSync(join(dir, CA_KEY), 'utf8')).toBe(before);
   });

@@ -138,6 +138,7 @@ describe('curl --cacert <trajgate CA> through the proxy', () => {
       session: SESSION,
       target: UP,
       reason: expect.stringMatching(/^TLS handshake with the agent failed: .*unknown ca/),
+      handshake: 'unknown_ca',
     });
     expect(events(g)).toEqual([]);
     expect(up.seen.length).toBe(seen);
@@ -161,6 +162,8 @@ describe('curl --cacert <trajgate CA> through the proxy', () => {
       target: UP,
       reason: `TLS handshake with the agent failed: SNI "localhost" does not match the CONNECT host 127.0.0.1`,
     });
+    // trajgate refused it, not the agent: no `handshake`, nothing about trusting the CA.
+    expect(refusals(g.records())[0]?.handshake).toBeUndefined();
     expect(up.seen.length).toBe(seen);
     expect(events(g)).toEqual([]);
   });
@@ -304,6 +307,8 @@ describe('Node clients trusting the CA with NODE_EXTRA_CA_CERTS', () => {
     expect(refusal).toMatchObject({ session: SESSION, target: UP });
     expect(refusal?.reason).toMatch(/^TLS handshake/);
     expect(refusal?.reason).not.toMatch(/not completed within/);
+    // A refusal by the agent, shown as one (review/handshakes.ts): it hung up mid-handshake.
+    expect(refusal?.handshake).toBe('closed');
   });
 });
 

@@ -2,7 +2,8 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { expandEnv } from '../../src/config/env.js';
-import { defaultConfig, missingWorkspaces, parseConfig } from '../../src/config/load.js';
+import { defaultConfig, parseConfig } from '../../src/config/load.js';
+import { missingWorkspaces } from '../../src/cli/start-checks.js';
 import { TrajgateError } from '../../src/errors.js';
 import { tempDir } from '../helpers/tmp.js';
 
@@ -87,7 +88,7 @@ describe('workspaces that do not exist', () => {
       '  - { id: a2, token: bbbbbbbbbbbbbbbb, workspace: ./ws }',
       '  - { id: a3, token: cccccccccccccccc, workspace: ./file }',
     ].join('\n');
-    expect(missingWorkspaces(parseConfig(text, 'x', root))).toEqual([
+    expect(missingWorkspaces(parseConfig(text, 'x', root)).map((p) => p.text)).toEqual([
       `workspace: ${root}/nowhere does not exist (create it, or change workspace)`,
       `agents[2].workspace: ${root}/file is not a folder (change agents[2].workspace)`,
     ]);

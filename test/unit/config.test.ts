@@ -1,12 +1,8 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import {
-  defaultConfig,
-  loadConfigFile,
-  missingWorkspaces,
-  parseConfig,
-} from '../../src/config/load.js';
+import { defaultConfig, loadConfigFile, parseConfig } from '../../src/config/load.js';
+import { missingWorkspaces } from '../../src/cli/start-checks.js';
 import { TrajgateError } from '../../src/errors.js';
 
 const fixtures = join(import.meta.dirname, '../fixtures/config');

@@ -7,6 +7,7 @@ import type { Event } from '../../src/event/event.js';
 import { normalizeEvent } from '../../src/event/normalize.js';
 import { pathReadings, physicalPath } from '../../src/event/paths.js';
 import { compileTargets, matchesTargets } from '../../src/guard/policy.js';
+import { unprivileged } from '../helpers/cli.js';
 import { tempDir } from '../helpers/tmp.js';
 
 /**
@@ -52,14 +53,7 @@ describe('paths trajgate cannot resolve', () => {
     const paths = pathToFileURL(resolve('dist/event/paths.js')).href;
     const script = `import(${JSON.stringify(paths)}).then((m) => process.stdout.write(JSON.stringify(m.physicalPath(${JSON.stringify(join(closed, 'secret'))}, '/'))))`;
     // Root reads any folder: the check runs as nobody, as a gateway not running as root would.
-    const run =
-      process.getuid?.() === 0
-        ? spawnSync(
-            'setpriv',
-            ['--reuid=65534', '--regid=65534', '--clear-groups', process.execPath, '-e', script],
-            { encoding: 'utf8' },
-          )
-        : spawnSync(process.execPath, ['-e', script], { encoding: 'utf8' });
+    const run = spawnSync(...unprivileged([process.execPath, '-e', script]), { encoding: 'utf8' });
     expect(run.stderr).toBe('');
     expect(run.stdout).toBe('null');
   });

@@ -21,6 +21,7 @@ import type {
   EventRecord,
   EventsPage,
   EventView,
+  HandshakeView,
   HeldView,
   SessionDetail,
   SessionState,
@@ -32,7 +33,10 @@ const PAGE = 1_000;
 /** Pages older than the gateway's index may hold few events: bounded calls per poll. */
 const MAX_CALLS = 30;
 
-/** Up to `max` of the session's newest events with a seq above `after`, oldest first. */
+/**
+ * Up to `max` of the session's newest events with a seq above `after`, oldest first. The pages
+ * list refused TLS handshakes too: the detail's `handshakes` shows them, the timeline does not.
+ */
 async function newest(id: string, max: number, after: number): Promise<EventView[]> {
   const got: EventView[] = [];
   let before: number | null = null;
@@ -44,7 +48,7 @@ async function newest(id: string, max: number, after: number): Promise<EventView
       `${sessionPath(id)}/events?limit=${limit}${cursor}`,
     );
     const fresh = page.events.filter((e) => e.seq > after);
-    got.push(...fresh);
+    for (const e of fresh) if (e.type === 'event') got.push(e);
     if (page.next === null || fresh.length < page.events.length) break;
     before = page.next;
   }
@@ -68,6 +72,7 @@ export class SessionPage {
   readonly #pauseTitle: HTMLElement;
   readonly #pauseMeta: HTMLElement;
   readonly #recentBody: HTMLTableSectionElement;
+  readonly #handshakeNote: HTMLElement;
   readonly #heldTitle: HTMLElement;
   readonly #heldList: HTMLElement;
   readonly #missing: HTMLElement;
@@ -178,12 +183,14 @@ export class SessionPage {
     this.#pauseTitle = h('h2', { attrs: { id: 'pause-title' }, text: 'Pause record' });
     this.#pauseMeta = h('div', { class: 'pause-meta' });
     this.#recentBody = h('tbody');
+    this.#handshakeNote = h('p', { class: 'notice handshake-note', attrs: { hidden: '' } });
     const th = (text: string, cls = '') => h('th', { attrs: { scope: 'col' }, class: cls, text });
     const pauseCard = h(
       'section',
       { class: 'card pause-card', attrs: { 'aria-labelledby': 'pause-title' } },
       h('div', { class: 'card-head' }, this.#pauseTitle),
       this.#pauseMeta,
+      this.#handshakeNote,
       h(
         'div',
         { class: 'table-scroll' },
@@ -411,8 +418,14 @@ export class SessionPage {
   #renderPause(d: SessionDetail): void {
     const p = d.pause;
     const rows = p ? p.recent : d.recent;
+    const refused = d.handshakes.recent;
     setText(this.#pauseTitle, p ? 'Pause record' : 'Recent events');
-    const key = JSON.stringify([p?.pausedAt ?? null, p?.restored ?? null, rows.map((e) => e.seq)]);
+    const key = JSON.stringify([
+      p?.pausedAt ?? null,
+      p?.restored ?? null,
+      rows.map((e) => e.seq),
+      refused.map((x) => x.seq),
+    ]);
     if (key === this.#recentKey) return;
     this.#recentKey = key;
     if (p) {
@@ -465,9 +478,23 @@ export class SessionPage {
     }
     const trigger = p?.trigger.seq;
     const earlier = p?.trigger.rule?.after;
+    const n = d.handshakes.refused;
+    this.#handshakeNote.hidden = n === 0;
+    setText(
+      this.#handshakeNote,
+      n === 0 ? '' : `${plural(n, 'TLS handshake')} refused by the agent: ${refused.at(-1)?.hint}`,
+    );
+    // Refused handshakes are no events: listed among them by seq, never on the timeline.
+    const listed = [
+      ...rows.map((e) => ({
+        seq: e.seq,
+        row: () => this.#eventRow(e, e.seq === trigger, e.seq === earlier),
+      })),
+      ...refused.map((x) => ({ seq: x.seq, row: () => handshakeRow(x) })),
+    ].sort((a, b) => a.seq - b.seq);
     fill(
       this.#recentBody,
-      ...(rows.length === 0
+      ...(listed.length === 0
         ? [
             h(
               'tr',
@@ -475,7 +502,7 @@ export class SessionPage {
               h('td', { class: 'muted', attrs: { colspan: '5' }, text: 'No events yet.' }),
             ),
           ]
-        : rows.map((e) => this.#eventRow(e, e.seq === trigger, e.seq === earlier))),
+        : listed.map((x) => x.row())),
     );
   }
 
@@ -665,6 +692,25 @@ const STATE_NAME: Record<SessionState, string> = {
   flagged: 'Flagged',
   paused: 'Paused',
 };
+
+/** A TLS handshake the agent refused, in the events list: what, why, and what to do. */
+function handshakeRow(x: HandshakeView): HTMLTableRowElement {
+  return h(
+    'tr',
+    { class: 'is-refused', attrs: { 'data-seq': String(x.seq) } },
+    h('td', { class: 'col-seq mono', text: String(x.seq) }),
+    h('td', { class: 'col-time mono', text: clockMs(x.ts), attrs: { title: stamp(x.ts) } }),
+    h('td', { class: 'col-kind', text: 'tls' }),
+    h('td', { class: 'col-verdict' }, verdictBadge('REFUSED')),
+    h(
+      'td',
+      { class: 'col-what' },
+      h('div', { class: 'col-target mono', text: x.target }),
+      h('div', { class: 'col-reason', text: `${x.reason} (${x.handshake})` }),
+      h('div', { class: 'col-hint', text: x.hint }),
+    ),
+  );
+}
 
 function verdictBadge(v: string): HTMLElement {
   return h('span', { class: `verdict verdict-${v.toLowerCase()}`, text: v });
