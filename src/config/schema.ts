@@ -268,6 +268,15 @@ const fields = z.strictObject({
       protocol: z.enum(['mcp', 'http']).default('mcp'),
       forwardAuthorization: z.boolean().default(false),
       unmapped: z.enum(['allow', 'review', 'pause']).default('review'),
+      // The name runners give this MCP server (a key of Claude Code's .mcp.json): a hook's
+      // `mcp__NAME__TOOL` is judged as the bridge judges `tools/call TOOL`.
+      name: z
+        .string()
+        .regex(
+          /^[A-Za-z0-9_-]{1,64}$/,
+          'expected 1 to 64 letters, digits, _ or - (the server name as mcp__NAME__TOOL spells it)',
+        )
+        .optional(),
       tools: z
         .record(z.string().min(1), z.union([toolEvent, z.array(toolEvent).min(1)]))
         .default({}),
