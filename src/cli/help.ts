@@ -24,13 +24,19 @@ const COMMANDS: Record<string, CommandHelp> = {
     example: 'trajgate start --config config/trajgate.example.yaml',
   },
   replay: {
-    usage: ['trajgate replay FILE.jsonl|- [--config FILE] [--workspace DIR] [--json]'],
+    usage: [
+      'trajgate replay FILE.jsonl|- [--config FILE] [--workspace DIR] [--json] [--hook claude-code]',
+    ],
     about:
       'Judges recorded events (or a journal: its rotated files first, oldest first) offline, one verdict per line; `-` reads standard input. Stops at the first bad line (exit 1).',
     options: [
       ['--config FILE', 'the policy to judge with (default: embedded)'],
       ['--workspace DIR', "the workspace, overriding the config's"],
       ['--json', 'one JSON decision per line instead of the verdict'],
+      [
+        '--hook claude-code',
+        'the lines are Claude Code hook inputs: each PreToolUse mapped as `check --hook claude-code` maps it (bridge.name of the config for mcp__ calls) and judged, one verdict per tool call; PostToolUse and PostToolUseFailure applied as results (a failure for trajectory rules); other hook events passed over',
+      ],
     ],
     example: 'trajgate replay seed.jsonl --workspace /tmp/agent-demo',
   },
