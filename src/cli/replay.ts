@@ -17,7 +17,9 @@ import type { SnapshotState } from '../review/snapshot.js';
 import { restoreGuard } from '../review/snapshot.js';
 import type { JournalRecord } from '../journal/records.js';
 import { usageOf } from './help.js';
-import { configFrom, readLines, type Output } from './io.js';
+import { configFrom, readLines } from './io.js';
+import type { Output } from './output.js';
+import { bufferedOutput } from './output.js';
 import { replayEvent } from './replay-event.js';
 import { hookReplay } from './replay-hook.js';
 import { terminalJson } from './table.js';
@@ -30,7 +32,21 @@ import { terminalJson } from './table.js';
  * With `--hook claude-code` the lines are Claude Code hook inputs (replay-hook.ts). Stops at the
  * first bad line, after printing the verdicts before it.
  */
-export async function replay(argv: string[], out: Output): Promise<number> {
+export async function replay(argv: string[]): Promise<number> {
+  const out = bufferedOutput(process.stdout, process.stderr);
+  try {
+    return await replayTo(argv, out);
+  } catch (err) {
+    // The error goes on a line of its own, not after a progress report.
+    if (out.progress) process.stderr.write('\n');
+    throw err;
+  } finally {
+    // The verdicts before a bad line are printed.
+    await out.flush();
+  }
+}
+
+async function replayTo(argv: string[], out: Output): Promise<number> {
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,

@@ -3,7 +3,7 @@ import { stateSchema } from './state-schema.js';
 import { BUILTIN_KINDS, PATH_KINDS } from '../event/event.js';
 import { isTrajgateError } from '../errors.js';
 import { parseNetworkPattern } from '../event/network-pattern.js';
-import { parseCidr, parseHostPort } from './formats.js';
+import { DEFAULT_LISTEN, parseCidr, parseHostPort } from './formats.js';
 import { checkCrossings, sequencesSchema } from './sequences-schema.js';
 import { journalSchema } from './journal-schema.js';
 import { protocolName } from '../http/upgrade-protocols.js';
@@ -149,9 +149,9 @@ const fields = z.strictObject({
   state: stateSchema,
   listen: z
     .strictObject({
-      proxy: hostPort.default('127.0.0.1:8080'),
-      bridge: hostPort.default('127.0.0.1:8081'),
-      admin: hostPort.default('127.0.0.1:8082'),
+      proxy: hostPort.default(DEFAULT_LISTEN.proxy),
+      bridge: hostPort.default(DEFAULT_LISTEN.bridge),
+      admin: hostPort.default(DEFAULT_LISTEN.admin),
     })
     .prefault({}),
   agents: z
