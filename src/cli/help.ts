@@ -54,7 +54,10 @@ const COMMANDS: Record<string, CommandHelp> = {
     about:
       'Asks the gateway (POST /events on its bridge) whether an action may happen, for runner hooks. Exit 0: go ahead. Exit 2: refused, the reason on stderr. Every failure exits 2 with a one-line reason: the gateway unreachable or answering anything but a well-formed ALLOW, unreadable hook input, a bad config, no answer in time. Nothing exits 1 (which hooks read as "go ahead"). The agent\'s bearer token comes from $TRAJGATE_AGENT_TOKEN.',
     options: [
-      ['--kind K --target T', 'the action as an event (read, write, command, network, …)'],
+      [
+        '--kind K --target T',
+        'the action as an event (read, write, command, network, internal, …)',
+      ],
       [
         '--hook claude-code',
         'a Claude Code hook input (JSON) on stdin: PreToolUse is judged; PostToolUse and PostToolUseFailure record how the call ended (exit 0 once recorded); other hook events exit 0 with nothing judged',
