@@ -1,16 +1,15 @@
+import type { ClientRequest, IncomingMessage } from 'node:http';
+import { request as httpRequest } from 'node:http';
 import { addAbortSignal } from 'node:stream';
 import { parseArgs } from 'node:util';
-import { request } from 'undici';
-import { formatHostPort, parseDuration } from '../config/formats.js';
-import { defaultConfig } from '../config/load.js';
-import { loadOperatorConfig } from '../config/operator-config.js';
+import { DEFAULT_LISTEN, formatHostPort, parseDuration } from '../config/formats.js';
 import { isTrajgateError, TrajgateError } from '../errors.js';
 import { argsError } from './args-error.js';
 import { claudeCodeAction } from './claude-code.js';
 import { answerError, judged, recorded } from './check-answer.js';
-import { usageLine } from './help.js';
 
-const CHECK_USAGE = usageLine('check');
+/** check's usage line, for usage errors: help.ts is loaded only for them. */
+const usage = async (): Promise<string> => (await import('./help.js')).usageLine('check');
 
 /** What the hook convention reads: 0 lets the action run, 2 blocks it with stderr as the reason. */
 const ALLOWED = 0;
@@ -57,7 +56,7 @@ export async function check(argv: string[], io: CheckIo): Promise<number> {
     });
     const flags = [values.kind, values.target].filter((v) => v !== undefined).length;
     if (positionals.length > 0 || flags === 1 || (flags === 2) === (values.hook !== undefined))
-      throw new TrajgateError('E_USAGE', `usage: ${CHECK_USAGE}`);
+      throw new TrajgateError('E_USAGE', `usage: ${await usage()}`);
     if (values.hook !== undefined && values.hook !== 'claude-code')
       throw new TrajgateError('E_USAGE', `unknown --hook ${values.hook} (known: claude-code)`);
     const timeout = values.timeout ?? DEFAULT_TIMEOUT;
@@ -76,7 +75,7 @@ export async function check(argv: string[], io: CheckIo): Promise<number> {
       const path = action.type === 'judge' ? '/events' : '/events/result';
       ask = { path, body: e, what: `${e.kind} ${e.target}` };
     }
-    const base = bridgeUrl(values.bridge, values.config);
+    const base = await bridgeUrl(values.bridge, values.config);
     const { status, text } = await post(base, ask, deadline.signal).catch((err: unknown) => {
       if (!deadline.signal.aborted) throw err;
       throw new TrajgateError(
@@ -93,7 +92,7 @@ export async function check(argv: string[], io: CheckIo): Promise<number> {
     io.err(refusal);
     return REFUSED;
   } catch (err) {
-    const why = oneLine(reasonOf(err));
+    const why = oneLine(await reasonOf(err));
     // A PostToolUse exit 2 shows stderr to the model but cannot undo the call: it is told that
     // its trajectory lost a record, as every failure here is a 2 (1 would read as "fine").
     io.err(
@@ -118,21 +117,30 @@ async function hookInput(io: CheckIo, signal: AbortSignal, timeout: string): Pro
   }
 }
 
-/** The bridge to ask: --bridge, $TRAJGATE_BRIDGE, or listen.bridge of the config. */
-function bridgeUrl(flag: string | undefined, configFile: string | undefined): URL {
-  // The agent's shell holds its own token at most: the config's secrets stand in.
-  const config = configFile === undefined ? null : loadOperatorConfig(configFile);
-  const text =
-    flag ||
-    process.env.TRAJGATE_BRIDGE ||
-    `http://${formatHostPort((config ?? defaultConfig()).listen.bridge)}`;
+/**
+ * The bridge to ask: --bridge, $TRAJGATE_BRIDGE, or listen.bridge of the config. A hook runs
+ * on every tool call, so the config (its YAML and schema) is loaded only when --config names
+ * one, and then as operator commands load it: the agent's shell holds its own token at most.
+ */
+async function bridgeUrl(flag: string | undefined, configFile: string | undefined): Promise<URL> {
+  const listen =
+    configFile === undefined
+      ? DEFAULT_LISTEN.bridge
+      : formatHostPort(
+          (await import('../config/operator-config.js')).loadOperatorConfig(configFile).listen
+            .bridge,
+        );
+  const text = flag || process.env.TRAJGATE_BRIDGE || `http://${listen}`;
   const url = URL.canParse(text) ? new URL(text) : null;
   if (url === null || (url.protocol !== 'http:' && url.protocol !== 'https:'))
     throw new TrajgateError('E_USAGE', `bridge ${JSON.stringify(text)} is not an http(s) URL`);
   return url;
 }
 
-/** POSTs the ask; undici's own timeouts are off, the deadline's signal bounds it all. */
+/**
+ * POSTs the ask with node:http(s), one connection that closes after it; no timeout of its own:
+ * the deadline's signal bounds it all.
+ */
 async function post(
   base: URL,
   ask: Ask,
@@ -140,22 +148,30 @@ async function post(
 ): Promise<{ status: number; text: string }> {
   const token = process.env.TRAJGATE_AGENT_TOKEN;
   const where = base.href.replace(/\/$/, '');
+  const body = JSON.stringify(ask.body);
+  const request = base.protocol === 'https:' ? (await import('node:https')).request : httpRequest;
+  let req: ClientRequest | undefined;
   try {
-    const res = await request(new URL(ask.path, base), {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        ...(token ? { authorization: `Bearer ${token}` } : {}),
-      },
-      body: JSON.stringify(ask.body),
-      signal,
-      headersTimeout: 0,
-      bodyTimeout: 0,
+    const res = await new Promise<IncomingMessage>((resolve, reject) => {
+      req = request(new URL(ask.path, base), {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'content-length': Buffer.byteLength(body),
+          ...(token ? { authorization: `Bearer ${token}` } : {}),
+        },
+        agent: false,
+        signal,
+      });
+      req.once('response', resolve).once('error', reject).end(body);
     });
-    return { status: res.statusCode, text: await answerText(res.body) };
+    return { status: res.statusCode ?? 0, text: await answerText(res) };
   } catch (err) {
     if (signal.aborted || isTrajgateError(err)) throw err;
     throw answerError(`cannot reach the gateway at ${where} (${msg(err)})`);
+  } finally {
+    // An answer left unread (past 1 MiB) would keep the connection, and the process, alive.
+    req?.destroy();
   }
 }
 
@@ -188,10 +204,10 @@ export async function readStdin(signal: AbortSignal): Promise<string> {
   }
 }
 
-function reasonOf(err: unknown): string {
+async function reasonOf(err: unknown): Promise<string> {
   if (isTrajgateError(err)) return [err.message, ...err.details].join('; ');
   const wrong = argsError(err);
-  if (wrong !== null) return `${wrong} (usage: ${CHECK_USAGE})`;
+  if (wrong !== null) return `${wrong} (usage: ${await usage()})`;
   return `internal error: ${msg(err)}`;
 }
 

@@ -24,13 +24,19 @@ const COMMANDS: Record<string, CommandHelp> = {
     example: 'trajgate start --config config/trajgate.example.yaml',
   },
   replay: {
-    usage: ['trajgate replay FILE.jsonl|- [--config FILE] [--workspace DIR] [--json]'],
+    usage: [
+      'trajgate replay FILE.jsonl|- [--config FILE] [--workspace DIR] [--json] [--hook claude-code]',
+    ],
     about:
       'Judges recorded events (or a journal: its rotated files first, oldest first) offline, one verdict per line; `-` reads standard input. Stops at the first bad line (exit 1).',
     options: [
       ['--config FILE', 'the policy to judge with (default: embedded)'],
       ['--workspace DIR', "the workspace, overriding the config's"],
       ['--json', 'one JSON decision per line instead of the verdict'],
+      [
+        '--hook claude-code',
+        'the lines are Claude Code hook inputs: each PreToolUse mapped as `check --hook claude-code` maps it (bridge.name of the config for mcp__ calls) and judged, one verdict per tool call; PostToolUse and PostToolUseFailure applied as results (a failure for trajectory rules); other hook events passed over',
+      ],
     ],
     example: 'trajgate replay seed.jsonl --workspace /tmp/agent-demo',
   },
@@ -48,7 +54,10 @@ const COMMANDS: Record<string, CommandHelp> = {
     about:
       'Asks the gateway (POST /events on its bridge) whether an action may happen, for runner hooks. Exit 0: go ahead. Exit 2: refused, the reason on stderr. Every failure exits 2 with a one-line reason: the gateway unreachable or answering anything but a well-formed ALLOW, unreadable hook input, a bad config, no answer in time. Nothing exits 1 (which hooks read as "go ahead"). The agent\'s bearer token comes from $TRAJGATE_AGENT_TOKEN.',
     options: [
-      ['--kind K --target T', 'the action as an event (read, write, command, network, …)'],
+      [
+        '--kind K --target T',
+        'the action as an event (read, write, command, network, internal, …)',
+      ],
       [
         '--hook claude-code',
         'a Claude Code hook input (JSON) on stdin: PreToolUse is judged; PostToolUse and PostToolUseFailure record how the call ended (exit 0 once recorded); other hook events exit 0 with nothing judged',

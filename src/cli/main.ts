@@ -11,15 +11,18 @@
 import { readFileSync } from 'node:fs';
 import { errnoCode, exitCode, isTrajgateError } from '../errors.js';
 import { argsError } from './args-error.js';
-import { helpText, overview } from './help.js';
-import { bufferedOutput } from './io.js';
 import { terminalLines } from './table.js';
 
-const VERSION = (
-  JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
-    version: string;
-  }
-).version;
+/** The package's version, read when asked (not on a hook's every call). */
+const version = (): string =>
+  (
+    JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+      version: string;
+    }
+  ).version;
+
+/** Commands' help, loaded when asked for: a hook's check runs on every tool call. */
+const help = () => import('./help.js');
 
 /** `--help` or `-h` anywhere before a `--`: help wins over every other argument. */
 function asksHelp(args: readonly string[]): boolean {
@@ -37,15 +40,15 @@ process.stdout.on('error', (err) => {
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
-  const out = bufferedOutput(process.stdout, process.stderr);
   // Errors and check's refusals quote agents' targets: made safe for a terminal.
   const log = (line: string) => process.stderr.write(terminalLines(line) + '\n');
   const print = (line: string) => process.stdout.write(line + '\n');
   if (command === '--version' || command === '-v' || command === 'version') {
-    print(VERSION);
+    print(version());
     return 0;
   }
   if (command === 'help' || command === '--help' || command === '-h') {
+    const { helpText, overview } = await help();
     const [topic, extra] = rest;
     const text = topic === undefined ? overview() : helpText(topic);
     if (text === undefined || extra !== undefined) {
@@ -55,9 +58,10 @@ async function main(argv: string[]): Promise<number> {
     print(text);
     return 0;
   }
-  const help = command === undefined ? undefined : helpText(command);
-  if (help !== undefined && asksHelp(rest)) {
-    print(help);
+  const text =
+    command !== undefined && asksHelp(rest) ? (await help()).helpText(command) : undefined;
+  if (text !== undefined) {
+    print(text);
     return 0;
   }
   // Each command loads its own modules only: a running gateway does not carry the operator
@@ -67,11 +71,11 @@ async function main(argv: string[]): Promise<number> {
       case 'start':
         return await (await import('./start.js')).start(rest, log);
       case 'replay':
-        return await (await import('./replay.js')).replay(rest, out);
+        return await (await import('./replay.js')).replay(rest);
       case 'ca':
         return await (await import('./ca.js')).ca(rest, print);
       case 'export':
-        return (await import('./export.js')).exportCommand(rest, print, VERSION);
+        return (await import('./export.js')).exportCommand(rest, print, version());
       case 'check': {
         const { check, readStdin } = await import('./check.js');
         return await check(rest, { out: print, err: log, stdin: readStdin });
@@ -93,16 +97,17 @@ async function main(argv: string[]): Promise<number> {
       case 'block':
       case 'reload':
         return await (await import('./operator.js')).operator(command, rest, print);
-      default:
+      default: {
+        const { overview } = await help();
         log(
           command === undefined
             ? overview()
             : `trajgate: unknown command "${command}"\n${overview()}`,
         );
         return 2;
+      }
     }
   } catch (err) {
-    if (out.progress) process.stderr.write('\n');
     const wrong = argsError(err);
     if (wrong !== null) {
       log(`trajgate ${command}: ${wrong} (trajgate ${command} --help for usage)`);
@@ -118,8 +123,6 @@ async function main(argv: string[]): Promise<number> {
     log(`trajgate: ${err.message}`);
     for (const detail of err.details) log(`  ${detail}`);
     return exitCode(err.code);
-  } finally {
-    await out.flush();
   }
 }
 

@@ -4,7 +4,6 @@ import { parseArgs } from 'node:util';
 import type { Config } from '../config/load.js';
 import { isTrajgateError, TrajgateError } from '../errors.js';
 import { osError } from '../os-error.js';
-import { normalizeEvent } from '../event/normalize.js';
 import type { PathResolver } from '../event/paths.js';
 import { memoPathReadings } from '../event/paths.js';
 import { describeValue, validateRecordedEvent } from '../event/validate.js';
@@ -19,17 +18,36 @@ import type { SnapshotState } from '../review/snapshot.js';
 import { restoreGuard } from '../review/snapshot.js';
 import type { JournalRecord } from '../journal/records.js';
 import { usageOf } from './help.js';
-import { configFrom, readLines, type Output } from './io.js';
+import { configFrom, readLines } from './io.js';
+import type { Output } from './output.js';
+import { bufferedOutput } from './output.js';
+import { replayEvent } from './replay-event.js';
+import { hookReplay } from './replay-hook.js';
 import { terminalJson } from './table.js';
 
 /**
  * Feeds recorded events through the guard offline, one verdict per line in the seed's form.
  * Lines may be bare events (with `ts`, `session`, `failed`) or journal records: `event`
  * records are judged again, operator records (approve, resume) and how requests ended
- * (outcome, result: failures for trajectory rules) are applied, other types are passed over. Stops at the
+ * (outcome, result: failures for trajectory rules) are applied, other types are passed over.
+ * With `--hook claude-code` the lines are Claude Code hook inputs (replay-hook.ts). Stops at the
  * first bad line, after printing the verdicts before it.
  */
-export async function replay(argv: string[], out: Output): Promise<number> {
+export async function replay(argv: string[]): Promise<number> {
+  const out = bufferedOutput(process.stdout, process.stderr);
+  try {
+    return await replayTo(argv, out);
+  } catch (err) {
+    // The error goes on a line of its own, not after a progress report.
+    if (out.progress) process.stderr.write('\n');
+    throw err;
+  } finally {
+    // The verdicts before a bad line are printed.
+    await out.flush();
+  }
+}
+
+async function replayTo(argv: string[], out: Output): Promise<number> {
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
@@ -37,19 +55,24 @@ export async function replay(argv: string[], out: Output): Promise<number> {
       config: { type: 'string' },
       workspace: { type: 'string' },
       json: { type: 'boolean' },
+      hook: { type: 'string' },
     },
   });
   const [file, extra] = positionals;
   if (file === undefined || extra !== undefined) {
     throw new TrajgateError('E_USAGE', usageOf('replay'));
   }
+  if (values.hook !== undefined && values.hook !== 'claude-code')
+    throw new TrajgateError('E_USAGE', `unknown --hook ${values.hook} (known: claude-code)`);
   const config = configFrom(values.config, values.workspace);
   const store = new MemoryStore();
   const guard = new Guard(compilePolicy(config), store);
   const paths = memoPathReadings();
-  // A rotated journal is read whole: its rotated files oldest first, then the live one.
-  const files = file === '-' ? ['-'] : [...listRotated(file).map((r) => r.path), file];
   const now = Date.now();
+  const hook = values.hook === undefined ? null : hookReplay(config, guard, paths, now);
+  // A rotated journal is read whole: its rotated files oldest first, then the live one.
+  const rotated = file === '-' || hook !== null ? [] : listRotated(file).map((r) => r.path);
+  const files = [...rotated, file];
   let events = 0;
   let seen = 0;
   for (const each of files) {
@@ -59,10 +82,13 @@ export async function replay(argv: string[], out: Output): Promise<number> {
       for (let i = 0; i < lines.length; i++) {
         const text = lines[i] as string;
         if (text.trim() === '') continue;
-        let decided: ReturnType<typeof judgeLine>;
+        let decided: [object, Decision] | null;
         try {
           // The oldest file kept may start with a snapshot: the state before it.
-          decided = judgeLine(text, first + i, config, guard, now, paths, seen++ === 0, store);
+          decided =
+            hook !== null
+              ? hook(text, first + i)
+              : judgeLine(text, first + i, config, guard, now, paths, seen++ === 0, store);
         } catch (err) {
           if (!isTrajgateError(err)) throw err;
           throw new TrajgateError(err.code, `${name}:${first + i}: ${err.message}`);
@@ -128,32 +154,15 @@ function judgeLine(
       `"session" must be a non-empty string, got ${describeValue(session)}`,
     );
   }
-  const event = normalizeEvent(
-    input,
-    {
-      session,
-      source: 'replay',
-      ts: timeOf(ts, now),
-      workspace: guard.policy.workspaceFor(session),
-      approved,
-      approvedBy,
-    },
-    paths,
-  );
+  const at = { session, ts: timeOf(ts, now), seq: typeof seq === 'number' ? seq : line };
   // A flow judged again mid-flow had sent `sentUp` bytes by then, as the live guard counted.
   const { sentUp } = value as { sentUp?: unknown };
   if (typeof sentUp === 'number' && sentUp > 0 && typeof rid === 'number')
-    guard.outcome(session, rid, { failed: false, bytesUp: sentUp, ts: event.ts });
-  const decision = guard.inspect(event);
-  // Offline nothing is written: each decision takes effect at once. A journal's event is named
-  // by its seq (and request id), as the live gateway named it; a bare line by its line number.
-  const ref = {
-    seq: typeof seq === 'number' ? seq : line,
-    rid: typeof rid === 'number' ? rid : undefined,
-    kind: event.kind,
-    target: event.target,
-  };
-  guard.commit(session, event.ts, decision, ref);
+    guard.outcome(session, rid, { failed: false, bytesUp: sentUp, ts: at.ts });
+  // A journal's event is named by its seq (and request id), as the live gateway named it; a
+  // bare line by its line number.
+  const numbered = { ...at, rid: typeof rid === 'number' ? rid : undefined };
+  const { event, decision } = replayEvent(input, { ...numbered, approved, approvedBy }, guard, paths);
   // The command line decides nothing; `--json` shows it as recorded (redacted again: a no-op).
   const command = event.command === undefined ? {} : { command: event.command };
   return [{ session, kind: input.kind, target: input.target, ...command }, decision];

@@ -31,6 +31,17 @@ export function parseBytes(text: string, bare = false): number | undefined {
   return Math.round(Number(m[1]) * (UNIT_BYTES[(m[2] ?? 'b').toLowerCase()] as number));
 }
 
+/**
+ * Where the listeners are when the config does not say (the design's defaults). Here, with the
+ * host:port format, so that `trajgate check` knows the bridge's address without loading the
+ * config's YAML and schema.
+ */
+export const DEFAULT_LISTEN = {
+  proxy: '127.0.0.1:8080',
+  bridge: '127.0.0.1:8081',
+  admin: '127.0.0.1:8082',
+} as const;
+
 export interface HostPort {
   readonly host: string;
   readonly port: number;

@@ -3,7 +3,7 @@ import { stateSchema } from './state-schema.js';
 import { BUILTIN_KINDS, PATH_KINDS } from '../event/event.js';
 import { isTrajgateError } from '../errors.js';
 import { parseNetworkPattern } from '../event/network-pattern.js';
-import { parseCidr, parseHostPort } from './formats.js';
+import { DEFAULT_LISTEN, parseCidr, parseHostPort } from './formats.js';
 import { checkCrossings, sequencesSchema } from './sequences-schema.js';
 import { journalSchema } from './journal-schema.js';
 import { protocolName } from '../http/upgrade-protocols.js';
@@ -161,9 +161,9 @@ const fields = z.strictObject({
   state: stateSchema,
   listen: z
     .strictObject({
-      proxy: hostPort.default('127.0.0.1:8080'),
-      bridge: hostPort.default('127.0.0.1:8081'),
-      admin: hostPort.default('127.0.0.1:8082'),
+      proxy: hostPort.default(DEFAULT_LISTEN.proxy),
+      bridge: hostPort.default(DEFAULT_LISTEN.bridge),
+      admin: hostPort.default(DEFAULT_LISTEN.admin),
     })
     .prefault({}),
   agents: z
@@ -280,6 +280,15 @@ const fields = z.strictObject({
       protocol: z.enum(['mcp', 'http']).default('mcp'),
       forwardAuthorization: z.boolean().default(false),
       unmapped: z.enum(['allow', 'review', 'pause']).default('review'),
+      // The name runners give this MCP server (a key of Claude Code's .mcp.json): a hook's
+      // `mcp__NAME__TOOL` is judged as the bridge judges `tools/call TOOL`.
+      name: z
+        .string()
+        .regex(
+          /^[A-Za-z0-9_-]{1,64}$/,
+          'expected 1 to 64 letters, digits, _ or - (the server name as mcp__NAME__TOOL spells it)',
+        )
+        .optional(),
       tools: z
         .record(z.string().min(1), z.union([toolEvent, z.array(toolEvent).min(1)]))
         .default({}),

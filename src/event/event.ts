@@ -7,7 +7,11 @@ import type { Source } from '../wire.js';
  * destination, or an opaque string for kinds the gateway knows nothing about.
  */
 export const PATH_KINDS: ReadonlySet<string> = new Set(['read', 'write', 'command']);
-export const BUILTIN_KINDS: readonly string[] = ['read', 'write', 'command', 'network'];
+/**
+ * `internal`: an action that touches nothing outside the agent (a runner's todo list, a
+ * sub-agent whose own calls are judged): journaled and shown, counted by no default boundary.
+ */
+export const BUILTIN_KINDS: readonly string[] = ['read', 'write', 'command', 'network', 'internal'];
 
 export type { Source };
 

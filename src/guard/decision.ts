@@ -28,6 +28,17 @@ export interface Decision {
   readonly eventNo?: number;
 }
 
+/** The record of a request that came while its session was paused: it decides nothing. */
+export const HELD: Decision = {
+  verdict: 'PAUSE',
+  boundary: null,
+  count: 0,
+  reason: 'session paused: held until an operator decides',
+  approved: false,
+  approvedBy: null,
+  counted: null,
+};
+
 /** What a decision changes, as its event record keeps it. */
 export interface Change {
   readonly verdict: Verdict;

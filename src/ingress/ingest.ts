@@ -2,13 +2,15 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isTrajgateError, TrajgateError } from '../errors.js';
 import type { EventInput } from '../event/event.js';
 import { networkTargetProblem } from '../event/network-readings.js';
-import { validateEventInput } from '../event/validate.js';
+import { describeValue, validateEventInput } from '../event/validate.js';
 import { sendError, sendJson } from '../http/json.js';
 import { readJson } from '../http/body.js';
 import type { BridgeContext, BridgeRequest } from './bridge-calls.js';
 import { callOutcome, judgeCall } from './bridge-calls.js';
 import { presence } from './context.js';
 import type { Who } from './identity.js';
+import type { BridgedServer } from './ingest-tools.js';
+import { toolCallEvents } from './ingest-tools.js';
 
 const INGEST_LIMIT = 64 * 1024;
 
@@ -16,24 +18,30 @@ const INGEST_LIMIT = 64 * 1024;
  * `POST /events {"kind","target"}`: a runner (a shell hook, a Claude Code PreToolUse hook) puts
  * its own actions into the agent's trajectory and gets the decision back as JSON. A paused
  * session holds the answer like any request. With `call` (the runner's id of the call, unique
- * in the session) its result (`POST /events/result`) is linked to it by that id.
+ * in the session) its result (`POST /events/result`) is linked to it by that id. A `tool` event
+ * of the bridged MCP server (with its `arguments`) is judged as the bridge judges the call: all
+ * its events, as one call.
  */
 export async function handleIngest(
   ctx: BridgeContext,
   { req, res, who, start }: BridgeRequest,
 ): Promise<void> {
-  const input = await ingestBody(ctx, req, res, who, (body) => {
-    const event = parseEvent(body, ctx.config.kinds);
-    if (event.call !== undefined && !ctx.calls.open(who.session, event.call)) {
+  const events = await ingestBody(ctx, req, res, who, (body) => {
+    const workspace = ctx.pipeline.workspaceFor(who.session);
+    const bridged = { name: ctx.config.bridge.name, tools: ctx.tools };
+    const read = parseEvents(body, ctx.config.kinds, bridged, workspace);
+    const call = read[0]?.call;
+    if (call !== undefined && !ctx.calls.open(who.session, call)) {
       throw new TrajgateError(
         'E_EVENT_INVALID',
-        `"call" ${JSON.stringify(event.call)} was already asked about in this session: a result could not say which call it reports`,
+        `"call" ${JSON.stringify(call)} was already asked about in this session: a result could not say which call it reports`,
       );
     }
-    return event;
+    return read;
   });
-  if (input === null) return;
-  const ruling = await judgeCall(ctx.pipeline, [input], {
+  if (events === null) return;
+  const input = events[0] as EventInput;
+  const ruling = await judgeCall(ctx.pipeline, events, {
     ...who,
     source: 'ingest',
     waiting: presence(req.socket),
@@ -103,7 +111,16 @@ export async function ingestBody<T>(
   }
 }
 
-function parseEvent(body: Buffer, kinds: ReadonlySet<string>): EventInput {
+/**
+ * An ingest body as the events it makes: one, or for a `tool` event with `arguments` (a runner's
+ * MCP call) those the bridge would make of the call (ingest-tools.ts).
+ */
+function parseEvents(
+  body: Buffer,
+  kinds: ReadonlySet<string>,
+  bridge: BridgedServer,
+  workspace: string,
+): EventInput[] {
   let value: unknown;
   try {
     value = JSON.parse(body.toString('utf8'));
@@ -117,5 +134,18 @@ function parseEvent(body: Buffer, kinds: ReadonlySet<string>): EventInput {
   // The runner's own client fetches it: a URL it may read as another host is refused here.
   const problem = input.kind === 'network' ? networkTargetProblem(input.target) : null;
   if (problem !== null) throw new TrajgateError('E_EVENT_INVALID', problem);
-  return input;
+  const args = (value as { arguments?: unknown }).arguments;
+  if (args !== undefined && input.kind !== 'tool')
+    throw new TrajgateError(
+      'E_EVENT_INVALID',
+      `"arguments" (a tool call's) are taken with kind "tool" only, got kind ${JSON.stringify(input.kind)}`,
+    );
+  if (args !== undefined && (typeof args !== 'object' || args === null || Array.isArray(args)))
+    throw new TrajgateError(
+      'E_EVENT_INVALID',
+      `"arguments" must be an object, got ${describeValue(args)}`,
+    );
+  if (input.kind !== 'tool') return [input];
+  // Without arguments too: a bridged tool's call cannot skip its mapping by leaving them out.
+  return toolCallEvents(input, (args ?? {}) as Record<string, unknown>, bridge, workspace);
 }

@@ -6,6 +6,7 @@ import type { Config } from '../config/load.js';
 import { isTrajgateError, TrajgateError } from '../errors.js';
 import type { Event, Source } from '../event/event.js';
 import { normalizeEvent } from '../event/normalize.js';
+import { HELD } from '../guard/decision.js';
 import type { Decision, Guard } from '../guard/guard.js';
 import type { EventRecord, PauseRecord } from '../journal/records.js';
 import { eventRecord } from '../journal/records.js';
@@ -18,17 +19,6 @@ import type { Ask, Dial, Hold, Refuse, Ruling, Unforwarded } from './ruling.js';
 
 /** A decision made without the session's lease that would change the session: take it. */
 export const CHANGES = Symbol('changes');
-
-/** The record of a request that came while its session was paused: it decides nothing. */
-const HELD: Decision = {
-  verdict: 'PAUSE',
-  boundary: null,
-  count: 0,
-  reason: 'session paused: held until an operator decides',
-  approved: false,
-  approvedBy: null,
-  counted: null,
-};
 
 export interface DecideParts {
   readonly config: Config;

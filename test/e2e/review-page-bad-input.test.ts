@@ -1,3 +1,4 @@
+import { join } from 'node:path';
 import { request } from 'undici';
 import { describe, expect, it } from 'vitest';
 import { adminClient } from '../helpers/admin.js';
@@ -42,7 +43,14 @@ describe('hostile event text', () => {
 
     // shown literally, in the table, the held list, the details and the approve form
     const targets = await page.locator('.pause-card tbody .col-target').allTextContents();
-    expect(targets).toEqual([HOSTILE.img, HOSTILE.script, HOSTILE.network, HOSTILE.svg]);
+    // Relative names are shown with the path they were resolved to in the workspace.
+    const inWs = (t: string) => `${t} → ${join(g.gw.config.workspace, t)}`;
+    expect(targets).toEqual([
+      inWs(HOSTILE.img),
+      inWs(HOSTILE.script),
+      HOSTILE.network,
+      HOSTILE.svg,
+    ]);
     await textOf(page.locator('.held-card'), /write \/tmp\/<svg onload="window\.__pwned=3">\/x/);
     await textOf(page.locator('#event-details'), /<svg onload="window\.__pwned=3">/);
     const pattern = page.getByLabel('Pattern', { exact: true });

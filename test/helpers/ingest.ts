@@ -7,17 +7,20 @@ export const agentToken = (id: string): string => `${id}-token-0123456789abcdef`
 
 /**
  * A gateway serving only the runner routes (no tool server) on `workspace`: one agent per id
- * (token: agentToken), holds of 1 s; `bridge` is its bridge's URL.
+ * (token: agentToken), holds of 1 s, `bridge` config keys from `bridgeConfig`; `bridge` is its
+ * bridge's URL.
  */
 export async function startIngestGateway(
   workspace: string,
   agents: readonly string[],
+  bridgeConfig: Record<string, unknown> = {},
 ): Promise<{ g: TestGateway; bridge: string }> {
   const g = await startTestGateway(
     {
       workspace,
       agents: agents.map((id) => ({ id, token: agentToken(id) })),
       policy: { holdTimeout: '1s' },
+      bridge: bridgeConfig,
     },
     { dir: tempDir() },
   );

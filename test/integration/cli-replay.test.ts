@@ -77,7 +77,7 @@ describe('trajgate replay', () => {
     [
       'unknown kind',
       '{"kind":"teleport","target":"x"}\n',
-      /bad\.jsonl:1: unknown kind "teleport" \(known: read, write, command, network, tool\)/,
+      /bad\.jsonl:1: unknown kind "teleport" \(known: read, write, command, network, internal, tool\)/,
       '',
     ],
     [

@@ -79,12 +79,14 @@ describe('PreToolUse → the event judged', () => {
       { url: 'https://docs.example.com/x', prompt: 'p' },
       { kind: 'network', target: 'https://docs.example.com/x', method: 'GET' },
     ],
-    ['TodoWrite', { todos: [] }, { kind: 'tool', target: 'TodoWrite' }],
+    ['TodoWrite', { todos: [] }, { kind: 'internal', target: 'TodoWrite' }],
     [
       'mcp__github__create_issue',
       { title: 't' },
-      { kind: 'tool', target: 'mcp__github__create_issue' },
+      { kind: 'tool', target: 'mcp__github__create_issue', arguments: { title: 't' } },
     ],
+    ['SomeFutureTool', { x: 1 }, { kind: 'tool', target: 'SomeFutureTool' }],
+    ['constructor', {}, { kind: 'tool', target: 'constructor' }],
   ];
   it.each(rows)('%s %j → %j', (tool, input, event) => {
     expect(judged(pre(tool, input))).toEqual(event);
@@ -111,6 +113,130 @@ describe('PreToolUse → the event judged', () => {
   it('judges an input without hook_event_name as PreToolUse', () => {
     const text = JSON.stringify({ cwd: CWD, tool_name: 'Read', tool_input: { file_path: '/a' } });
     expect(judged(text)).toEqual({ kind: 'read', target: '/a' });
+  });
+});
+
+describe('every Claude Code built-in tool (2026 set and older names) is mapped', () => {
+  // Touch nothing outside the agent: an `internal` event, which no default boundary counts.
+  const internal = [
+    'Agent',
+    'Task',
+    'Workflow',
+    'TeamCreate',
+    'TeamDelete',
+    'TaskCreate',
+    'TaskGet',
+    'TaskList',
+    'TaskUpdate',
+    'TaskStop',
+    'TaskOutput',
+    'BashOutput',
+    'KillShell',
+    'KillBash',
+    'TodoWrite',
+    'TodoRead',
+    'CronCreate',
+    'CronDelete',
+    'CronList',
+    'ScheduleWakeup',
+    'EnterPlanMode',
+    'ExitPlanMode',
+    'exit_plan_mode',
+    'AskUserQuestion',
+    'Skill',
+    'SlashCommand',
+    'ToolSearch',
+    'WaitForMcpServers',
+    'ListMcpResourcesTool',
+    'WebSearch',
+  ];
+  it.each(internal)('%s → internal', (tool) => {
+    expect(judged(pre(tool, { prompt: 'p', query: 'q', task_id: 't' }))).toEqual({
+      kind: 'internal',
+      target: tool,
+    });
+  });
+
+  // Send data to another party: a `tool` event by name.
+  const elsewhere = [
+    'Artifact',
+    'ShareOnboardingGuide',
+    'RemoteTrigger',
+    'PushNotification',
+    'SendMessage',
+    'ListAgents',
+  ];
+  it.each(elsewhere)('%s → a tool event by name', (tool) => {
+    expect(judged(pre(tool, { message: 'm', file_path: '/w/a.html' }))).toEqual({
+      kind: 'tool',
+      target: tool,
+    });
+  });
+
+  const rows: [string, Record<string, unknown>, object][] = [
+    ['NotebookRead', { notebook_path: 'a.ipynb' }, { kind: 'read', target: `${CWD}/a.ipynb` }],
+    [
+      'LSP',
+      { operation: 'findReferences', filePath: '/etc/x.ts', line: 1, character: 2 },
+      { kind: 'read', target: '/etc/x.ts' },
+    ],
+    [
+      'PowerShell',
+      { command: 'Get-ChildItem' },
+      { kind: 'command', target: CWD, command: 'Get-ChildItem' },
+    ],
+    [
+      'Monitor',
+      { command: 'tail -f log', timeout_ms: 1 },
+      { kind: 'command', target: CWD, command: 'tail -f log' },
+    ],
+    [
+      'Monitor',
+      { ws: { url: 'wss://ci.example.com/events?x=1' }, timeout_ms: 1 },
+      { kind: 'network', target: 'https://ci.example.com/events?x=1', method: 'GET' },
+    ],
+    [
+      'Monitor',
+      { ws: { url: 'WS://ci.example.com:8080/' }, timeout_ms: 1 },
+      { kind: 'network', target: 'http://ci.example.com:8080/', method: 'GET' },
+    ],
+    ['EnterWorktree', { name: 'fix' }, { kind: 'command', target: CWD }],
+    ['EnterWorktree', { path: '/srv/wt/a' }, { kind: 'command', target: '/srv/wt/a' }],
+    ['ExitWorktree', { action: 'keep' }, { kind: 'command', target: CWD }],
+    [
+      'ReadMcpResourceTool',
+      { server: 'files', uri: 'file:///w/a' },
+      {
+        kind: 'tool',
+        target: 'ReadMcpResourceTool',
+        arguments: { server: 'files', uri: 'file:///w/a' },
+      },
+    ],
+  ];
+  it.each(rows)('%s %j → %j', (tool, input, event) => {
+    expect(judged(pre(tool, input))).toEqual(event);
+  });
+
+  it("sends an MCP call's arguments, strings longer than any path sent empty", () => {
+    const content = 'x'.repeat(5000);
+    expect(
+      judged(pre('mcp__files__write_file', { path: 'a', content, list: [content, 'b'] })),
+    ).toEqual({
+      kind: 'tool',
+      target: 'mcp__files__write_file',
+      arguments: { path: 'a', content: '', list: ['', 'b'] },
+    });
+  });
+
+  it.each([
+    ['Monitor', {}, /Monitor without/],
+    ['Monitor', { command: 'ls', ws: { url: 'ws://a/' } }, /both "command" and "ws"/],
+    ['Monitor', { ws: { url: 'https://a/' } }, /is not ws:\/\/ or wss:\/\//],
+    ['Monitor', { ws: 'ws://a/' }, /"tool_input.ws.url" is not a string/],
+    ['LSP', { filePath: '~/.ssh/config' }, /give an absolute path/],
+    ['EnterWorktree', { path: 5 }, /"tool_input.path" is not a string/],
+  ])('%s %j → E_EVENT_INVALID', (tool, input, message) => {
+    expect(() => claudeCodeAction(pre(tool, input))).toThrow(message);
   });
 });
 
