@@ -162,7 +162,12 @@ function judgeLine(
   // A journal's event is named by its seq (and request id), as the live gateway named it; a
   // bare line by its line number.
   const numbered = { ...at, rid: typeof rid === 'number' ? rid : undefined };
-  const { event, decision } = replayEvent(input, { ...numbered, approved, approvedBy }, guard, paths);
+  const { event, decision } = replayEvent(
+    input,
+    { ...numbered, approved, approvedBy },
+    guard,
+    paths,
+  );
   // The command line decides nothing; `--json` shows it as recorded (redacted again: a no-op).
   const command = event.command === undefined ? {} : { command: event.command };
   return [{ session, kind: input.kind, target: input.target, ...command }, decision];
