@@ -1,7 +1,7 @@
 // Builds dist/ only when it is older than the code on disk: `npm start` and the test run both
 // start from here, so an up-to-date build is not compiled again (a full build takes 10–50 s).
 // `npm run build` writes dist/.build-stamp last; any file under src/ (the review page's
-// included) or tsconfig.json newer than it, or no stamp at all, means stale. Exits non-zero,
+// included) or a tsconfig newer than it, or no stamp at all, means stale. Exits non-zero,
 // with the compiler's output, when the build fails.
 import { spawnSync } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
@@ -30,7 +30,10 @@ function stampTime() {
 }
 
 const built = stampTime();
-const source = Math.max(newest(join(ROOT, 'src')), statSync(join(ROOT, 'tsconfig.json')).mtimeMs);
+const source = Math.max(
+  newest(join(ROOT, 'src')),
+  ...['tsconfig.json', 'tsconfig.hook.json'].map((f) => statSync(join(ROOT, f)).mtimeMs),
+);
 if (built === null || built < source) {
   process.stderr.write(
     `dist/ is ${built === null ? 'not built' : 'older than src/'}: building (npm run build)\n`,

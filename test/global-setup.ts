@@ -3,7 +3,7 @@ import { join } from 'node:path';
 
 /**
  * Builds `dist/` before the tests when it is older than the code on disk (the same script
- * `npm start` runs): tests spawn `dist/cli/main.js` and child gateways, so `npx vitest run
+ * `npm start` runs): tests spawn `bin/trajgate.cjs` (dist/) and child gateways, so `npx vitest run
  * FILE` after an edit would otherwise run the previous build. `npm test` builds in its
  * `pretest`, so here the build is found fresh and nothing happens.
  */

@@ -115,7 +115,7 @@ try {
         `bridge: { upstream: "http://127.0.0.1:${port}/mcp" }`,
       ].join('\n'),
     );
-    const main = join(root, 'dist/cli/main.js');
+    const main = join(root, 'bin/trajgate.cjs');
     const gw = start([...launcherFlags(main), main, 'start', '--config', config], 1);
     await waitPort(bridgePort);
     await wrk(`http://127.0.0.1:${bridgePort}/mcp`, { TARGET_PATH: target, TOKEN }); // warm-up

@@ -112,7 +112,7 @@ function timed(args) {
 }
 const small = await generate(LINES / 10);
 const big = await generate(LINES);
-const cli = join(root, 'dist/cli/main.js');
+const cli = join(root, 'bin/trajgate.cjs');
 const floor = timed([join(root, 'bench/guard/read-floor.mjs'), big]);
 const configFile = join(tmp, 'config.yaml');
 writeFileSync(configFile, configText);

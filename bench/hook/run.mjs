@@ -4,15 +4,15 @@
 // --config …`, loopback listeners on port 0, read from its banner), pinned to core 1 when
 // taskset exists; the runs happen from core 0. Each check sends a PreToolUse Read of a file in
 // the workspace (a new tool_use_id each time) and must exit 0. Timed beside them: the same
-// check run as `node dist/cli/main.js` (without the V8 flags of the file's #! line), and the
-// floor (floor.mjs), the least a Node hook can do: read stdin, POST it with node:http.
+// check run as `node bin/trajgate.cjs` (without the V8 flags of the file's #! line), and the
+// floor (floor.cjs), the least a Node hook can do: read stdin, POST it with node:http.
 //
 //   npm run build && node bench/hook/run.mjs [--runs 200] [--warmup 10] [--baseline DIR]
 //
 // --baseline DIR: a built checkout of another commit (a worktree after `npm run build`), whose
 // check is timed too, in the same rounds (the figure for "before").
 import { spawn } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { busyBefore, log, pinned, runTmp } from '../run-setup.mjs';
 import { pinSelf, sleep } from '../review/gateway.mjs';
@@ -20,7 +20,7 @@ import { positiveInt } from '../proxy/procs.mjs';
 import { parseArgs } from 'node:util';
 
 const ROOT = join(import.meta.dirname, '../..');
-const CLI = join(ROOT, 'dist/cli/main.js');
+const CLI = join(ROOT, 'bin/trajgate.cjs');
 const TOKEN = 'bench-hook-agent-token-0123456789abcdef';
 
 const { values } = parseArgs({
@@ -139,11 +139,13 @@ const contenders = [
   },
   {
     name: 'floor: stdin POSTed with node:http',
-    run: () => hook(process.execPath, [join(import.meta.dirname, 'floor.mjs'), gateway.bridge]),
+    run: () => hook(process.execPath, [join(import.meta.dirname, 'floor.cjs'), gateway.bridge]),
   },
 ];
 if (values.baseline !== undefined) {
-  const cli = join(values.baseline, 'dist/cli/main.js');
+  // Builds before bin/trajgate.cjs ran dist/cli/main.js as the program.
+  const bin = join(values.baseline, 'bin/trajgate.cjs');
+  const cli = existsSync(bin) ? bin : join(values.baseline, 'dist/cli/main.js');
   contenders.push({ name: 'check of the --baseline build', run: () => check(cli, gateway.bridge) });
 }
 try {

@@ -103,16 +103,16 @@ function passwd(name) {
 
 /**
  * trajgate from dist/ with a throwaway config that allows exactly the bench origins. Without
- * `force` it is tried only if `main.js --help` answers.
+ * `force` it is tried only if `trajgate --help` answers.
  */
 export async function startTrajgate({ root, tmp, pin, force, upstream, name, chain }) {
-  const main = join(root, 'dist/cli/main.js');
-  if (!existsSync(main))
+  const main = join(root, 'bin/trajgate.cjs');
+  if (!existsSync(join(root, 'dist/cli/main.js')))
     return { skipped: 'not available (dist/cli/main.js not found; npm run build)' };
   if (!force) {
     const help = await run(process.execPath, [main, '--help'], { timeoutMs: 5000 });
     if (help.code !== 0)
-      return { skipped: `not available (main.js --help exited with ${help.code})` };
+      return { skipped: `not available (trajgate --help exited with ${help.code})` };
   }
   const dir = join(tmp, name ?? 'trajgate');
   const started = await spawnTrajgate({

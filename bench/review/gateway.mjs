@@ -1,4 +1,4 @@
-// The gateway under load: `node dist/cli/main.js start` in its own process group, pinned to
+// The gateway under load: `node bin/trajgate.cjs start` in its own process group, pinned to
 // core 1 with taskset when there is one; ports parsed from its banner; RSS read from /proc.
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -6,7 +6,7 @@ import { createServer } from 'node:http';
 import { join } from 'node:path';
 import { launcherFlags } from '../proxy/targets.mjs';
 
-const MAIN = join(import.meta.dirname, '../../dist/cli/main.js');
+const MAIN = join(import.meta.dirname, '../../bin/trajgate.cjs');
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 const live = new Set();

@@ -20,7 +20,7 @@ import { writeHistory } from './history.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = resolve(here, '../..');
-const main = join(root, 'dist/cli/main.js');
+const main = join(root, 'bin/trajgate.cjs');
 const { values } = parseArgs({
   options: {
     small: { type: 'string', default: '100000' },

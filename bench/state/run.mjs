@@ -26,7 +26,7 @@ import {
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = resolve(here, '../..');
-const main = join(root, 'dist/cli/main.js');
+const main = join(root, 'bin/trajgate.cjs');
 
 const { int } = benchArgs({
   agents: { type: 'string', default: '600' },

@@ -24,8 +24,9 @@ const opt = {
   connections: int('connections'),
   hosts: Math.min(int('hosts'), 250),
 };
-const main = join(root, 'dist/cli/main.js');
-if (!existsSync(main)) throw new Error('dist/cli/main.js not found: npm run build');
+const main = join(root, 'bin/trajgate.cjs');
+if (!existsSync(join(root, 'dist/cli/main.js')))
+  throw new Error('dist/cli/main.js not found: npm run build');
 
 const cpuBusyBefore = await busyBefore();
 const tmp = runTmp('tls');

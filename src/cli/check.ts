@@ -2,14 +2,11 @@ import type { ClientRequest, IncomingMessage } from 'node:http';
 import { request as httpRequest } from 'node:http';
 import { addAbortSignal } from 'node:stream';
 import { parseArgs } from 'node:util';
-import { DEFAULT_LISTEN, formatHostPort, parseDuration } from '../config/formats.js';
+import { DEFAULT_LISTEN, parseDuration } from '../config/formats.js';
 import { isTrajgateError, TrajgateError } from '../errors.js';
 import { argsError } from './args-error.js';
 import { claudeCodeAction } from './claude-code.js';
 import { answerError, judged, recorded } from './check-answer.js';
-
-/** check's usage line, for usage errors: help.ts is loaded only for them. */
-const usage = async (): Promise<string> => (await import('./help.js')).usageLine('check');
 
 /** What the hook convention reads: 0 lets the action run, 2 blocks it with stderr as the reason. */
 const ALLOWED = 0;
@@ -22,6 +19,13 @@ export interface CheckIo {
   readonly out: (text: string) => void;
   readonly err: (text: string) => void;
   readonly stdin: (signal: AbortSignal) => Promise<string>;
+  /**
+   * What a hook rarely needs, loaded only then (a hook runs on every tool call): check's usage
+   * line, for a usage error; the bridge's `host:port` from a config file (its YAML and schema),
+   * read as operator commands read it (the agent's shell holds its own token at most).
+   */
+  readonly usage: () => Promise<string>;
+  readonly bridgeOf: (configFile: string) => Promise<string>;
 }
 
 /** One request to the bridge; its route says how the answer is read. */
@@ -56,7 +60,7 @@ export async function check(argv: string[], io: CheckIo): Promise<number> {
     });
     const flags = [values.kind, values.target].filter((v) => v !== undefined).length;
     if (positionals.length > 0 || flags === 1 || (flags === 2) === (values.hook !== undefined))
-      throw new TrajgateError('E_USAGE', `usage: ${await usage()}`);
+      throw new TrajgateError('E_USAGE', `usage: ${await io.usage()}`);
     if (values.hook !== undefined && values.hook !== 'claude-code')
       throw new TrajgateError('E_USAGE', `unknown --hook ${values.hook} (known: claude-code)`);
     const timeout = values.timeout ?? DEFAULT_TIMEOUT;
@@ -75,7 +79,7 @@ export async function check(argv: string[], io: CheckIo): Promise<number> {
       const path = action.type === 'judge' ? '/events' : '/events/result';
       ask = { path, body: e, what: `${e.kind} ${e.target}` };
     }
-    const base = await bridgeUrl(values.bridge, values.config);
+    const base = await bridgeUrl(values.bridge, values.config, io);
     const { status, text } = await post(base, ask, deadline.signal).catch((err: unknown) => {
       if (!deadline.signal.aborted) throw err;
       throw new TrajgateError(
@@ -92,7 +96,7 @@ export async function check(argv: string[], io: CheckIo): Promise<number> {
     io.err(refusal);
     return REFUSED;
   } catch (err) {
-    const why = oneLine(await reasonOf(err));
+    const why = oneLine(await reasonOf(err, io));
     // A PostToolUse exit 2 shows stderr to the model but cannot undo the call: it is told that
     // its trajectory lost a record, as every failure here is a 2 (1 would read as "fine").
     io.err(
@@ -117,19 +121,13 @@ async function hookInput(io: CheckIo, signal: AbortSignal, timeout: string): Pro
   }
 }
 
-/**
- * The bridge to ask: --bridge, $TRAJGATE_BRIDGE, or listen.bridge of the config. A hook runs
- * on every tool call, so the config (its YAML and schema) is loaded only when --config names
- * one, and then as operator commands load it: the agent's shell holds its own token at most.
- */
-async function bridgeUrl(flag: string | undefined, configFile: string | undefined): Promise<URL> {
-  const listen =
-    configFile === undefined
-      ? DEFAULT_LISTEN.bridge
-      : formatHostPort(
-          (await import('../config/operator-config.js')).loadOperatorConfig(configFile).listen
-            .bridge,
-        );
+/** The bridge to ask: --bridge, $TRAJGATE_BRIDGE, or listen.bridge of the config. */
+async function bridgeUrl(
+  flag: string | undefined,
+  configFile: string | undefined,
+  io: CheckIo,
+): Promise<URL> {
+  const listen = configFile === undefined ? DEFAULT_LISTEN.bridge : await io.bridgeOf(configFile);
   const text = flag || process.env.TRAJGATE_BRIDGE || `http://${listen}`;
   const url = URL.canParse(text) ? new URL(text) : null;
   if (url === null || (url.protocol !== 'http:' && url.protocol !== 'https:'))
@@ -204,10 +202,10 @@ export async function readStdin(signal: AbortSignal): Promise<string> {
   }
 }
 
-async function reasonOf(err: unknown): Promise<string> {
+async function reasonOf(err: unknown, io: CheckIo): Promise<string> {
   if (isTrajgateError(err)) return [err.message, ...err.details].join('; ');
   const wrong = argsError(err);
-  if (wrong !== null) return `${wrong} (usage: ${await usage()})`;
+  if (wrong !== null) return `${wrong} (usage: ${await io.usage()})`;
   return `internal error: ${msg(err)}`;
 }
 

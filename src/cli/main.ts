@@ -1,15 +1,8 @@
-#!/usr/bin/env -S node --max-semi-space-size=4 --heap-growing-percent=20 --single-threaded-gc
-// A proxy's garbage dies young, and its peak RSS is mostly V8's heap. 4 MB semi-spaces (V8
-// grows them to 16) halve the young generation and free the buffers it holds twice as often;
-// the old generation may grow 20 % past what lived after its last collection (V8 lets it grow
-// up to 4x when collecting is cheap). Together they take ~25 MB off the peak for a few % more
-// GC work (bench/proxy). GC work stays on the main thread: a gateway usually gets one or two
-// CPUs, and background GC threads competing with the event loop for them set its tail latency.
-// This line is the one place the flags live: `npm start` and the Dockerfile run this file as a
-// program, the benches read the line, and test/unit/launcher-flags.test.ts fails if a launcher
-// grows flags of its own.
+// The CLI's commands (bin/trajgate.cjs imports this file; a hook's `check` runs from
+// dist/hook/ instead, see src/cli/hook-main.ts).
 import { readFileSync } from 'node:fs';
 import { errnoCode, exitCode, isTrajgateError } from '../errors.js';
+import { formatHostPort } from '../config/formats.js';
 import { argsError } from './args-error.js';
 import { terminalLines } from './table.js';
 
@@ -78,7 +71,17 @@ async function main(argv: string[]): Promise<number> {
         return (await import('./export.js')).exportCommand(rest, print, version());
       case 'check': {
         const { check, readStdin } = await import('./check.js');
-        return await check(rest, { out: print, err: log, stdin: readStdin });
+        return await check(rest, {
+          out: print,
+          err: log,
+          stdin: readStdin,
+          usage: async () => (await help()).usageLine('check'),
+          bridgeOf: async (file) =>
+            formatHostPort(
+              (await import('../config/operator-config.js')).loadOperatorConfig(file).listen
+                .bridge,
+            ),
+        });
       }
       case 'check-config':
         return (await import('./check-config.js')).checkConfig(rest, print);

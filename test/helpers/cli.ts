@@ -6,7 +6,8 @@ import { expect } from 'vitest';
 import { stringify } from 'yaml';
 import { tempDir } from './tmp.js';
 
-export const CLI = join(import.meta.dirname, '../../dist/cli/main.js');
+/** The `trajgate` program (what npm puts on the PATH): check from dist/hook/, the rest from dist/cli/. */
+export const CLI = join(import.meta.dirname, '../../bin/trajgate.cjs');
 
 export interface RunResult {
   readonly status: number | null;

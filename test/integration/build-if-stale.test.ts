@@ -16,7 +16,7 @@ describe('npm start on an up-to-date dist/', () => {
       scripts: Record<string, string>;
     };
     expect(pkg.scripts['start']).toBe(
-      'node scripts/build-if-stale.mjs && ./dist/cli/main.js start',
+      'node scripts/build-if-stale.mjs && ./bin/trajgate.cjs start',
     );
     const before = statSync(STAMP).mtimeMs;
     const run = spawnSync(process.execPath, [join(ROOT, 'scripts', 'build-if-stale.mjs')], {
