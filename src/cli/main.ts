@@ -78,8 +78,7 @@ async function main(argv: string[]): Promise<number> {
           usage: async () => (await help()).usageLine('check'),
           bridgeOf: async (file) =>
             formatHostPort(
-              (await import('../config/operator-config.js')).loadOperatorConfig(file).listen
-                .bridge,
+              (await import('../config/operator-config.js')).loadOperatorConfig(file).listen.bridge,
             ),
         });
       }
