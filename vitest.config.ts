@@ -8,5 +8,6 @@ export default defineConfig({
     testTimeout: 90_000,
     hookTimeout: 60_000,
     pool: 'forks',
+    maxWorkers: 2,
   },
 });

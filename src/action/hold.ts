@@ -39,6 +39,12 @@ export class HeldRequests {
   readonly #bySession = new Map<string, Set<Entry>>();
   /** How the latest holds ended, by rid (a decision link asks whether its request was let go). */
   readonly #ended = new Map<number, Release>();
+  /**
+   * Per session, how many times its held requests were let go all at once (resume, deny,
+   * shutdown, …) and how the last time did: a request decided before it and held after it
+   * (its decision awaited the shared store meanwhile) is let go the same way (`hold`'s `since`).
+   */
+  readonly #releases = new Map<string, { readonly epoch: number; readonly release: Release }>();
   /** Who waits for a released request to be judged again (a resume reports the verdicts). */
   readonly #rejudged = new Map<number, Set<() => void>>();
   #timeoutMs: number;
@@ -53,11 +59,26 @@ export class HeldRequests {
     this.#timeoutMs = ms;
   }
 
-  /** Waits until `release` lets the request go, the hold times out, or the client leaves. */
+  /** How many times the session's held requests were let go all at once (see `hold`). */
+  epoch(session: string): number {
+    return this.#releases.get(session)?.epoch ?? 0;
+  }
+
+  /**
+   * Waits until `release` lets the request go, the hold times out, or the client leaves.
+   * `since`: the session's epoch when the request's decision began; a release since then lets
+   * it go at once, the same way.
+   */
   hold(
     info: { session: string; what: string; rid: number; bytes?: number | null },
     client: Presence,
+    since?: number,
   ): Promise<Release> {
+    const missed = this.#releases.get(info.session);
+    if (since !== undefined && missed !== undefined && missed.epoch > since) {
+      this.#ended.set(info.rid, missed.release);
+      return Promise.resolve(missed.release);
+    }
     return new Promise((resolve) => {
       const since = Date.now();
       const set = this.#bySession.get(info.session) ?? new Set<Entry>();
@@ -111,6 +132,7 @@ export class HeldRequests {
    * this once) and the others as `release`; returns what went, in the order they were held.
    */
   release(session: string, release: Release): Held[] {
+    this.#releases.set(session, { epoch: this.epoch(session) + 1, release });
     const entries = [...(this.#bySession.get(session) ?? [])];
     for (const entry of entries) entry.settle(release);
     return entries;

@@ -122,8 +122,8 @@ export class Pipeline {
   judge(ask: NetworkAsk, rid?: number | null): Promise<Ruling<Dial>>;
   judge(ask: Ask, rid?: number | null): Promise<Ruling>;
   async judge(ask: Ask, rid: number | null = null): Promise<Ruling> {
-    const first = await this.#decide(ask, rid, false);
-    return this.#untilReleased(ask, first, (rid, once) => this.#decide(ask, rid, once));
+    const again = (rid: number, once: boolean) => this.#decide(ask, rid, once);
+    return this.#untilReleased(ask, () => this.#decide(ask, rid, false), again);
   }
 
   /**
@@ -138,26 +138,38 @@ export class Pipeline {
       const event = this.#decider.event(ask, rid);
       return 'subject' in event ? this.#decider.held(ask, event, rid) : event;
     };
-    return this.#untilReleased(ask, admit(null), async (rid, once) => admit(rid, once));
+    return this.#untilReleased(
+      ask,
+      async () => admit(null),
+      async (rid, once) => admit(rid, once),
+    );
   }
 
-  /** Holds while the ruling is a hold; a resume leads to `again`, anything else ends it. */
+  /**
+   * Holds while the ruling is a hold; a resume leads to `again`, anything else ends it. A resume
+   * or deny of the session made while a decision was under way (another gateway's, arriving
+   * while this one awaited the shared store) reaches the request once it is held: it was not
+   * held yet to be let go, and would wait out the hold time.
+   */
   async #untilReleased<R extends { kind: string }>(
     ask: Ask,
-    first: R | Hold,
+    first: () => Promise<R | Hold>,
     again: (rid: number, once: boolean) => Promise<R | Hold>,
   ): Promise<R | Unforwarded> {
-    let ruling = first;
+    let since = this.#held.epoch(ask.session);
+    let ruling = await first();
     while (isHold(ruling)) {
       const { rid, decision } = ruling;
       const release = await this.#held.hold(
         { session: ask.session, what: ask.what, rid, bytes: ask.bytes },
         ask.waiting,
+        since,
       );
       if (release === 'gone') return { kind: 'gone', rid };
       if (release !== 'resume' && release !== 'once') {
         return this.#decider.refuse(rid, decision, ask, release === 'deny' ? 'denied' : release);
       }
+      since = this.#held.epoch(ask.session);
       try {
         ruling = await again(rid, release === 'once');
       } finally {
