@@ -3,10 +3,9 @@ import { OwnFiles } from '../config/own-files.js';
 import type { Approval } from './approvals.js';
 import { compileApproval } from './approvals.js';
 import { compileDeny } from './denies.js';
-import type { Boundary, GuardPolicy } from './policy.js';
+import type { Boundary, GuardPolicy, Matcher, Sequence } from './compiled-policy.js';
 import { compileTargets } from './policy.js';
 import type { RawMatcher, RawSequence } from '../config/sequences-schema.js';
-import type { Matcher, Sequence } from './sequences.js';
 
 /**
  * Builds everything the guard takes from a validated configuration (patterns already checked):

@@ -1,7 +1,7 @@
 import type { Event } from '../event/event.js';
 import { destination } from '../event/event.js';
 import type { Verdict } from '../wire.js';
-import type { Boundary } from './policy.js';
+import type { Boundary } from './compiled-policy.js';
 
 /** The guard's answers (guard.ts) and how they are worded. */
 export type { Verdict };

@@ -6,7 +6,7 @@ import { compileApproval } from './approvals.js';
 import type { Deny, DenySet, DenySpec } from './denies.js';
 import { compileDeny } from './denies.js';
 import { explainMiss } from './explain.js';
-import type { Boundary, GuardPolicy } from './policy.js';
+import type { Boundary, GuardPolicy } from './compiled-policy.js';
 import { countKey, crosses } from './policy.js';
 import { protectedReach, protectedReason, TRAJGATE_FILES } from './protected.js';
 import { applySequences, failureMarks, numbered, volumeWindow } from './sequences.js';

@@ -1,55 +1,10 @@
-import type { OwnFiles } from '../config/own-files.js';
 import type { Event } from '../event/event.js';
 import { destination } from '../event/event.js';
 import { isInside } from '../event/paths.js';
-import type { Approval } from './approvals.js';
-import type { Deny } from './denies.js';
-import type { TargetMatcher } from './glob.js';
 import { globMatcher } from './glob.js';
 import type { NetworkPattern } from '../event/network-pattern.js';
 import { parseNetworkPattern, reachesNetwork } from '../event/network-pattern.js';
-import type { Sequence } from './sequences.js';
-
-export type CountBy = 'boundary' | 'target';
-
-/** A boundary as the guard uses it: which events cross it and at which counts it acts. */
-export interface Boundary {
-  readonly name: string;
-  readonly kinds: ReadonlySet<string>;
-  /** `workspace`: crossed by path events outside the session's workspace. */
-  readonly outside: 'workspace' | null;
-  /** Crossed only by targets matching these (globs; network patterns for network events). */
-  readonly targets: Targets | null;
-  /** Count at which it starts answering REVIEW; null: never reviews, only pauses. */
-  readonly reviewAt: number | null;
-  readonly pauseAt: number;
-}
-
-/** A boundary's or a trajectory rule's `targets`: globs, and network patterns for network events. */
-export interface Targets {
-  readonly glob: TargetMatcher;
-  readonly network: readonly NetworkPattern[];
-}
-
-export interface GuardPolicy {
-  readonly countBy: CountBy;
-  readonly boundaries: readonly Boundary[];
-  /** Trajectory rules (`policy.sequences`), in config order; empty costs nothing. */
-  readonly sequences: readonly Sequence[];
-  /**
-   * Approvals from configuration: `network.allow` (global), agents' and their roles' `allow`
-   * (for that agent's session).
-   */
-  readonly allow: readonly Approval[];
-  /** `network.deny`: refused whatever allows or approves them. */
-  readonly deny: readonly Deny[];
-  /** trajgate's own files (boundary `trajgate-files`): no event reaches them, nothing approves one. */
-  readonly protected: OwnFiles;
-  /** A session's effective config allowlist: network.allow, its agent's and roles' allow. */
-  allowlistFor(session: string): string[];
-  /** The real path of a session's workspace. */
-  workspaceFor(session: string): string;
-}
+import type { Boundary, GuardPolicy, Targets } from './compiled-policy.js';
 
 export function crosses(b: Boundary, event: Event, workspace: string): boolean {
   if (!b.kinds.has(event.kind)) return false;

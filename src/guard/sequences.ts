@@ -1,53 +1,18 @@
 import type { Within } from '../config/sequences-schema.js';
 import type { Event } from '../event/event.js';
 import { destination } from '../event/event.js';
+import type { Matcher, Sequence } from './compiled-policy.js';
 import type { Decision, Verdict } from './decision.js';
 import { RANK } from './decision.js';
-import type { Targets } from './policy.js';
 import { boundaryOfKey, matchesTargets } from './policy.js';
 import type { Mark, SessionState } from './store.js';
 
 /**
- * Trajectory rules (`policy.sequences`) as compiled (guard/compile.ts), and their pure matching. A rule judges an
- * event by what it is and by what the guard decided of it (`refused`, `crossing`, `approved`);
- * what it remembers between events (marks, pending failures, bytes sent) is in SessionState.
+ * The pure matching of trajectory rules (`policy.sequences`, as compiled-policy.ts has them). A
+ * rule judges an event by what it is and by what the guard decided of it (`refused`,
+ * `crossing`, `approved`); what it remembers between events (marks, pending failures, bytes
+ * sent) is in SessionState.
  */
-
-/** Every condition given must hold; null: not asked. */
-export interface Matcher {
-  readonly kinds: ReadonlySet<string> | null;
-  readonly targets: Targets | null;
-  readonly failed: boolean | null;
-  readonly refused: boolean | null;
-  readonly crossing: string | null;
-  readonly approved: boolean | null;
-}
-
-/** `after` then `then`: fires on a `then` event while the rule's mark is within reach. */
-export interface SequenceRule {
-  readonly type: 'sequence';
-  readonly name: string;
-  readonly verdict: Verdict;
-  readonly after: Matcher;
-  readonly then: Matcher;
-  readonly within: Within | null;
-  /** `after` asks `failed: true`: an event matching the rest waits for its outcome. */
-  readonly onFailure: boolean;
-}
-
-/** Fires once the session sent `up` bytes within `windowMs`, on `then` events (network by default). */
-export interface VolumeRule {
-  readonly type: 'volume';
-  readonly name: string;
-  readonly verdict: Verdict;
-  readonly up: number;
-  readonly upText: string;
-  readonly windowMs: number;
-  readonly windowText: string;
-  readonly then: Matcher;
-}
-
-export type Sequence = SequenceRule | VolumeRule;
 
 /** The largest volume window (ms): how long bytes sent are remembered; 0 without volume rules. */
 export function volumeWindow(rules: readonly Sequence[]): number {

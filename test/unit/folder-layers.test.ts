@@ -6,7 +6,8 @@ import { describe, expect, it } from 'vitest';
 /**
  * The folders under src/ form a DAG (drawn in the README's "Layout" section): no folder may
  * import, directly or through others, from a folder that imports it. A file directly in src/
- * (gateway.ts, pipeline.ts, …) is a node of its own. `import type` counts like a value
+ * (gateway.ts, pipeline.ts, …) is a node of its own. Inside a folder the files form a DAG too:
+ * types two files share live in a third they both import. `import type` counts like a value
  * import. The review page (src/review/page/) is a separate browser build and is left out.
  */
 
@@ -21,6 +22,9 @@ interface Import {
 
 /** from-node → to-node → the file imports behind that edge. */
 type FolderGraph = Map<string, Map<string, Import[]>>;
+
+/** Imports between two files of one folder, by `src/…` path: from-file → to-file → itself. */
+type FileGraph = Map<string, Map<string, Import[]>>;
 
 function sourceFiles(dir: string): string[] {
   const files: string[] = [];
@@ -54,8 +58,17 @@ function nodeOf(file: string): string {
   return parts.length > 1 ? parts[0]! : parts[0]!.replace(/(\.d)?\.ts$/, '');
 }
 
-function folderGraph(): { graph: FolderGraph; files: number; imports: number } {
+function addEdge(graph: FolderGraph | FileGraph, from: string, to: string, edge: Import): void {
+  const edges = graph.get(from) ?? new Map<string, Import[]>();
+  graph.set(from, edges);
+  const list = edges.get(to) ?? [];
+  edges.set(to, list);
+  list.push(edge);
+}
+
+function importGraphs(): { graph: FolderGraph; inside: FileGraph; files: number; imports: number } {
   const graph: FolderGraph = new Map();
+  const inside: FileGraph = new Map();
   const files = sourceFiles(SRC);
   let imports = 0;
   for (const file of files) {
@@ -66,17 +79,14 @@ function folderGraph(): { graph: FolderGraph; files: number; imports: number } {
         throw new Error(`${relative(SRC, file)}: cannot resolve ${specifier}`);
       }
       imports++;
+      const edge = { from: `src/${relative(SRC, file)}`, to: `src/${relative(SRC, target)}` };
+      if (dirname(file) === dirname(target)) addEdge(inside, edge.from, edge.to, edge);
       const from = nodeOf(file);
       const to = nodeOf(target);
-      if (from === to) continue;
-      const edges = graph.get(from) ?? new Map<string, Import[]>();
-      graph.set(from, edges);
-      const list = edges.get(to) ?? [];
-      edges.set(to, list);
-      list.push({ from: `src/${relative(SRC, file)}`, to: `src/${relative(SRC, target)}` });
+      if (from !== to) addEdge(graph, from, to, edge);
     }
   }
-  return { graph, files: files.length, imports };
+  return { graph, inside, files: files.length, imports };
 }
 
 /**
@@ -141,7 +151,7 @@ function findCycles(graph: ReadonlyMap<string, ReadonlyMap<string, unknown>>): s
   });
 }
 
-function describeCycle(graph: FolderGraph, cycle: string[]): string {
+function describeCycle(graph: FolderGraph | FileGraph, cycle: string[]): string {
   const steps = cycle.slice(1).map((to, i) => {
     const first = graph.get(cycle[i]!)!.get(to)![0]!;
     return `  ${cycle[i]} → ${to}: ${first.from} imports ${first.to}`;
@@ -183,7 +193,7 @@ describe('findCycles', () => {
 });
 
 describe('src/ folder layers', () => {
-  const { graph, files, imports } = folderGraph();
+  const { graph, inside, files, imports } = importGraphs();
 
   it('reads the sources and their imports', () => {
     // Guards against a parser that silently sees nothing and so never finds a cycle.
@@ -191,10 +201,18 @@ describe('src/ folder layers', () => {
     expect(imports).toBeGreaterThan(200);
     expect(graph.get('ingress')?.has('event')).toBe(true);
     expect(graph.get('guard')?.get('event')?.length).toBeGreaterThan(0);
+    // Type-only imports are edges too.
+    expect(inside.get('src/guard/decision.ts')?.has('src/guard/compiled-policy.ts')).toBe(true);
+    expect(inside.get('src/pipeline/pipeline.ts')?.has('src/pipeline/decide.ts')).toBe(true);
   });
 
   it('has no folder-level import cycle', () => {
     const cycles = findCycles(graph).map((cycle) => describeCycle(graph, cycle));
     expect(cycles, `folder import cycles:\n${cycles.join('\n')}`).toEqual([]);
+  });
+
+  it('has no import cycle between the files of a folder', () => {
+    const cycles = findCycles(inside).map((cycle) => describeCycle(inside, cycle));
+    expect(cycles, `file import cycles inside a folder:\n${cycles.join('\n')}`).toEqual([]);
   });
 });
