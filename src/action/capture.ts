@@ -1,6 +1,7 @@
 import { mkdirSync, rename, writeFile } from 'node:fs';
 import { join } from 'node:path';
-import type { Refusal } from './respond.js';
+import type { Refusal } from './refusal.js';
+import { httpRefusal } from './respond.js';
 import { storeBody } from './capture-body.js';
 import type { CapturedExchange, CapturedPart } from '../wire.js';
 import { isSecretHeader, REDACTED, redactUserinfo } from '../event/secrets.js';
@@ -61,7 +62,8 @@ export class Capture {
   }
 
   /** The request was not forwarded: the response is trajgate's refusal, as sent. */
-  refused(refusal: Refusal): void {
+  refused(decided: Refusal): void {
+    const refusal = httpRefusal(decided);
     this.#forwarded = false;
     const raw = Object.entries(refusal.headers).flat();
     this.responseStart(refusal.status, [...raw, 'content-type', 'text/plain; charset=utf-8']);

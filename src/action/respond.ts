@@ -1,72 +1,35 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
-import type { Verdict } from '../guard/guard.js';
 import { hasBody } from './headers.js';
+import type { Refusal } from './refusal.js';
+import { refusalText } from './refusal.js';
 
-/** A refusal as the agent receives it: status, one-line reason, plain-text body. */
-export interface Refusal {
+/** A refusal as an HTTP response: its status, headers and the plain-text body for the model. */
+export interface HttpRefusal {
   readonly status: number;
-  readonly reason: string;
-  readonly body: string;
   readonly headers: Readonly<Record<string, string>>;
+  readonly body: string;
 }
-
-/** Why a held request ended without being sent. */
-export type HoldEnd = 'timeout' | 'denied' | 'blocked' | 'shutdown' | 'credentials';
 
 /**
- * 403 for a REVIEW or PAUSE, with `X-Trajgate-Verdict` and a body written for the model that
- * will read it: what was refused, why, and what happens next.
+ * The proxy's and the bridge's HTTP rendering of a refusal: a verdict's 403 carries
+ * `X-Trajgate-Verdict: REVIEW; boundary=network`; `headers`: the transport's own (a 407's
+ * Proxy-Authenticate, RFC 9110 § 11.7.1).
  */
-export function verdictRefusal(
-  verdict: Exclude<Verdict, 'ALLOW'>,
-  boundary: string | null,
-  what: string,
-  reason: string,
-  end: HoldEnd = 'blocked',
-): Refusal {
-  const lines =
-    verdict === 'REVIEW'
-      ? [
-          `trajgate refused this request: ${what}`,
-          `Reason: ${reason}.`,
-          'It was not sent, and it has been flagged for a person to review.',
-          `Do not retry it or look for another way to reach it: crossing the ${boundary ?? 'same'} boundary again pauses this session until an operator decides.`,
-          'If you need this access for your task, say so in your output and continue with other work.',
-        ]
-      : [
-          `trajgate paused this session: ${what} was not sent.`,
-          `Reason: ${reason}.`,
-          END_TEXT[end],
-          'Wait for an operator; do not try other routes, they are held as well.',
-        ];
+export function httpRefusal(
+  refusal: Refusal,
+  headers: Readonly<Record<string, string>> = {},
+): HttpRefusal {
+  const { verdict, boundary, status } = refusal;
   return {
-    status: 403,
-    reason: `${verdict}: ${reason}`,
-    body: lines.join('\n') + '\n',
-    headers: { 'x-trajgate-verdict': `${verdict}; boundary=${boundary ?? 'none'}` },
+    status,
+    headers:
+      verdict === null
+        ? headers
+        : { 'x-trajgate-verdict': `${verdict}; boundary=${boundary ?? 'none'}`, ...headers },
+    body: refusalText(refusal),
   };
-}
-
-const END_TEXT: Record<HoldEnd, string> = {
-  blocked:
-    'Every request of this session is refused until an operator reviews the recent events and resumes it.',
-  timeout:
-    'No operator decided within the hold time. Every request of this session stays held until an operator reviews the recent events and resumes it.',
-  denied: 'An operator reviewed the recent events and denied it. The session stays paused.',
-  shutdown: 'The gateway is shutting down. The session stays paused after it restarts.',
-  credentials:
-    'The credentials it was sent with are no longer valid (its agent was removed or its token changed). The session stays paused.',
-};
-
-/** Any other refusal (400, 407, 429, 502, 503, 504): the status and a one-line reason. */
-export function plainRefusal(
-  status: number,
-  reason: string,
-  headers: Record<string, string> = {},
-): Refusal {
-  return { status, reason, body: `trajgate: ${reason}\n`, headers };
 }
 
 /**
@@ -75,11 +38,16 @@ export function plainRefusal(
  * upload is not received, and its bytes can never be parsed as a next request or a second
  * (journaled) error.
  */
-export function sendRefusal(res: ServerResponse, refusal: Refusal): void {
+export function sendRefusal(
+  res: ServerResponse,
+  decided: Refusal,
+  headers?: Readonly<Record<string, string>>,
+): void {
   if (res.headersSent) {
     res.destroy();
     return;
   }
+  const refusal = httpRefusal(decided, headers);
   res.writeHead(refusal.status, {
     ...refusal.headers,
     ...(contentUnread(res.req) ? { connection: 'close' } : {}),
@@ -90,11 +58,16 @@ export function sendRefusal(res: ServerResponse, refusal: Refusal): void {
 }
 
 /** The same on a raw socket (CONNECT, upgrades, parse errors), then closes it. */
-export function writeRawRefusal(socket: Duplex, refusal: Refusal): void {
+export function writeRawRefusal(
+  socket: Duplex,
+  decided: Refusal,
+  headers?: Readonly<Record<string, string>>,
+): void {
   if (!socket.writable) {
     socket.destroy();
     return;
   }
+  const refusal = httpRefusal(decided, headers);
   const head = [
     `HTTP/1.1 ${refusal.status} ${STATUS_CODES[refusal.status] ?? 'Error'}`,
     ...Object.entries(refusal.headers).map(([k, v]) => `${k}: ${v}`),

@@ -4,7 +4,8 @@ import { isTrajgateError, TrajgateError } from '../errors.js';
 import type { Capture } from './capture.js';
 import type { Flow, FlowControl } from './flows.js';
 import { downstreamRawHeaders, expectsContinue } from './headers.js';
-import { plainRefusal, sendRefusal } from './respond.js';
+import { plainRefusal } from './refusal.js';
+import { sendRefusal } from './respond.js';
 import type { Transfer } from './transfer.js';
 import { upstreamFailure } from './transfer.js';
 

@@ -4,7 +4,8 @@ import type { Socket } from 'node:net';
 import { pipeline } from 'node:stream/promises';
 import type { Flow } from './flows.js';
 import { downstreamRawHeaders, upstreamRequestHeaders } from './headers.js';
-import { plainRefusal, writeRawRefusal } from './respond.js';
+import { plainRefusal } from './refusal.js';
+import { writeRawRefusal } from './respond.js';
 import type { Transfer } from './transfer.js';
 import { upstreamFailure } from './transfer.js';
 

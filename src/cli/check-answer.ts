@@ -11,9 +11,10 @@ const EXCERPT = 80;
 export const answerError = (why: string): TrajgateError => new TrajgateError('E_GATEWAY', why);
 
 /**
- * The ingest answer `{"verdict","allowed"?,"reason"?,"message"?}`: null to go ahead — ALLOW,
- * or REVIEW the gateway let through (`policy.review: pass`) — else the refusal text for the
- * model, as the gateway wrote it.
+ * The hook's rendering of the ingest answer `{"verdict","allowed"?,"reason"?,"message"?}`
+ * (ingress/ingest-answer.ts): null to go ahead — ALLOW, or REVIEW the gateway let through
+ * (`policy.review: pass`) — else the refusal text for the model, as the gateway wrote it (the
+ * words every transport sends: action/refusal.ts).
  */
 export function judged(status: number, text: string): string | null {
   const answer = answerObject(status, text);

@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
-import type { Refusal } from '../action/respond.js';
+import type { Refusal } from '../action/refusal.js';
 import type { ReverseProxy } from '../action/reverse-proxy.js';
 import type { Transfer } from '../action/transfer.js';
 import type { Config } from '../config/load.js';
@@ -45,15 +45,21 @@ export interface BridgeRequest {
   readonly start: number;
 }
 
-/** The verdict on every event a call makes: forwarded only if all were allowed. */
-export interface CallRuling {
-  readonly allowed: boolean;
-  /** Ids of the requests judged (one per event), each owed one outcome. */
-  readonly rids: readonly number[];
-  readonly refusal?: Refusal;
-  readonly decision?: Decision;
-  readonly gone?: boolean;
-}
+/**
+ * The ruling on every event a call makes, as the bridge's and ingest's renderers take it:
+ * forwarded only if all were allowed (`decision`: the last one's), else the first refusal
+ * (`decision`: the one behind a policy refusal). `rids`: the requests judged (one per event),
+ * each owed one outcome.
+ */
+export type CallRuling =
+  | { readonly kind: 'forward'; readonly rids: readonly number[]; readonly decision?: Decision }
+  | {
+      readonly kind: 'refuse';
+      readonly rids: readonly number[];
+      readonly refusal: Refusal;
+      readonly decision?: Decision;
+    }
+  | { readonly kind: 'gone'; readonly rids: readonly number[] };
 
 /**
  * Judges a call's events in order and stops at the first refused one: a `move_file` from
@@ -81,18 +87,14 @@ export async function judgeCall(
       connect: false,
     });
     if (ruling.rid !== null) rids.push(ruling.rid);
-    if (ruling.kind === 'gone') return { allowed: false, rids, gone: true };
+    if (ruling.kind === 'gone') return { kind: 'gone', rids };
     if (ruling.kind === 'refuse') {
-      return {
-        allowed: false,
-        rids,
-        refusal: ruling.refusal,
-        ...(ruling.decision ? { decision: ruling.decision } : {}),
-      };
+      const { refusal, decision } = ruling;
+      return { kind: 'refuse', rids, refusal, ...(decision ? { decision } : {}) };
     }
     decision = ruling.decision;
   }
-  return { allowed: true, rids, ...(decision ? { decision } : {}) };
+  return { kind: 'forward', rids, ...(decision ? { decision } : {}) };
 }
 
 /**

@@ -1,5 +1,6 @@
 import type { IncomingMessage } from 'node:http';
-import { plainRefusal, sendRefusal } from '../action/respond.js';
+import { plainRefusal, refusalLine } from '../action/refusal.js';
+import { sendRefusal } from '../action/respond.js';
 import type { AnswerWatch, ReverseProxy } from '../action/reverse-proxy.js';
 import type { EventInput } from '../event/event.js';
 import { isTrajgateError } from '../errors.js';
@@ -93,21 +94,20 @@ async function call(
     what: (e) => `${method} ${path} (${e.kind} ${e.target})`,
   });
   let transfer;
-  if (ruling.gone) {
+  if (ruling.kind === 'gone') {
     transfer = {
       status: null,
       bytesUp,
       bytesDown: 0,
       error: 'client closed while held',
     };
-  } else if (!ruling.allowed) {
-    const refusal = ruling.refusal ?? plainRefusal(403, 'refused');
-    sendRefusal(res, refusal);
+  } else if (ruling.kind === 'refuse') {
+    sendRefusal(res, ruling.refusal);
     transfer = {
-      status: refusal.status,
+      status: ruling.refusal.status,
       bytesUp,
       bytesDown: 0,
-      error: refusal.reason,
+      error: refusalLine(ruling.refusal),
     };
   } else {
     const what = `${req.method ?? 'GET'} ${req.url ?? '/'}`;

@@ -1,8 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Refusal } from '../action/respond.js';
+import type { Refusal } from '../action/refusal.js';
+import { refusalLine } from '../action/refusal.js';
 import type { ReverseProxy, Watcher } from '../action/reverse-proxy.js';
 import type { Transfer } from '../action/transfer.js';
-import type { Decision } from '../guard/guard.js';
 import { readJson } from '../http/body.js';
 import type { BridgeContext, BridgeRequest } from './bridge-calls.js';
 import { admitMessage, callOutcome, judgeCall } from './bridge-calls.js';
@@ -11,6 +11,7 @@ import { mcpAnswerWatch } from './mcp-answer.js';
 import type { EventInput } from '../event/event.js';
 import type { JsonRpcId, McpInvalid } from './mcp.js';
 import { INVALID_REQUEST, jsonRpcError, readMcpMessage, REFUSED, resolveCall } from './mcp.js';
+import { mcpRefusal } from './mcp-refusal.js';
 import type { Who } from './identity.js';
 
 /** JSON-RPC code for an upstream that failed (implementation-defined range). */
@@ -135,7 +136,7 @@ async function admitted(
   const rids = ruling.rid === null ? [] : [ruling.rid];
   let transfer: Transfer;
   if (ruling.kind === 'gone') transfer = goneWhileHeld(m);
-  else if (ruling.kind === 'refuse') transfer = refused(res, m, ruling.refusal, ruling.decision);
+  else if (ruling.kind === 'refuse') transfer = refused(res, m, ruling.refusal);
   else transfer = await forward(ctx, proxy, request, m, ruling.rid);
   callOutcome(ctx.pipeline, rids, who.session, transfer, start);
 }
@@ -155,8 +156,8 @@ async function call(
     what: (e) => `${m.what} (${e.kind} ${e.target})`,
   });
   let transfer: Transfer;
-  if (ruling.gone) transfer = goneWhileHeld(m);
-  else if (!ruling.allowed) transfer = refused(res, m, ruling.refusal, ruling.decision);
+  if (ruling.kind === 'gone') transfer = goneWhileHeld(m);
+  else if (ruling.kind === 'refuse') transfer = refused(res, m, ruling.refusal);
   // A JSON-RPC error or isError answer is a failed call (a refusal above is not).
   else transfer = await forward(ctx, proxy, request, m, ruling.rids[0] ?? null, mcpAnswerWatch);
   callOutcome(ctx.pipeline, ruling.rids, who.session, transfer, start);
@@ -169,26 +170,12 @@ const goneWhileHeld = (m: Outgoing): Transfer => ({
   error: 'client closed while held',
 });
 
-/**
- * A policy refusal: for a request, a JSON-RPC error with its id in a 200 (clients hand it to
- * the model); a notification, response or stream has no id to answer, so it gets the status.
- */
-function refused(
-  res: ServerResponse,
-  m: Outgoing,
-  refusal: Refusal | undefined,
-  d: Decision | undefined,
-): Transfer {
-  const text = jsonRpcError(m.id, REFUSED, refusal?.body.trim() ?? 'refused by trajgate', {
-    verdict: d?.verdict ?? null,
-    boundary: d?.boundary ?? null,
-    reason: d?.reason ?? refusal?.reason ?? null,
-  });
-  const status = m.request ? 200 : (refusal?.status ?? 403);
-  if (!m.request) for (const [k, v] of Object.entries(refusal?.headers ?? {})) res.setHeader(k, v);
+/** A refusal answered as mcp-refusal.ts renders it. */
+function refused(res: ServerResponse, m: Outgoing, refusal: Refusal): Transfer {
+  const { status, headers, text } = mcpRefusal(m.id, m.request, refusal);
+  for (const [k, v] of Object.entries(headers)) res.setHeader(k, v);
   answer(res, status, text);
-  const error = refusal?.reason ?? 'refused';
-  return { status, bytesUp: m.body?.length ?? 0, bytesDown: 0, error };
+  return { status, bytesUp: m.body?.length ?? 0, bytesDown: 0, error: refusalLine(refusal) };
 }
 
 /** Sends `m` upstream as a flow of its session; the answer hands on Mcp-Session-Id tagged. */

@@ -2,7 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import type { CaptureOptions } from '../action/capture.js';
-import type { Refusal } from '../action/respond.js';
+import type { Refusal } from '../action/refusal.js';
 import type { Forwarder } from '../action/forward.js';
 import { authority } from '../action/forward.js';
 import type { FlowRegistry } from '../action/flow-registry.js';
@@ -48,9 +48,8 @@ export function earlyRefusal(
   status: number,
   reason: string,
   session?: string,
-  headers: Record<string, string> = {},
 ): Refusal {
-  const refusal = ctx.pipeline.refusal(
+  return ctx.pipeline.refusal(
     {
       source: 'proxy',
       client: clientAddress(req.socket.remoteAddress),
@@ -61,7 +60,6 @@ export function earlyRefusal(
     status,
     reason,
   );
-  return { ...refusal, headers: { ...refusal.headers, ...headers } };
 }
 
 /** RFC 9110 § 11.7.1: a 407 names the scheme the proxy accepts. */

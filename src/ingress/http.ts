@@ -4,6 +4,7 @@ import { Capture } from '../action/capture.js';
 import { readUnforwarded } from '../action/capture-unforwarded.js';
 import { announcedLength } from '../action/headers.js';
 import { sendRefusal } from '../action/respond.js';
+import { refusalLine } from '../action/refusal.js';
 import { upstreamOutcome } from '../action/transfer.js';
 import type { ProxyContext } from './context.js';
 import { earlyRefusal, presence } from './context.js';
@@ -22,7 +23,7 @@ export async function handleHttp(
   const checked = checkRequest(ctx, req);
   if (!checked.ok) {
     const { status, reason, session, headers } = checked;
-    return sendRefusal(res, earlyRefusal(ctx, req, status, reason, session, headers));
+    return sendRefusal(res, earlyRefusal(ctx, req, status, reason, session), headers);
   }
   const { url, session, client } = checked;
   await serveHttp(ctx, req, res, url, req.url ?? '', { session, client }, start);
@@ -99,7 +100,7 @@ async function refuse(
     status: ruling.refusal.status,
     bytesUp: 0,
     bytesDown: 0,
-    error: ruling.refusal.reason,
+    error: refusalLine(ruling.refusal),
   };
   ctx.pipeline.outcome(ruling.rid, who.session, transfer, performance.now() - start);
   capture?.save(ruling.rid, who.session, captureFailed(ctx));

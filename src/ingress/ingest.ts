@@ -7,6 +7,7 @@ import { sendError, sendJson } from '../http/json.js';
 import { readJson } from '../http/body.js';
 import type { BridgeContext, BridgeRequest } from './bridge-calls.js';
 import { callOutcome, judgeCall } from './bridge-calls.js';
+import { ingestAnswer } from './ingest-answer.js';
 import { presence } from './context.js';
 import type { Who } from './identity.js';
 import type { BridgedServer } from './ingest-tools.js';
@@ -52,7 +53,7 @@ export async function handleIngest(
   // Judged (its record written) whatever the verdict: its result, if any, links to it.
   const rid = ruling.rids[0];
   if (input.call !== undefined && rid !== undefined) ctx.calls.judged(who.session, input.call, rid);
-  if (ruling.gone)
+  if (ruling.kind === 'gone')
     return callOutcome(
       ctx.pipeline,
       ruling.rids,
@@ -60,20 +61,9 @@ export async function handleIngest(
       { status: null, bytesUp: 0, bytesDown: 0, error: 'client closed while held' },
       start,
     );
-  const d = ruling.decision;
-  const refusal = ruling.refusal;
-  // Nothing was decided (the journal cannot be written): an outage, not a verdict.
-  const outage = d === undefined && refusal?.status === 503;
-  const answer = {
-    verdict: d?.verdict ?? 'REVIEW',
-    boundary: d?.boundary ?? null,
-    count: d?.count ?? 0,
-    reason: d?.reason ?? refusal?.reason ?? 'refused',
-    // REVIEW is let through under `policy.review: pass`: the verdict alone does not say so.
-    allowed: ruling.allowed,
-    ...(ruling.allowed ? {} : { message: refusal?.body ?? '' }),
-  };
-  if (outage) sendError(res, new TrajgateError('E_JOURNAL_WRITE', refusal.reason));
+  const answer = ingestAnswer(ruling);
+  const outage = answer instanceof TrajgateError;
+  if (outage) sendError(res, answer);
   else sendJson(res, 200, answer);
   callOutcome(
     ctx.pipeline,

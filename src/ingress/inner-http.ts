@@ -2,7 +2,7 @@ import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import type { Refusal } from '../action/respond.js';
+import type { Refusal } from '../action/refusal.js';
 import { dropIfAnswered, sendRefusal, writeRawRefusal } from '../action/respond.js';
 import type { Config } from '../config/load.js';
 import { canonicalHost } from '../event/network-target.js';
@@ -115,10 +115,8 @@ export class InnerHttp {
     const origin = `${tunnel.scheme}://${authority}${tunnel.port === defaultPort ? '' : `:${tunnel.port}`}`;
     const target = req.url ?? '/';
     const url = target.startsWith('/') ? safeUrl(origin + target) : safeUrl(target);
-    const refuse = (status: number, reason: string, headers: Record<string, string> = {}) => {
-      const refusal = this.#hooks.refuse(tunnel, status, reason, target);
-      sendRefusal(res, { ...refusal, headers: { ...refusal.headers, ...headers } });
-    };
+    const refuse = (status: number, reason: string, headers: Record<string, string> = {}) =>
+      sendRefusal(res, this.#hooks.refuse(tunnel, status, reason, target), headers);
     // The same rules as on the listener, word for word; Host is required whatever the version,
     // as it is checked against the tunnel.
     const problem = url === null ? null : requestProblem(req, url, true);

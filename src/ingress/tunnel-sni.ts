@@ -1,6 +1,7 @@
 import type { Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { authority } from '../action/forward.js';
+import { refusalLine } from '../action/refusal.js';
 import type { NetworkSubject } from '../event/event.js';
 import { canonicalHost } from '../event/network-target.js';
 import type { NetworkAsk } from '../pipeline/ruling.js';
@@ -129,7 +130,7 @@ export async function openBlind(
     return { ended: { ...gone(socket, rid), sni } };
   }
   if (ruling.kind === 'refuse') {
-    const why = `TLS in the tunnel names ${sni}, not ${subject.host}: ${ruling.refusal.reason}`;
+    const why = `TLS in the tunnel names ${sni}, not ${subject.host}: ${refusalLine(ruling.refusal)}`;
     return refuse(ruling.refusal.status, why, ACCESS_DENIED, sni);
   }
   // The tunnel goes on as the name it carries: its bytes and its basis are that event's.

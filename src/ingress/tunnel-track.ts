@@ -3,8 +3,9 @@ import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { authority } from '../action/forward.js';
 import type { Flow, FlowKind } from '../action/flows.js';
-import type { Refusal } from '../action/respond.js';
-import { plainRefusal, writeRawRefusal } from '../action/respond.js';
+import type { Refusal } from '../action/refusal.js';
+import { plainRefusal, refusalLine } from '../action/refusal.js';
+import { writeRawRefusal } from '../action/respond.js';
 import type { Transfer } from '../action/transfer.js';
 import { upstreamFailure } from '../action/transfer.js';
 import type { Opening } from '../action/tunnel.js';
@@ -39,12 +40,12 @@ export interface RawRequest {
 
 export function rawRefuser(ctx: ProxyContext, req: IncomingMessage, socket: Duplex): RawRefuser {
   return (status, reason, session, headers) =>
-    writeRawRefusal(socket, earlyRefusal(ctx, req, status, reason, session, headers));
+    writeRawRefusal(socket, earlyRefusal(ctx, req, status, reason, session), headers);
 }
 
 export function refused(socket: Duplex, refusal: Refusal): Transfer {
   writeRawRefusal(socket, refusal);
-  return { status: refusal.status, bytesUp: 0, bytesDown: 0, error: refusal.reason };
+  return { status: refusal.status, bytesUp: 0, bytesDown: 0, error: refusalLine(refusal) };
 }
 
 /** A held tunnel whose client left: whatever is left of its socket goes too. */

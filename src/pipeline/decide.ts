@@ -1,7 +1,7 @@
 import type { Egress } from '../action/egress.js';
 import type { FlowRegistry } from '../action/flow-registry.js';
-import type { HoldEnd, Refusal } from '../action/respond.js';
-import { plainRefusal, verdictRefusal } from '../action/respond.js';
+import type { HoldEnd, Refusal } from '../action/refusal.js';
+import { plainRefusal, verdictRefusal } from '../action/refusal.js';
 import type { Config } from '../config/load.js';
 import { isTrajgateError, TrajgateError } from '../errors.js';
 import type { Event, Source } from '../event/event.js';
@@ -15,7 +15,7 @@ import type { Metrics } from '../review/metrics.js';
 import type { Review } from '../review/review.js';
 import type { Sessions } from '../review/sessions.js';
 import type { Refusals } from './refusals.js';
-import type { Ask, Dial, Hold, Refuse, Ruling, Unforwarded } from './ruling.js';
+import type { Ask, Dial, Hold, Refuse, Ruling, RulingBasis, Unforwarded } from './ruling.js';
 
 /** A decision made without the session's lease that would change the session: take it. */
 export const CHANGES = Symbol('changes');
@@ -148,7 +148,7 @@ export class Decider {
     return this.#holdOrBlock(ask, id, HELD);
   }
 
-  /** The 403 of a REVIEW or PAUSE, for a request refused at once or let go unsent. */
+  /** The refusal of a REVIEW or PAUSE, for a request refused at once or let go unsent. */
   refuse(rid: number, decision: Decision, ask: Ask, end: HoldEnd): Refuse {
     const verdict = decision.verdict === 'ALLOW' ? 'REVIEW' : decision.verdict;
     const boundary = decision.boundary ?? this.p.guard.session(ask.session)?.pausedBy ?? null;
@@ -188,8 +188,27 @@ export class Decider {
       return this.refuse(id, decision, ask, 'blocked');
     }
     if (route !== null && 'status' in route) return { kind: 'refuse', rid: id, refusal: route };
-    const generation = this.p.flows.generation;
-    return { kind: 'forward', rid: id, event, decision, dial: route, generation };
+    return {
+      kind: 'forward',
+      rid: id,
+      event,
+      decision,
+      dial: route,
+      basis: this.#basis(event, decision),
+    };
+  }
+
+  /** What a forward rests on: its agent, the approval behind it, the rules' generation. */
+  #basis(event: Event, decision: Decision): RulingBasis {
+    const approval = this.p.guard.approvalBehind(decision, event);
+    return {
+      session: event.session,
+      approval:
+        approval === undefined
+          ? null
+          : { id: approval.id, pattern: approval.pattern, expiresAt: approval.expiresAt },
+      generation: this.p.flows.generation,
+    };
   }
 
   #holdOrBlock(ask: Ask, rid: number, decision: Decision): Hold | Refuse {
@@ -241,7 +260,7 @@ export class Decider {
     const sent = rid === null ? undefined : this.p.guard.session(event.session)?.sent.get(rid);
     const holding = pause ? this.#holding(what, rid, null) : null;
     const id = this.#record(now, decision, rid, false, holding, sent?.bytes);
-    if (id === null) return failClosed(rid).refusal.reason;
+    if (id === null) return failClosed(rid).refusal.reason.why;
     if (pause) {
       this.p.sessions.paused(event.session);
       return this.p.config.policy.pause === 'block' ? decision.reason : null;

@@ -1,6 +1,6 @@
 import type { Flow, FlowKind } from '../action/flows.js';
 import type { HeldRequests } from '../action/hold.js';
-import type { Refusal } from '../action/respond.js';
+import type { Refusal } from '../action/refusal.js';
 import type { Transfer } from '../action/transfer.js';
 import type { Guard } from '../guard/guard.js';
 import type { EventRecord, ResultRecord, RootsRecord, Unstamped } from '../journal/records.js';
@@ -185,19 +185,18 @@ export class Pipeline {
    * answer was on its way), its basis is checked at once and it closes before a byte goes.
    */
   flow(kind: FlowKind, ruling: Forward<Dial>): Flow {
-    const { event, rid, dial } = ruling;
-    const approval = this.#guard.approvalBehind(ruling.decision, event);
+    const { event, rid, dial, basis } = ruling;
     const flow = this.#basis.flows.open({
-      session: event.session,
+      session: basis.session,
       kind,
       target: event.target,
       rid,
       event,
-      approved: approval !== undefined,
-      expiresAt: approval?.expiresAt ?? null,
+      approved: basis.approval !== null,
+      expiresAt: basis.approval?.expiresAt ?? null,
       dial,
     });
-    if (ruling.generation === this.#basis.flows.generation) return flow;
+    if (basis.generation === this.#basis.flows.generation) return flow;
     const why = lapse(this.#basis, flow.basis, NO_ONE);
     if (why !== null) this.#basis.flows.close(flow, `${why} (changed while it was decided)`);
     return flow;

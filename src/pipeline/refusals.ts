@@ -1,5 +1,5 @@
-import type { Refusal } from '../action/respond.js';
-import { plainRefusal } from '../action/respond.js';
+import type { Refusal } from '../action/refusal.js';
+import { plainRefusal } from '../action/refusal.js';
 import type { Source } from '../event/event.js';
 import type { RefusalRecord, Unstamped } from '../journal/records.js';
 import { PER_SECOND, RefusalLimiter } from '../journal/refusal-limits.js';

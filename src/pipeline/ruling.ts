@@ -1,5 +1,5 @@
 import type { Presence } from '../action/hold.js';
-import type { Refusal } from '../action/respond.js';
+import type { Refusal } from '../action/refusal.js';
 import type { Event, EventInput, Source } from '../event/event.js';
 import type { Decision } from '../guard/guard.js';
 
@@ -28,6 +28,28 @@ export interface Dial {
   readonly port: number;
 }
 
+/**
+ * What a decision to forward rests on, and so what must still hold for its flow to go on
+ * (pipeline/flow-basis.ts): the agent's credentials (its session), the allowlist entry or
+ * operator approval that admitted it, and the rules' generation it was decided under.
+ */
+export interface RulingBasis {
+  readonly session: string;
+  /** The approval (`c<n>` for a config allowlist entry, `a<seq>` an operator's), or null. */
+  readonly approval: {
+    readonly id: string;
+    readonly pattern: string;
+    /** When it expires (ms since the epoch), or null. */
+    readonly expiresAt: number | null;
+  } | null;
+  /** The flows' generation when it was decided (FlowRegistry.generation). */
+  readonly generation: number;
+}
+
+/**
+ * A request let through: its verdict, boundary and reason in `decision` (ALLOW, or a REVIEW
+ * that `policy.review: pass` lets go), its request id, and its basis.
+ */
 export interface Forward<D extends Dial | null = Dial | null> {
   readonly kind: 'forward';
   readonly rid: number;
@@ -35,15 +57,18 @@ export interface Forward<D extends Dial | null = Dial | null> {
   readonly decision: Decision;
   /** The checked address to connect to; null for events that name no host (tool calls). */
   readonly dial: D;
-  /** The flows' generation when it was decided (FlowRegistry.generation). */
-  readonly generation: number;
+  readonly basis: RulingBasis;
 }
 
+/**
+ * A request refused: verdict, boundary and reason in `refusal`, for each transport to render
+ * (action/refusal.ts); its request id when it was journaled as an event.
+ */
 export interface Refuse {
   readonly kind: 'refuse';
   readonly rid: number | null;
   readonly refusal: Refusal;
-  /** The verdict behind a policy refusal; absent for malformed input or upstream failure. */
+  /** The decision behind a policy refusal (its count); absent for bad input or an outage. */
   readonly decision?: Decision;
 }
 

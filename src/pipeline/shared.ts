@@ -1,4 +1,4 @@
-import { plainRefusal } from '../action/respond.js';
+import { plainRefusal } from '../action/refusal.js';
 import { isTrajgateError } from '../errors.js';
 import type { SharedState } from '../guard/store.js';
 import type { Decider } from './decide.js';
