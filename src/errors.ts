@@ -2,7 +2,7 @@
  * One error class with a stable `code` per failure (undici's shape: `err.code`, `err.name`, the
  * message), used by the CLI, the admin API, the bridge and the proxy. Scripts and tests match on
  * the code, people read the message. Codes are part of the contract: ERRORS gives each one's
- * HTTP status and CLI exit code, and the README's "Error codes" table lists them all
+ * HTTP status and CLI exit code, and the table in docs/errors.md lists them all
  * (test/unit/error-codes.test.ts holds the two together).
  */
 

@@ -13,7 +13,7 @@ export type Verdict = 'ALLOW' | 'REVIEW' | 'PAUSE';
 
 /**
  * Journal records, one JSON object per line (journal/records.ts). `seq` and `ts` (ISO 8601)
- * lead every record; field names are the contract (README § Journal).
+ * lead every record; field names are the contract (docs/journal.md).
  */
 export interface RecordBase {
   readonly seq: number;
@@ -157,7 +157,7 @@ export interface PauseHeld {
   readonly deadline: number;
 }
 
-/** What an operator is handed when a session pauses (README § The review loop). */
+/** What an operator is handed when a session pauses (docs/notifications.md). */
 export interface PauseRecord {
   readonly session: string;
   readonly pausedAt: string;

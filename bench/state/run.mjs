@@ -2,7 +2,7 @@
 // Shared state, one command: trajgate alone with the memory store, alone with Redis, and three
 // replicas sharing Redis — aggregate req/s with the load spread over the replicas, latency per
 // decision one request at a time, and pause propagation between replicas. Ratios are against
-// the single memory process measured in the same run. See README § Performance.
+// the single memory process measured in the same run. See bench/README.md.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { availableParallelism, release } from 'node:os';
 import { dirname, join, resolve } from 'node:path';

@@ -7,7 +7,7 @@ const MAX_DELAY = 2 ** 31 - 1;
 
 /**
  * Every live flow (requests, CONNECTs, upgrades, read tunnels) by session, from its judgement
- * to its last byte (README: every channel is a flow that follows its session). A pause freezes
+ * to its last byte (docs/proxy.md: every channel is a flow that follows its session). A pause freezes
  * a session's flows, resume thaws them, deny and the hold timeout close them, one admitted by an
  * approval closes when it expires, and `closeWhere` closes those whose basis no longer holds
  * (pipeline/flow-basis). Every change is journaled against the flow first; a thaw that cannot be

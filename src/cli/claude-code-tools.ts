@@ -53,7 +53,7 @@ const mcp: Rule = ({ tool, input }) => ({ kind: 'tool', target: tool, arguments:
 
 /**
  * Every Claude Code built-in tool (the 2026 set, and older names still sent) by what it does,
- * as the README's Claude Code hook paragraph lists them. A tool not named here is a `tool`
+ * as docs/hooks.md § Claude Code lists them. A tool not named here is a `tool`
  * event by name.
  */
 const TOOLS: Readonly<Record<string, Rule>> = {

@@ -32,9 +32,9 @@ export function parseBytes(text: string, bare = false): number | undefined {
 }
 
 /**
- * Where the listeners are when the config does not say (the design's defaults). Here, with the
- * host:port format, so that `trajgate check` knows the bridge's address without loading the
- * config's YAML and schema.
+ * Where the listeners are when the config does not say (the defaults the example config
+ * documents). Here, with the host:port format, so that `trajgate check` knows the bridge's
+ * address without loading the config's YAML and schema.
  */
 export const DEFAULT_LISTEN = {
   proxy: '127.0.0.1:8080',

@@ -4,7 +4,7 @@ import { parseBytes } from './formats.js';
 
 /**
  * The `journal` key: a path, or `{ path, rotate, keep, keepFor, chain }`. Either way it becomes the
- * object form (README § Journal), so that every reader sees one shape.
+ * object form (docs/journal.md), so that every reader sees one shape.
  */
 export interface RawJournal {
   readonly path: string;

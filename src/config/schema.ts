@@ -10,7 +10,7 @@ import { protocolName } from '../http/upgrade-protocols.js';
 import { duration } from './duration-schema.js';
 
 /**
- * The YAML schema; key names are the contract (README § Configuration, and
+ * The YAML schema; key names are the contract (docs/configuration.md, and
  * config/trajgate.example.yaml). Every object is strict so a misspelt key is an error, not a
  * silently ignored setting.
  */

@@ -5,7 +5,7 @@ import { describeValue } from '../event/validate.js';
 import { parseBytes, parseDuration } from './formats.js';
 
 /**
- * `policy.sequences`: trajectory rules (README § Trajectory rules). An `after`/`then` rule makes
+ * `policy.sequences`: trajectory rules (docs/rules.md). An `after`/`then` rule makes
  * an event matching `then` answer `verdict` while an earlier one matching `after` is `within`
  * reach; a `volume` rule, once the session has sent `up` bytes within its window. Errors name
  * the rule: list items with a `name` are labelled in key paths (config/issues.ts).

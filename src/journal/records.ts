@@ -6,7 +6,7 @@ import { withJournaledTarget } from './long-target.js';
 
 /**
  * Journal records, one JSON object per line. `seq` and `ts` (ISO 8601) lead every record;
- * field names are the contract (README § Journal). The event and pause records are in
+ * field names are the contract (docs/journal.md). The event and pause records are in
  * ../wire.d.ts: the review page reads them too.
  */
 export type { EventRecord, PauseRecord, RecordBase };

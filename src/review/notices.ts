@@ -19,7 +19,7 @@ const COMMAND_CHARS = 300;
 /**
  * The review page's base URL: `notify.pageUrl` (made to end in `/`), or the admin listener's
  * own address; a wildcard address (0.0.0.0, ::) names no host, so this machine's host name
- * stands in (README: set notify.pageUrl when people reach trajgate by another name).
+ * stands in (docs/notifications.md: set notify.pageUrl when people reach trajgate by another name).
  */
 export function pageBase(configured: string | undefined, admin: HostPort): URL {
   if (configured !== undefined) {

@@ -85,7 +85,7 @@ export class NoticeQueue {
 /**
  * The signature headers of one delivery with `notify.secret`: the unix time, and
  * `sha256=<hex HMAC-SHA256 of "<timestamp>.<body>">` (the timestamp signed with the body lets
- * a receiver refuse a replayed delivery; README: verifying webhooks).
+ * a receiver refuse a replayed delivery; docs/notifications.md § Signed webhooks).
  */
 export function signatureHeaders(
   secret: string,

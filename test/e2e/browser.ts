@@ -117,7 +117,7 @@ export async function textOf(locator: Locator, pattern: RegExp, ms = 20_000): Pr
 
 /**
  * Saves a screenshot under test/artifacts/ (git-ignored). With TRAJGATE_DOCS_SCREENSHOTS=1,
- * also refreshes docs/`docs` (the README's pictures, committed).
+ * also refreshes docs/`docs` (docs/review.md's pictures, committed).
  */
 export async function screenshot(page: Page, name: string, docs?: string): Promise<string> {
   mkdirSync(ARTIFACTS, { recursive: true });

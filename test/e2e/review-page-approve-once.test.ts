@@ -7,7 +7,7 @@ import { openBrowser, signIn, textOf } from './browser.js';
 import { pageUrl } from './stage.js';
 
 /**
- * The review page's "Approve once" on one held request (issue 25 § 4): of two held requests,
+ * The review page's "Approve once" on one held request: of two held requests,
  * the one clicked reaches its upstream; the session stays paused and the other stays held, never
  * judged again, until a deny answers it 403. Loopback only.
  */

@@ -5,7 +5,7 @@ import { openBrowser, screenshot, signIn, textOf } from './browser.js';
 import { ingest, journalStage, pageUrl } from './stage.js';
 
 /**
- * Issue 27 item 2, in real headless Chromium: a reviewer reads what each command ran. The
+ * In real headless Chromium: a reviewer reads what each command ran. The
  * pause record's rows show the command line under its folder, the trigger names it, and the
  * event detail shows it whole (a heredoc's lines kept); a character that would hide or reorder
  * text shows as an escape, and the secret the command held is nowhere on the page.

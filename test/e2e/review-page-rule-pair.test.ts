@@ -10,9 +10,9 @@ import { journalStage, pageUrl } from './stage.js';
 import { waitFor } from '../helpers/wait.js';
 
 /**
- * Issue 16 item 4: a session paused by a sequence rule (a journal written before start, read
- * back as after a restart). The page draws the pair, the private key read (#4) and the egress
- * the rule paused (#7), as one arc, and each event's detail links to the other; the event's own
+ * A session paused by a sequence rule (a journal written before start, read back as after a
+ * restart). The page draws the pair, the private key read (event 4) and the egress the rule
+ * paused (event 7), as one arc, and each event's detail links to the other; the event's own
  * URL (what the webhook links) selects it. The CLI's tables name the rule and #4.
  */
 const SESSION = 'coder-7';

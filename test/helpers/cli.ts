@@ -158,7 +158,10 @@ export function runCliPiped(
   });
 }
 
-/** The seed article's example (README "The rule"): ALLOW, ALLOW, REVIEW: network, PAUSE: network. */
+/**
+ * The seed article's example (docs/rules.md § The rule): ALLOW, ALLOW, REVIEW: network,
+ * PAUSE: network.
+ */
 export const SEED_EXAMPLE = [
   '{"kind":"command","target":"/tmp/agent-demo/tests"}',
   '{"kind":"write","target":"/tmp/agent-demo/report.json"}',

@@ -6,7 +6,7 @@ import { startTestGateway } from '../helpers/gateway.js';
 import { startUpstream } from '../helpers/upstream.js';
 
 /**
- * Issue 14 item 11: `agents[].allow` admits one agent and not another; a role's `allow`, shared
+ * `agents[].allow` admits one agent and not another; a role's `allow`, shared
  * through `agents[].roles`, admits its agents and not the others. The session detail shows
  * each session's effective allowlist and where each entry comes from.
  */

@@ -9,7 +9,7 @@ import { startUpstream } from '../helpers/upstream.js';
 import type { EventRecord } from '../../src/journal/records.js';
 
 /**
- * Issue 14 item 4: approvals that fit what was refused. The server fits a pattern to a refused
+ * Approvals that fit what was refused. The server fits a pattern to a refused
  * event (its method and path prefix); `trajgate approve --from SEQ` uses it, so approving one
  * refused POST does not approve GET; refusals say why a request missed the allowlist.
  */

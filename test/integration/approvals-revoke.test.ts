@@ -9,7 +9,7 @@ import { startUpstream } from '../helpers/upstream.js';
 import type { JournalRecord } from '../../src/journal/records.js';
 
 /**
- * Issue 14 item 4: approvals have ids and can be revoked (API and CLI): journaled, replayed
+ * Approvals have ids and can be revoked (API and CLI): journaled, replayed
  * on restart, the next matching request refused, a tunnel it admitted closed. A config entry
  * or an unknown id is refused with a clear error and nothing changes. `approve --global`, and
  * `resume --reset` on an active session.

@@ -18,7 +18,7 @@ import { startWebhook } from '../helpers/webhook.js';
 import { waitFor } from '../helpers/wait.js';
 
 /**
- * Issue 25 § 4: "approve once" approves what the person was shown, and nothing else. A session
+ * "Approve once" approves what the person was shown, and nothing else. A session
  * pauses on a GET; then a POST with a body to another host and a blind CONNECT are held behind
  * it. Approving the GET once (by decision link, API or CLI) forwards the GET alone: the session
  * stays paused and the POST and the CONNECT stay held (not judged again, their hold time running

@@ -8,7 +8,7 @@ import { tempDir } from '../helpers/tmp.js';
 import { startUpstream } from '../helpers/upstream.js';
 
 /**
- * Issue 27 item 2: tools of kind `command` name their command line (`bridge.tools`'s and
+ * Tools of kind `command` name their command line (`bridge.tools`'s and
  * `bridge.routes`' `command:`): an MCP call through the official SDK client and plain HTTP
  * tool calls journal it, redacted; an argv is shown shell-quoted; a value that is no command
  * line is refused naming the argument, before the tool server sees it.

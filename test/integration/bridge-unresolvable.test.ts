@@ -8,7 +8,7 @@ import { mcpClient, refused, startSupergateway } from '../helpers/mcp.js';
 import { tempDir } from '../helpers/tmp.js';
 
 /**
- * Issue 26 item 7 with the real server-filesystem: a path trajgate cannot resolve (a link loop,
+ * With the real server-filesystem: a path trajgate cannot resolve (a link loop,
  * a name too long) and a write to a file with another hard link (outside) are refused as
  * JSON-RPC errors with one journal record each, and nothing reaches the tool server.
  */

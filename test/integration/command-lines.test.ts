@@ -13,7 +13,7 @@ import { waitFor } from '../helpers/wait.js';
 import { startWebhook } from '../helpers/webhook.js';
 
 /**
- * Issue 27 item 2: a reviewer reads what a command ran. Real clients against `trajgate start`:
+ * A reviewer reads what a command ran. Real clients against `trajgate start`:
  * the Claude Code hook (`trajgate check --hook claude-code`, built CLI) and `POST /events` give
  * command lines; they are in the journal, `trajgate events`, the pause record (admin API,
  * also after a restart), `replay --json` and the webhook's chat text. Secrets in them (a

@@ -9,7 +9,7 @@ import { startUpstream } from '../helpers/upstream.js';
 import type { EventRecord, JournalRecord } from '../../src/journal/records.js';
 
 /**
- * Issue 14 item 8: deny patterns (`network.deny`, and operators' via the API and `trajgate
+ * Deny patterns (`network.deny`, and operators' via the API and `trajgate
  * block`) are checked first: refused whatever allows or approves them, journaled with the
  * pattern, counted as crossings; operators' are journaled, rebuilt on restart and revocable.
  */

@@ -7,7 +7,7 @@ import { fixture, handshakeThrough, makeLocalCa, requestOn } from '../helpers/tl
 import { startUpstream } from '../helpers/upstream.js';
 
 /**
- * Issue 25 item 7: `network.deny: ["http://127.0.0.1:PORT/admin/"]` refuses every spelling of
+ * `network.deny: ["http://127.0.0.1:PORT/admin/"]` refuses every spelling of
  * the path an upstream may read as `/admin/…` — as plain absolute-form HTTP, as plain HTTP
  * inside a CONNECT, and inside intercepted TLS: 403 with the verdict header, one event record
  * naming the deny, and nothing reaching the upstream; paths that only share letters with it

@@ -11,7 +11,7 @@ import { connectTunnel } from '../helpers/raw.js';
 import { startUpstream } from '../helpers/upstream.js';
 
 /**
- * Issue 25 item 3: a decision is taken again at the moment of effect. The name `slow.test`
+ * A decision is taken again at the moment of effect. The name `slow.test`
  * resolves (to 127.0.0.1) only when the test lets it; meanwhile an operator adds a deny,
  * revokes the approval that allowed it, or reloads a config without its allow entry. The
  * request is then refused with its verdict, never reaches the upstream, its one event record

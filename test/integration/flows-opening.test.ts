@@ -15,7 +15,7 @@ import { captureClientHello } from '../helpers/tls.js';
 import { waitFor } from '../helpers/wait.js';
 
 /**
- * Issue 25 items 1 and 2: every channel is a flow from the moment it is judged until its last
+ * Every channel is a flow from the moment it is judged until its last
  * byte. A plain streaming request freezes with its session both ways and closes on deny; a
  * CONNECT still connecting and an upgrade waiting for its `101` are reached by a pause (nothing
  * answered while paused) and by revoke, block and reload (closed, `closed: 1`, 403, never

@@ -17,7 +17,7 @@ import { startUpstream } from '../helpers/upstream.js';
 import { waitFor } from '../helpers/wait.js';
 
 /**
- * Issue 25 item 2: a reload re-judges every live flow before it is answered — one waiting for
+ * A reload re-judges every live flow before it is answered — one waiting for
  * its first byte, one waiting for its `101`, one relaying — and closes exactly those whose basis
  * it took away: a rotated agent token, a narrowed `allowPrivate`, an allow entry gone (every
  * rule of the basis is in test/unit/flow-basis.test.ts). Each `closed` is counted in the answer and journaled. Loopback only.

@@ -22,7 +22,7 @@ import { connectTunnel, roundTrip } from '../helpers/raw.js';
 import { tempDir } from '../helpers/tmp.js';
 
 /**
- * Issue 25 item 6: rules reach open channels. A blind tunnel and a streaming upload admitted
+ * Rules reach open channels. A blind tunnel and a streaming upload admitted
  * before the agent reads a secret are judged again the moment the read is decided: the
  * sequence rule pauses the session, the channel freezes both ways before the read is answered,
  * a resume thaws it and a deny closes it. The read comes through the ingest route as the same

@@ -25,7 +25,7 @@ import { tempDir } from '../helpers/tmp.js';
 import { waitFor } from '../helpers/wait.js';
 
 /**
- * Issue 25 item 6: volume counts every byte sent upstream. The request line and header section
+ * Volume counts every byte sent upstream. The request line and header section
  * count as the body does, so bodiless GETs with big headers cross a volume rule; a blind
  * tunnel's bytes count as they flow, so the rule fires while the tunnel is still open and the
  * tunnel freezes. Loopback only.

@@ -170,7 +170,7 @@ describe('a recorded Claude Code session through check --hook claude-code', () =
   }, 120_000); // one CLI start per hook input, as in a real session
 });
 
-/** Tools whose calls touch nothing outside the agent (README § The tool bridge). */
+/** Tools whose calls touch nothing outside the agent (docs/hooks.md § Claude Code). */
 const INTERNAL = new Set([
   'TodoWrite',
   'Agent',

@@ -10,7 +10,7 @@ import { agentToken, postAsAgent } from '../helpers/ingest.js';
 import { tempDir } from '../helpers/tmp.js';
 
 /**
- * Issue 26 item 10: a paused agent floods the journal through the runner routes with the
+ * A paused agent floods the journal through the runner routes with the
  * largest bodies they take (results with 60 KB targets and long errors, events refused while
  * paused). Every record is bounded and `journal.keepFor` keeps the rotated files, so the pause,
  * the event that paused it and its recent events survive; a restart is still paused and a

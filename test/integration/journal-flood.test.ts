@@ -20,7 +20,7 @@ import { tempDir } from '../helpers/tmp.js';
 import { startUpstream } from '../helpers/upstream.js';
 
 /**
- * Issue 25 item 10, live: an agent makes one request (the "exfiltration record"), then floods
+ * Live: an agent makes one request (the "exfiltration record"), then floods
  * the journal with a few hundred long allowed URLs. With `keep: 1` and a 4 KiB rotation the
  * flood rotates the journal scores of times; `journal.keepFor` (7 days by default) keeps every
  * rotated file, so the first record is still there, and each long target is journaled as its

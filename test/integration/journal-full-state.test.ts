@@ -13,7 +13,7 @@ import { startUpstream } from '../helpers/upstream.js';
 import { waitFor } from '../helpers/wait.js';
 
 /**
- * Issue 13 item 1: decide on a copy, commit after the write. The journal writer's descriptor
+ * Decide on a copy, commit after the write. The journal writer's descriptor
  * is pointed at /dev/full (a full disk) under a running gateway: every request and operator
  * action refused meanwhile leaves each session's API view as it was, and a gateway started
  * afterwards on the same journal shows the same view. Loopback only.

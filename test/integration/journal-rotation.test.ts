@@ -16,7 +16,7 @@ import { startUpstream } from '../helpers/upstream.js';
 import { waitFor } from '../helpers/wait.js';
 
 /**
- * Issue 17 item 1, live: a gateway whose journal rotates every 4 KiB. Requests, a REVIEW, an
+ * Live: a gateway whose journal rotates every 4 KiB. Requests, a REVIEW, an
  * approval and a block spread over several files; a restart reads only the live file (its
  * snapshot and what follows) and shows the same sessions; the admin API's event pages, replay,
  * HAR export and verify read across the rotated files.

@@ -13,7 +13,7 @@ import { waitFor } from '../helpers/wait.js';
 import { startWebhook } from '../helpers/webhook.js';
 
 /**
- * Issue 27 item 6: every agent token, the admin token and the notify secrets are `${VAR}`s,
+ * Every agent token, the admin token and the notify secrets are `${VAR}`s,
  * set where the gateway runs and unset in the operator's shell. Each operator command, through
  * the built CLI against the running gateway, needs the admin token at most; `start` and
  * `check-config` still refuse, naming every unset variable. No stand-in is ever printed.

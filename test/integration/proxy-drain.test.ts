@@ -12,7 +12,7 @@ import { waitFor } from '../helpers/wait.js';
  * admin, inside a read tunnel), idle keep-alive connections close at once, so a busy
  * keep-alive client stops at its next answer instead of being served until `drainTimeout`;
  * a tunnel still open at the deadline is cut with its outcome journaled, and the exit code
- * says so (README: 0 drained, 3 cut).
+ * says so (docs/proxy.md § Egress safety: 0 drained, 3 cut).
  */
 const ADMIN_TOKEN = 'admin-token-0123456789abcdef';
 

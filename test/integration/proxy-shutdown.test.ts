@@ -54,7 +54,7 @@ describe('graceful SIGTERM (trajgate start)', () => {
       expect(await cli.exited).toBe(0);
       const exitedAfter = Date.now() - signalled;
       expect(res.headers.connection).toBe('close');
-      // Issue 11: sessions named by client address are only as good as the agent's addresses.
+      // Sessions named by client address are only as good as the agent's addresses.
       expect(cli.output().stderr).toMatch(
         /warning: no `agents` configured, so the client address names the session: an agent able to use several source addresses escapes per-session counting/,
       );

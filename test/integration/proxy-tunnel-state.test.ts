@@ -10,7 +10,7 @@ import { startUpstream } from '../helpers/upstream.js';
 import { waitFor } from '../helpers/wait.js';
 
 /**
- * Design § Judge what you forward: a decision to open a tunnel covers it only while the
+ * Judge what you forward: a decision to open a tunnel covers it only while the
  * session is active and its approval valid. Loopback only: the tunnel goes to an echo server
  * that also keeps its sockets, so the test can push bytes from the upstream side.
  */

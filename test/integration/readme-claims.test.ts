@@ -29,9 +29,9 @@ import { startUpstream } from '../helpers/upstream.js';
 import { waitFor } from '../helpers/wait.js';
 
 /**
- * Issue 11 item 9, "the README says only what is true": the claims of README § The forward
- * proxy and § TLS interception that no other test asserted. Loopback only; names under `.test`
- * (which no resolver answers) are resolved by the test's own lookup.
+ * The documentation says only what is true: the claims of docs/proxy.md and docs/tls.md that
+ * no other test asserted. Loopback only; names under `.test` (which no resolver answers) are
+ * resolved by the test's own lookup.
  */
 const up = await startUpstream();
 const UP = `127.0.0.1:${up.port}`;
@@ -483,7 +483,7 @@ describe('capture', () => {
     expect(res.status).toBe(200);
     const c = await captured(g);
     expect(c.request).toMatchObject({ size: 70_000, truncated: true });
-    // Text bodies are stored as text (the README: "Captures say their encoding").
+    // Text bodies are stored as text (docs/tls.md § Capture: each body says its encoding).
     expect(c.request).toMatchObject({ encoding: 'text', body: 'u'.repeat(65_536) });
     expect(c.response).toMatchObject({ size: Buffer.byteLength(res.body), truncated: true });
     expect(c.response).toMatchObject({ encoding: 'text', body: res.body.slice(0, 65_536) });

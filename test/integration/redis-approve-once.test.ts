@@ -6,7 +6,7 @@ import { startUpstream } from '../helpers/upstream.js';
 import { waitFor } from '../helpers/wait.js';
 
 /**
- * Approve once across gateways sharing one Redis (issue 25 § 4): request ids are each
+ * Approve once across gateways sharing one Redis: request ids are each
  * gateway's own journal seqs, so an approve-once names the gateway whose rids it lists. The
  * session stays paused everywhere; a request held elsewhere, though its rid is the same, stays
  * held there (never forwarded as approved, not judged again) until a deny or a resume.

@@ -15,7 +15,7 @@ import { startUpstream } from '../helpers/upstream.js';
 import { waitFor } from '../helpers/wait.js';
 
 /**
- * Bad input with shared state (issue 17), end to end: a Redis URL where nothing listens, a
+ * Bad input with shared state, end to end: a Redis URL where nothing listens, a
  * shared record that is not what trajgate wrote, a Redis that answers with an error. Each: a
  * clear error naming what and where, decisions fail closed, and what was decided stays in the
  * replica's journal.

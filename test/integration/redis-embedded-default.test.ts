@@ -5,7 +5,7 @@ import { viaReplica } from '../helpers/redis-replicas.js';
 import { startUpstream } from '../helpers/upstream.js';
 
 /**
- * The embedded default needs no Redis anywhere (issue 17): a config without `state` starts,
+ * The embedded default needs no Redis anywhere: a config without `state` starts,
  * decides and journals with no Redis server running and none named in the environment.
  */
 const upstream = await startUpstream();

@@ -12,7 +12,7 @@ import { startUpstream } from '../helpers/upstream.js';
 import { waitFor } from '../helpers/wait.js';
 
 /**
- * Faults with shared state (issue 17): Redis hung (decisions fail closed, then recover by
+ * Faults with shared state: Redis hung (decisions fail closed, then recover by
  * themselves), killed (fail closed, journaled locally; admin actions say the store is down),
  * restarted empty (still refused: `trajgate state rebuild` restores counts and pauses from the
  * replicas' journals, then decisions resume). A replica killed with `kill -9`: redis-kill.test.ts.

@@ -12,7 +12,7 @@ import { startUpstream } from '../helpers/upstream.js';
 import { waitFor } from '../helpers/wait.js';
 
 /**
- * A replica killed with `kill -9` under load (issue 17): every request it answered 200 has its
+ * A replica killed with `kill -9` under load: every request it answered 200 has its
  * decided event in its own journal, and a pause it decided holds on the other replicas and on
  * itself restarted (its state comes from Redis).
  */

@@ -12,7 +12,7 @@ import { startUpstream } from '../helpers/upstream.js';
 import { waitFor } from '../helpers/wait.js';
 
 /**
- * Per-session linearisability across replicas (issue 17): with the network boundary at
+ * Per-session linearisability across replicas: with the network boundary at
  * `reviewAt: 1, pauseAt: 2`, twenty simultaneous unapproved requests of one agent spread over
  * three replicas sharing one Redis are decided as in some serial order: exactly one REVIEW,
  * exactly one PAUSE, every other request held (here refused at once: `pause: block`), across

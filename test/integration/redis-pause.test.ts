@@ -9,7 +9,7 @@ import { startUpstream } from '../helpers/upstream.js';
 import { waitFor } from '../helpers/wait.js';
 
 /**
- * Pauses everywhere (issue 17): three replicas sharing one Redis. A pause decided on one holds
+ * Pauses everywhere: three replicas sharing one Redis. A pause decided on one holds
  * the session's new requests on the others; resume, deny and approvals made on any replica's
  * admin API act on held requests and approvals on all of them; open tunnels freeze on every
  * replica; every replica lists every session.

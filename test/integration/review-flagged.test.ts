@@ -7,7 +7,7 @@ import { tempDir } from '../helpers/tmp.js';
 import { startUpstream } from '../helpers/upstream.js';
 
 /**
- * Issue 14 item 5: a session with a REVIEW since the last operator action on it is `flagged`
+ * A session with a REVIEW since the last operator action on it is `flagged`
  * in GET /api/sessions and `trajgate sessions`; its detail lists those REVIEWs; an operator
  * action on it (approve, block, resume, deny) clears it; a restart rebuilds it from the journal.
  */

@@ -9,7 +9,7 @@ import { waitFor } from '../helpers/wait.js';
 
 /**
  * notify.secret: every delivery is signed (X-Trajgate-Timestamp, X-Trajgate-Signature); a
- * receiver that verifies with its own code (the README's recipe) accepts what trajgate sent
+ * receiver that verifies with its own code (the recipe in docs/notifications.md) accepts what trajgate sent
  * and rejects the same delivery with its body altered. Every payload names its session.
  */
 const SECRET = 'webhook-secret-0123456789abcdef';

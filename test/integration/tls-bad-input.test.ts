@@ -125,7 +125,7 @@ describe('not a ClientHello after CONNECT', () => {
     await stillServes(g);
   });
 
-  // Design § Responses: one-line reasons, not OpenSSL's multi-line messages with source paths.
+  // Reasons are one line, not OpenSSL's multi-line messages with source paths.
   it('the reason is one line (no OpenSSL source paths or trailing newline)', async () => {
     const g = await start();
     const t = await connectTunnel(g.gw.proxy.port, UP);

@@ -18,7 +18,7 @@ import { waitFor, waitForRecords } from '../helpers/wait.js';
 import { startWebhook } from '../helpers/webhook.js';
 
 /**
- * Issue 26 class 1 through the real server-filesystem (supergateway on port 0), allowed on the
+ * trajgate's own files through the real server-filesystem (supergateway on port 0), allowed on the
  * whole folder that holds the agent's workspace and trajgate's data: the server alone would
  * read and write trajgate's files. Through trajgate every tool, by every spelling (absolute,
  * relative, `..`, `//`, a symlink, a hard link, a parent folder), is a JSON-RPC error with a

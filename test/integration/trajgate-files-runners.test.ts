@@ -11,7 +11,7 @@ import { postAsAgent } from '../helpers/ingest.js';
 import { tempDir } from '../helpers/tmp.js';
 
 /**
- * Issue 26 class 1 for the other ways in: the Claude Code hook (`trajgate check --hook
+ * trajgate's own files through the other ways in: the Claude Code hook (`trajgate check --hook
  * claude-code`, hook inputs shaped as test/fixtures/hooks/claude-code-session.jsonl records
  * them), POST /events ingest and the plain-HTTP adapter. trajgate's files, by any spelling, are
  * refused with a one-line reason, one event record, the session paused by `trajgate-files`,

@@ -4,7 +4,7 @@ import { redactUserinfo, secretName } from '../../src/event/secrets.js';
 import { shellWords } from '../../src/event/shell-words.js';
 
 /**
- * Issue 27 item 2: secrets in a command line are redacted by the rules that redact captured
+ * Secrets in a command line are redacted by the rules that redact captured
  * headers, whatever quoting, case or spelling hides them; what only names a secret stays.
  */
 const R = '[redacted]';

@@ -61,10 +61,10 @@ describe('valid configs', () => {
     expect(missingWorkspaces(config)).toEqual([]);
   });
 
-  it('the embedded default matches the design', () => {
+  it('the embedded default is the one documented', () => {
     const config = defaultConfig('/srv/x', { HOME: '/home/u' });
     expect(config.workspace).toBe('/srv/x');
-    // Never in the workspace (issue 26): the XDG state folder.
+    // Never in the workspace (docs/rules.md § Where the data lives): the XDG state folder.
     expect(config.journal.path).toBe('/home/u/.local/state/trajgate/journal.jsonl');
     expect(config.tls.ca).toBe('/home/u/.local/state/trajgate/certs');
     expect(config.listen.proxy).toEqual({ host: '127.0.0.1', port: 8080 });
@@ -81,8 +81,8 @@ describe('valid configs', () => {
     expect(config.agents).toBeNull();
   });
 
-  // README § The forward proxy and § Capture name these defaults.
-  it('a file that leaves them out gets the defaults the README names', () => {
+  // docs/proxy.md and docs/tls.md § Capture name these defaults.
+  it('a file that leaves them out gets the defaults the docs name', () => {
     const config = parseConfig('version: 1\npolicy: { countBy: target }\n', 'test', '/srv/x');
     expect(config.policy).toMatchObject({ review: 'block', pause: 'hold', holdTimeout: 55_000 });
     expect(config.network.ports).toEqual([80, 443]);

@@ -5,8 +5,8 @@ import { ERRORS } from '../../src/errors.js';
 
 /**
  * The error contract: one error class, every code src/ uses is one of ERRORS' (no free-string
- * codes, no unused ones), and the README's "Error codes" table lists each code with the HTTP
- * status and exit code ERRORS gives it.
+ * codes, no unused ones), and the table in docs/errors.md lists each code with the HTTP status
+ * and exit code ERRORS gives it.
  */
 const ROOT = join(import.meta.dirname, '../..');
 const SRC = join(ROOT, 'src');
@@ -28,7 +28,7 @@ const codesIn = (text: string) =>
   new Set([...text.matchAll(/(['"`])(E_[A-Z_]+)\1/g)].map((m) => m[2] as string));
 
 /** `| \`E_X\` | 404 | — | meaning |` rows: code → [status, exit] as written. */
-function readmeRows(section: string): Map<string, [string, string]> {
+function tableRows(section: string): Map<string, [string, string]> {
   const rows = section.matchAll(/^\| `(E_[A-Z_]+)` \| ([^|]*) \| ([^|]*) \|/gm);
   return new Map([...rows].map((m) => [m[1] as string, [m[2]!.trim(), m[3]!.trim()]]));
 }
@@ -43,8 +43,8 @@ describe('error codes', () => {
       used.set(code, [...(used.get(code) ?? []), relative(ROOT, file)]);
     }
   }
-  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-  const section = /\n## Error codes\n([\s\S]*?)\n## /.exec(readme)?.[1] ?? '';
+  const doc = readFileSync(join(ROOT, 'docs', 'errors.md'), 'utf8');
+  const section = /\n## The codes\n([\s\S]*?)(?:\n## |$)/.exec(doc)?.[1] ?? '';
   const defined = Object.keys(ERRORS);
 
   it('finds quoted codes in a text and rows in a table (the scans themselves)', () => {
@@ -52,7 +52,7 @@ describe('error codes', () => {
     expect([...codesIn(text)]).toEqual(['E_X_Y', 'E_Q', 'E_Z']);
     const table =
       '| code | HTTP | exit | meaning |\n| `E_A` | 404 | — | a |\n| `E_B` | — | 2 | b |';
-    expect([...readmeRows(table)]).toEqual([
+    expect([...tableRows(table)]).toEqual([
       ['E_A', ['404', '—']],
       ['E_B', ['—', '2']],
     ]);
@@ -68,12 +68,12 @@ describe('error codes', () => {
     expect(defined.filter((code) => !used.has(code))).toEqual([]);
   });
 
-  it('the README lists every code, and only those, with its HTTP status and exit code', () => {
+  it('docs/errors.md lists every code, and only those, with its HTTP status and exit code', () => {
     const expected = Object.entries(ERRORS).map(([code, a]) => [
       code,
       [cell(a.status), cell(a.exit)],
     ]);
-    expect(Object.fromEntries(readmeRows(section))).toEqual(Object.fromEntries(expected));
+    expect(Object.fromEntries(tableRows(section))).toEqual(Object.fromEntries(expected));
   });
 
   it('TrajgateError is the only error class outside the review page', () => {

@@ -11,7 +11,7 @@ import { lapse, rejudgeFlows } from '../../src/pipeline/flow-basis.js';
 import { tempDir } from '../helpers/tmp.js';
 
 /**
- * Issue 25 item 2: the one judgement of whether what admitted a live flow still holds, rule by
+ * The one judgement of whether what admitted a live flow still holds, rule by
  * rule: credentials, agents, deny patterns, approvals, CONNECT ports and the dialled address.
  */
 const dir = tempDir();

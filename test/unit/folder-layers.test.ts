@@ -4,7 +4,7 @@ import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
 
 /**
- * The folders under src/ form a DAG (drawn in the README's "Layout" section): no folder may
+ * The folders under src/ form a DAG (drawn in docs/architecture.md § Layout): no folder may
  * import, directly or through others, from a folder that imports it. A file directly in src/
  * (gateway.ts, pipeline.ts, …) is a node of its own. Inside a folder the files form a DAG too:
  * types two files share live in a third they both import. `import type` counts like a value

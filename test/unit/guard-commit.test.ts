@@ -17,7 +17,7 @@ import { Sessions } from '../../src/review/sessions.js';
 import { tempDir } from '../helpers/tmp.js';
 
 /**
- * Issue 13 item 1: the guard decides on a copy. `inspect` changes nothing; `commit` installs
+ * The guard decides on a copy. `inspect` changes nothing; `commit` installs
  * a decision once its record is written, as a restart installs the record; operator actions
  * that cannot be journaled change nothing and tell no tunnel to freeze or thaw.
  */

@@ -11,7 +11,7 @@ import { suggestionFor } from '../../src/review/event-lookup.js';
 import { tempDir } from '../helpers/tmp.js';
 
 /**
- * Issue 14 items 4, 8 and 11 in the guard: ids and sources of config entries, per-agent and
+ * In the guard: ids and sources of config entries, per-agent and
  * role allowlists, a reload that swaps only what the config gave, revokes, deny patterns that
  * keep tunnels from opening blind, approvals fitted to refused events, and the journal replay
  * of approve, block and revoke records.

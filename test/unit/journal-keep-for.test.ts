@@ -9,7 +9,7 @@ import { fillDisk } from '../helpers/full-disk.js';
 import { tempDir } from '../helpers/tmp.js';
 
 /**
- * Issue 25 item 10: rotation never deletes a rotated file younger than `journal.keepFor`
+ * Rotation never deletes a rotated file younger than `journal.keepFor`
  * (its age: the time since its last write, its mtime), so `keep` is a soft count. Real files
  * in a temp folder, their mtimes set with utimesSync.
  */

@@ -27,7 +27,7 @@ import { Review } from '../../src/review/review.js';
 import { tempDir } from '../helpers/tmp.js';
 
 /**
- * Issue 17 item 1: rotation with snapshots. A history is made as the gateway makes it (decide,
+ * Rotation with snapshots. A history is made as the gateway makes it (decide,
  * write, install), rotating every few KiB; a restart from the live file's snapshot and the
  * lines after it must end in the state a replay of every file gives.
  */

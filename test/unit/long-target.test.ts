@@ -19,7 +19,7 @@ import { JournalWriter } from '../../src/journal/writer.js';
 import { tempDir } from '../helpers/tmp.js';
 
 /**
- * Issue 25 item 10: a target over TARGET_BYTES of UTF-8 is journaled as its prefix (cut
+ * A target over TARGET_BYTES of UTF-8 is journaled as its prefix (cut
  * between characters) with the whole's size and SHA-256, in every record that carries one.
  */
 const sha256 = (s: string) => createHash('sha256').update(s, 'utf8').digest('hex');
@@ -152,7 +152,7 @@ describe('records with long targets', () => {
   });
 });
 
-describe('command lines (issue 27 item 2): bounded as JSON writes them', () => {
+describe('command lines: bounded as JSON writes them', () => {
   /** Bytes of a string as the journal writes it, quotes left out. */
   const jsonBytes = (s: string) => Buffer.byteLength(JSON.stringify(s)) - 2;
   it('a command line of up to COMMAND_BYTES is kept whole', () => {

@@ -13,7 +13,7 @@ import { protectedReach } from '../../src/guard/protected.js';
 import { tempDir } from '../helpers/tmp.js';
 
 /**
- * Issue 26 class 1: trajgate's files are never the agent's. The matching is pure (a table over
+ * trajgate's files are never the agent's. The matching is pure (a table over
  * plain data); the identities come from the disk (OwnFiles), and the guard pauses on a match
  * before anything can approve it.
  */

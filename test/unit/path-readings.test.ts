@@ -12,7 +12,7 @@ import { Guard } from '../../src/guard/guard.js';
 import { tempDir } from '../helpers/tmp.js';
 
 /**
- * Issue 25 item 7: a pattern naming a path is compared with every reading of the request's
+ * A pattern naming a path is compared with every reading of the request's
  * path a server may make (event/path-readings.ts). A deny, a boundary and a sequence rule fire
  * on ANY reading; an allow holds only for the path as sent when EVERY reading stays under it.
  */

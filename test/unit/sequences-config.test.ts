@@ -6,7 +6,7 @@ import { compilePolicy } from '../../src/guard/compile.js';
 import { tempDir } from '../helpers/tmp.js';
 
 /**
- * Issue 16, bad input: `policy.sequences` rules that cannot mean what they say are config
+ * Bad input: `policy.sequences` rules that cannot mean what they say are config
  * errors naming the rule (its index and name) and the key, as `check-config` prints them.
  */
 const dir = tempDir();
@@ -138,7 +138,7 @@ describe('bad trajectory rules name the rule and the key', () => {
 });
 
 describe('good trajectory rules compile', () => {
-  it('the issue’s three rules, with every form of within and volume', () => {
+  it('the three documented rules, with every form of within and volume', () => {
     const text = stringify({
       version: 1,
       workspace: dir,

@@ -16,7 +16,7 @@ import { eventRecord } from '../../src/journal/records.js';
 import { layout, tempDir } from '../helpers/tmp.js';
 
 /**
- * Issue 16: trajectory rules (`policy.sequences`). Each case is a table of steps: events with
+ * Trajectory rules (`policy.sequences`). Each case is a table of steps: events with
  * the verdict expected, and how requests ended (outcome, result) and operators' resumes. Every
  * step is journaled as the gateway writes it; at the end a restart (applyRecord of the written
  * lines) must rebuild the same state, and a replay of them (events judged again) must give
@@ -519,7 +519,7 @@ describe('without rules, and with the example config’s', () => {
     readFileSync(join(import.meta.dirname, '../../config/trajgate.example.yaml'), 'utf8'),
   ) as { policy: { sequences: object[] } };
 
-  it('the example config has the issue’s three rules', () => {
+  it('the example config has the three rules docs/rules.md shows', () => {
     expect(example.policy.sequences.map((r) => (r as { name: string }).name)).toEqual([
       'secret-then-egress',
       'drift-after-failure',

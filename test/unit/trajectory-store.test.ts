@@ -12,7 +12,7 @@ import { Review } from '../../src/review/review.js';
 import { tempDir } from '../helpers/tmp.js';
 
 /**
- * Issue 15 item 2: what the guard and review remember sits behind TrajectoryStore. The
+ * What the guard and review remember sits behind TrajectoryStore. The
  * contract is written against the interface, so that another store can be held to it.
  */
 function storeContract(name: string, make: () => TrajectoryStore<string>) {

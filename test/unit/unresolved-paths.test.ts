@@ -11,7 +11,7 @@ import { unprivileged } from '../helpers/cli.js';
 import { tempDir } from '../helpers/tmp.js';
 
 /**
- * Issue 26 item 7: a path trajgate cannot resolve is refused, never judged by its raw text, and
+ * A path trajgate cannot resolve is refused, never judged by its raw text, and
  * a write to a regular file with other hard links is refused (its other names may be outside).
  */
 const ws = tempDir();
