@@ -128,7 +128,8 @@ const asked = (e: EventRecord) =>
 const session = (id: string) => `"${chatSafe(id, SESSION_CHARS)}"`;
 const at = (e: EventRecord) =>
   e.boundary ? ` on ${chatSafe(e.boundary, 40)} (crossing ${e.count})` : '';
-const clock = (iso: string) => `${iso.slice(11, 19)} UTC`;
+// With its date: links outlive a day's clock time (they last while the session stays paused).
+const clock = (iso: string) => `${iso.slice(0, 10)} ${iso.slice(11, 19)} UTC`;
 const what = (e: EventRecord) => `${chatSafe(e.kind, 40)} ${asked(e)}`;
 /** `by rule NAME: #57 network GET … after #41 read …`, each seq a link to the page's event. */
 const byRule = (e: EventRecord, pair: RulePair) => {

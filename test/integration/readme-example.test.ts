@@ -103,7 +103,7 @@ function normal(text: string): string[] {
   for (const [from, to] of ports) t = t.replace(new RegExp(`:${from}\\b`, 'g'), `:${to}`);
   return t
     .replace(/\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z/g, 'TIME')
-    .replace(/\b\d\d:\d\d:\d\d UTC\b/g, 'HH:MM:SS UTC')
+    .replace(/\b(\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d UTC\b/g, 'HH:MM:SS UTC')
     .split('\n')
     .map((l) => l.replace(/ +/g, ' ').trimEnd())
     .filter((l) => l !== '');

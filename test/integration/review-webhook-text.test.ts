@@ -63,7 +63,7 @@ describe('webhook text and url', () => {
     expect(text).not.toMatch(/[\n\r]/);
     expect(text).toMatch(
       new RegExp(
-        `^trajgate: session "agent-1" paused on network \\(crossing 2\\): GET http\\[:\\]//${escape(host)}/v1/second; 1 request held, links valid until \\d\\d:\\d\\d:\\d\\d UTC\\. `,
+        `^trajgate: session "agent-1" paused on network \\(crossing 2\\): GET http\\[:\\]//${escape(host)}/v1/second; 1 request held, links valid until \\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d UTC\\. `,
       ),
     );
     expect(text).toContain(`Suggested approval: GET http[:]//${host}/v1/.`);

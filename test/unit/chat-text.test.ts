@@ -153,7 +153,7 @@ describe('a decision a sequence rule named, in chat', () => {
       new RegExp(
         `^trajgate: session "u-1" paused by rule secret-then-egress: <${escape(u57)}\|#57> ` +
           `network CONNECT example\[\.\]com:443 after <${escape(u41)}\|#41> ` +
-          `read /home/u/\.ssh/id_ed25519; 1 request held, links valid until 10:05:00 UTC\. `,
+          `read /home/u/\.ssh/id_ed25519; 1 request held, links valid until 2026-03-01 10:05:00 UTC\. `,
       ),
     );
     expect(text).not.toMatch(/[\n\r]/);
