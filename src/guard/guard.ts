@@ -266,20 +266,20 @@ export class Guard {
   }
 
   /**
-   * How request `ref` of the session ended (its outcome or result record, written), or how far
+   * How request `rid` of the session ended (its outcome or result record, written), or how far
    * a live flow got: a failure sets the marks its event was waiting for; bytes sent up count
    * toward volume rules. True when a trajectory rule may fire now that did not before (a mark
    * set, or the session's bytes sent reach a volume limit): only then are open flows judged
    * again.
    */
-  outcome(session: string, ref: number, { failed, bytesUp, ts }: Outcome): boolean {
+  outcome(session: string, rid: number, { failed, bytesUp, ts }: Outcome): boolean {
     if (this.#policy.sequences.length === 0) return false;
     const state = this.#store.session(session);
-    const marks = failed && state ? failureMarks(state, ref) : undefined;
+    const marks = failed && state ? failureMarks(state, rid) : undefined;
     const keep = bytesUp > 0 && this.#sentWindow > 0;
-    const sent = keep ? { rid: ref, ts, bytes: bytesUp, since: ts - this.#sentWindow } : undefined;
+    const sent = keep ? { rid, ts, bytes: bytesUp, since: ts - this.#sentWindow } : undefined;
     if (marks === undefined && sent === undefined) return false;
-    const settled = marks === undefined ? undefined : ref;
+    const settled = marks === undefined ? undefined : rid;
     this.#store.commit(session, { counted: null, pause: null, marks, settled, sent });
     if (marks !== undefined) return true;
     const total = this.#store.session(session)?.sentBytes ?? 0;

@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import { TrajgateError } from '../errors.js';
 import type { Guard } from '../guard/guard.js';
 import { unchained } from '../journal/chain.js';
+import { currentNames } from '../journal/old-names.js';
 import { applyRecord } from '../journal/rebuild.js';
 import type { EventRecord, JournalRecord } from '../journal/records.js';
 import type { Review } from '../review/review.js';
@@ -132,7 +133,7 @@ export class Replication {
       records = text
         .slice(cut + 1)
         .split('\n')
-        .map((line) => JSON.parse(line) as JournalRecord);
+        .map((line) => currentNames(JSON.parse(line)) as JournalRecord);
     } catch {
       this.#p.log.warn('state store: a bus message is not JSON lines; ignored');
       return;
@@ -194,7 +195,7 @@ export class Replication {
     for (const [id, text] of Object.entries(rules)) {
       if (guard.approvals.byId(id, now) || guard.denies.byId(id)) continue;
       try {
-        applyRecord(guard, JSON.parse(text) as JournalRecord);
+        applyRecord(guard, currentNames(JSON.parse(text)) as JournalRecord);
       } catch (err) {
         const why = err instanceof Error ? err.message : String(err);
         throw new TrajgateError('E_STORE_CORRUPT', `${store.keys.rules} field ${id}: ${why}`);

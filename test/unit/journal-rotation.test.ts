@@ -142,14 +142,14 @@ function history(w: JournalWriter, p: Parts, steps: number, seed = 1): void {
       if (pause) p.review.announce(pause);
       last.set(session, stamped.seq);
     } else if (r < 0.75 && last.has(session)) {
-      const ref = last.get(session) as number;
+      const rid = last.get(session) as number;
       const failed = rnd() < 0.4;
       const bytesUp = Math.floor(rnd() * 4000);
-      const outcome = { type: 'outcome', ref, session, status: failed ? 502 : 200 } as const;
+      const outcome = { type: 'outcome', rid, session, status: failed ? 502 : 200 } as const;
       // Written later, as the gateway does: rides along with the next record (or a rotation).
       const fail = failed ? { failed: true as const } : {};
       w.appendLater({ ...outcome, bytesUp, bytesDown: 10, ...fail, durationMs: 3 }, ts);
-      p.guard.outcome(session, ref, { failed, bytesUp, ts });
+      p.guard.outcome(session, rid, { failed, bytesUp, ts });
     } else if (r < 0.82) {
       const expiresAt = rnd() < 0.5 ? null : ts + 5000;
       const pattern = `api${Math.floor(rnd() * 3)}.test`;
