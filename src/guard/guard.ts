@@ -23,7 +23,7 @@ const NO_REF: EventRef = { seq: 0, kind: '', target: '' };
  * The trajectory guard of the seed article, generalised to configured boundaries. Pure: its
  * answers depend only on the policy and the events and operator actions fed to it, in order
  * (time comes from `event.ts`), so replaying a journal rebuilds the same state. `inspect`
- * decides on a copy; state moves only by `commit`, `approve`, `block`, `revoke` and `resume`,
+ * decides on a copy; state moves only by `commit`, `approve`, `addDeny`, `revoke` and `resume`,
  * each called once its record is written (a failed write changes nothing), and by a reload's
  * `replacePolicy`. trajgate's own files, then deny patterns, are checked before anything
  * approves. What it remembers lives in `store`: the rule is here, the state there.
@@ -194,7 +194,7 @@ export class Guard {
   /**
    * Whether what let a tunnel open still holds for the event that opened it (`approved`: an
    * approval admitted it): the deny pattern that refuses it now, the lapse of every approval
-   * covering it, or null while it holds. Revokes, blocks and reloads close tunnels by this.
+   * covering it, or null while it holds. Revokes, deny patterns and reloads close tunnels by this.
    */
   lapsed(event: Event, approved: boolean): { deniedBy: string } | 'unapproved' | null {
     const decision = this.inspect(event);
@@ -224,7 +224,7 @@ export class Guard {
   }
 
   /** Adds a deny pattern; throws E_PATTERN_INVALID for a pattern that does not parse. */
-  block(spec: DenySpec): Deny {
+  addDeny(spec: DenySpec): Deny {
     const deny = compileDeny(spec);
     this.denies.add(deny);
     return deny;

@@ -3,11 +3,13 @@
  * (docs/glossary.md). A journal line is never rewritten (the hash chain is over its bytes), so
  * every reader of records takes both until the next minor version:
  * - `ref` in `outcome`, `result`, `flow` and `tunnel` records: the request id, `rid` as in
- *   every other record.
+ *   every other record;
+ * - type `block`: an operator's deny pattern, now `deny-pattern`.
  * Changes `value` (a record just parsed) in place and answers it.
  */
 export function currentNames<T>(value: T): T {
   const r = value as Record<string, unknown>;
+  if (r.type === 'block') r.type = 'deny-pattern';
   if ('ref' in r && !('rid' in r)) {
     r.rid = r.ref;
     delete r.ref;

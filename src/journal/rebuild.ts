@@ -66,9 +66,9 @@ export function applyRecord(guard: Guard, record: JournalRecord): void {
         }),
       );
       return;
-    case 'block':
+    case 'deny-pattern':
       restore('deny pattern', () =>
-        guard.block({
+        guard.addDeny({
           id: record.id ?? `d${record.seq}`,
           pattern: record.pattern,
           session: record.session,

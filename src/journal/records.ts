@@ -164,9 +164,12 @@ export interface RevokeRecord extends RecordBase {
   readonly by: string;
 }
 
-/** An operator's deny pattern (id `d<seq>`): refused whatever allows or approves it. */
-export interface BlockRecord extends RecordBase {
-  readonly type: 'block';
+/**
+ * An operator's deny pattern (id `d<seq>`): refused whatever allows or approves it. Older
+ * journals call it `block` (old-names.ts).
+ */
+export interface DenyPatternRecord extends RecordBase {
+  readonly type: 'deny-pattern';
   /** Its id when several gateways share the state (else `d` + seq). */
   readonly id?: string;
   readonly session: string | null;
@@ -187,7 +190,7 @@ export interface SnapshotRecord extends RecordBase {
 export type JournalRecord =
   | SnapshotRecord
   | RevokeRecord
-  | BlockRecord
+  | DenyPatternRecord
   | ConfigRecord
   | EventRecord
   | OutcomeRecord

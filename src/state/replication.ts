@@ -17,7 +17,7 @@ const SHARED: ReadonlySet<string> = new Set([
   'resume',
   'deny',
   'approve',
-  'block',
+  'deny-pattern',
   'revoke',
 ]);
 
@@ -85,7 +85,7 @@ export class Replication {
     const shared = new Promise<void>((resolve, reject) =>
       queueMicrotask(() => {
         const rule =
-          record.type === 'approve' || record.type === 'block'
+          record.type === 'approve' || record.type === 'deny-pattern'
             ? store.saveRule(record.id ?? `${record.type[0]}${record.seq}`, record)
             : record.type === 'revoke'
               ? store.dropRule(record.id)
@@ -164,7 +164,7 @@ export class Replication {
         case 'approve':
           applyRecord(guard, record);
           return;
-        case 'block':
+        case 'deny-pattern':
           applyRecord(guard, record);
           sessions.rules.closeDenied();
           return;

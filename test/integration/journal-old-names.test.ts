@@ -15,7 +15,8 @@ import { startUpstream } from '../helpers/upstream.js';
 
 /**
  * A journal written before the names were made one (docs/glossary.md) reads as today's: the
- * request id spelt `ref` in outcome, result and flow records. Its lines are never rewritten
+ * request id spelt `ref` in outcome, result and flow records, an operator's deny pattern a
+ * `block` record. Its lines are never rewritten
  * (the chain is over their bytes), so restart, replay, verify and export read both spellings
  * and rebuild the same state from either.
  */
@@ -53,11 +54,17 @@ const ingest = (g: TestGateway, id: string, path: string, body: unknown) =>
 const egress = (g: TestGateway, id: string) =>
   ingest(g, id, '/events', { kind: 'network', target: 'https://upload.example.net/x' });
 
-/** What a trajgate before the names were made one wrote for `record`: `ref` for `rid`. */
+/**
+ * What a trajgate before the names were made one wrote for `record`: `ref` for `rid`, type
+ * `block` for `deny-pattern`.
+ */
 function oldSpelling(record: Record<string, unknown>): Record<string, unknown> {
   const requestId = ['outcome', 'result', 'flow', 'tunnel'].includes(record.type as string);
   return Object.fromEntries(
-    Object.entries(record).map(([k, v]) => [k === 'rid' && requestId ? 'ref' : k, v]),
+    Object.entries(record).map(([k, v]) => [
+      k === 'rid' && requestId ? 'ref' : k,
+      k === 'type' && v === 'deny-pattern' ? 'block' : v,
+    ]),
   );
 }
 
@@ -111,6 +118,11 @@ describe('a journal with the old spellings', () => {
     }
     // agent-2 crosses after the failure: paused live (replay must judge it so again).
     expect((await egress(g, 'agent-2')).json).toMatchObject({ verdict: 'PAUSE' });
+    // Deny patterns: one for agent-1, one for every session.
+    const api = adminClient(g.gw.admin.port, ADMIN);
+    const denied = `GET ${up.url}/denied/`;
+    expect((await api.post('/api/sessions/agent-1/denies', { pattern: denied })).status).toBe(201);
+    expect((await api.post('/api/denies', { pattern: 'evil.test' })).status).toBe(201);
     await g.stop();
     gateways.splice(gateways.indexOf(g), 1);
 
@@ -121,6 +133,8 @@ describe('a journal with the old spellings', () => {
     expect(text).toMatch(/"type":"outcome","ref":\d+/);
     expect(text).toMatch(/"type":"result","session":"agent-2","ref":\d+/);
     expect(text).not.toMatch(/"type":"(outcome|result)","rid"/);
+    expect(text.match(/"type":"block"/g)).toHaveLength(2);
+    expect(text).not.toContain('deny-pattern');
 
     // Read back: the same records but for the chain.
     expect(unchained(readAll(oldJournal))).toEqual(unchained(readAll(newJournal)));
@@ -157,7 +171,7 @@ describe('a journal with the old spellings', () => {
     const [older, newer] = [await start(oldDir), await start(newDir)];
     const views = async (x: TestGateway) => {
       const api = adminClient(x.gw.admin.port, ADMIN);
-      const paths = ['/api/sessions', ...AGENTS.flatMap((a) => [`/api/sessions/${a}`])];
+      const paths = ['/api/sessions', '/api/denies', ...AGENTS.map((a) => `/api/sessions/${a}`)];
       paths.push('/api/sessions/agent-1/events');
       return unchained(await Promise.all(paths.map(async (p) => (await api.get(p)).json)));
     };
@@ -166,8 +180,18 @@ describe('a journal with the old spellings', () => {
     expect((oldViews as [unknown, ...unknown[]]).at(-1)).toMatchObject({
       events: [expect.objectContaining({ status: 200 })],
     });
-    // agent-3's failure (its result, `ref`) marked the rule: its next crossing pauses.
+    expect((oldViews as unknown[])[1]).toMatchObject({
+      denies: [
+        expect.objectContaining({ pattern: denied, session: 'agent-1' }),
+        expect.objectContaining({ pattern: 'evil.test', session: null }),
+      ],
+    });
+    // agent-1's deny pattern (a `block` record) refuses; agent-3's failure (its result, `ref`)
+    // marked the rule: its next crossing pauses.
     for (const x of [older, newer]) {
+      const refused = await viaProxy(x.proxyUrl, `${up.url}/denied/x`, agentAuth(id1, token1));
+      expect(refused.status).toBe(403);
+      expect(refused.body).toContain(`blocked by an operator (d`);
       expect((await egress(x, 'agent-3')).json).toMatchObject({
         verdict: 'PAUSE',
         boundary: 'drift-after-failure',

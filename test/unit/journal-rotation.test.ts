@@ -106,7 +106,7 @@ function random(seed: number): () => number {
 
 /**
  * `steps` actions as the gateway takes them: decisions (pausing ones with their pause record in
- * one write), outcomes written later, approvals with expiries, blocks, revokes, resumes, denies.
+ * one write), outcomes written later, approvals with expiries, deny patterns, revokes, resumes, denies.
  */
 function history(w: JournalWriter, p: Parts, steps: number, seed = 1): void {
   const rnd = random(seed);
@@ -166,8 +166,8 @@ function history(w: JournalWriter, p: Parts, steps: number, seed = 1): void {
       p.guard.approve({ pattern, session: scope, expiresAt, id: `a${seq}`, by: 'op' });
       approvals.push(`a${seq}`);
     } else if (r < 0.85) {
-      const seq = w.append({ type: 'block', session, pattern: 'evil.test', by: 'op' });
-      p.guard.block({ id: `d${seq}`, pattern: 'evil.test', session, by: 'op' });
+      const seq = w.append({ type: 'deny-pattern', session, pattern: 'evil.test', by: 'op' });
+      p.guard.addDeny({ id: `d${seq}`, pattern: 'evil.test', session, by: 'op' });
     } else if (r < 0.87 && approvals.length > 0) {
       const id = approvals.shift() as string;
       w.append({ type: 'revoke', id, pattern: '-', kind: 'network', session: null, by: 'op' });
