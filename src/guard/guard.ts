@@ -185,7 +185,7 @@ export class Guard {
    * method or path covers: the tunnel cannot be judged as such, so its requests must be read
    * and judged one by one.
    */
-  needsInspection(event: Event): boolean {
+  mustRead(event: Event): boolean {
     // A deny naming a method or path can only be checked on the requests themselves.
     if (this.approvals.match(event) !== undefined) return this.denies.coversAuthority(event);
     return this.approvals.matchAuthority(event) !== undefined;

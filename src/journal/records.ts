@@ -88,12 +88,13 @@ export interface RefusalRecord extends RecordBase, Partial<JournaledTarget> {
  * A live flow followed its session: frozen by a pause, thawed by a resume, closed by a deny,
  * the hold timeout, its approval's expiry or a change that took its basis away (revoke, deny
  * pattern, reload). `tunnel` for a CONNECT, an upgrade or a tunnel read inside, `flow` for one
- * request (its body and answer) or tool call; `flow` names which kind. `rid` is its request id, absent for
- * tunnels judged request by request inside (intercepted or inspected).
+ * request (its body and answer) or tool call; `flow` names which kind (`read`: a CONNECT whose
+ * requests trajgate reads, `inspected` in older journals). `rid` is its request id, absent for
+ * tunnels judged request by request inside (intercepted or read).
  */
 export interface TunnelRecord extends RecordBase, JournaledTarget {
   readonly type: 'tunnel' | 'flow';
-  readonly flow?: 'request' | 'connect' | 'upgrade' | 'inspected' | 'intercepted' | 'tool';
+  readonly flow?: 'request' | 'connect' | 'upgrade' | 'read' | 'intercepted' | 'tool';
   readonly session: string;
   readonly rid?: number;
   readonly change: 'frozen' | 'thawed' | 'closed';

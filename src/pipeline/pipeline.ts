@@ -221,8 +221,8 @@ export class Pipeline {
   }
 
   /** Whether requests inside a CONNECT to `target` must be read to be judged (see Guard). */
-  inspects(session: string, target: string): boolean {
-    return this.#guard.needsInspection(
+  readsTunnel(session: string, target: string): boolean {
+    return this.#guard.mustRead(
       this.#decider.normalize({ session, input: { kind: 'network', target } }),
     );
   }

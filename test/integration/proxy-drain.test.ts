@@ -84,7 +84,7 @@ describe('SIGTERM drains keep-alive connections (trajgate start)', () => {
       });
       expect(idle.headers.connection).toBe('keep-alive');
 
-      // A keep-alive tunnel whose requests trajgate reads (GET is allowed, so it is inspected).
+      // A keep-alive tunnel whose requests trajgate reads (GET is allowed, so it is read).
       const tunnel = await connectTunnel(proxy, up);
       expect(tunnel.status).toBe(200);
       const inside = (path: string) =>

@@ -135,7 +135,7 @@ describe('lapse: why a flow basis no longer holds', () => {
   });
 
   it('a tunnel judged request by request inside follows only its credentials', () => {
-    const inner = { ...basis('127.0.0.1:443', 'inspected'), event: null, dial: null };
+    const inner = { ...basis('127.0.0.1:443', 'read'), event: null, dial: null };
     expect(lapse(partsFor({ allow: [] }), inner, NONE)).toBeNull();
     expect(lapse(partsFor({ allow: [] }), inner, new Set(['agent-1']))).not.toBeNull();
   });

@@ -109,10 +109,10 @@ describe('deny patterns and blind tunnels', () => {
     const policy = { network: { allow: ['api.example'], deny: ['POST http://api.example/x/'] } };
     const guard = new Guard(compilePolicy(configOf(policy)));
     expect(guard.inspect(event('api.example:80')).verdict).toBe('ALLOW');
-    expect(guard.needsInspection(event('api.example:80'))).toBe(true);
-    expect(guard.needsInspection(event('other.example:443'))).toBe(false);
+    expect(guard.mustRead(event('api.example:80'))).toBe(true);
+    expect(guard.mustRead(event('other.example:443'))).toBe(false);
     const plain = new Guard(compilePolicy(configOf({ network: { allow: ['api.example'] } })));
-    expect(plain.needsInspection(event('api.example:80'))).toBe(false);
+    expect(plain.mustRead(event('api.example:80'))).toBe(false);
   });
 });
 
