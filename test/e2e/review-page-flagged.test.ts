@@ -12,7 +12,7 @@ import { waitFor } from '../helpers/wait.js';
  * by a refused POST shows in the list; its detail shows the REVIEW with the captured request
  * (the body the agent tried to send, never forwarded) beside it; the operator approves the
  * pattern the gateway suggests from there, revokes it by id, and adds a deny pattern for a
- * session and removes it again. `allowed` is allowlisted, `other` is not.
+ * session and revokes it again. `allowed` is allowlisted, `other` is not.
  */
 const { allowed, other, start } = await reviewStage();
 const UPLOAD = '{"query":"SELECT * FROM customers","limit":5000}';
@@ -141,7 +141,7 @@ describe('review page: flagged sessions, captures, revoke and deny patterns', ()
     expect(offLoopback).toEqual([]);
   }, 60_000);
 
-  it('adds a deny pattern for one session, lists it, and removes it', async () => {
+  it('adds a deny pattern for one session, lists it, and revokes it', async () => {
     const [g] = await start({ capture: { bodies: true } });
     expect((await viaProxy(g.proxyUrl, `${allowed.url}/v1/index`, auth(1))).status).toBe(200);
     const { page, dialogs, errors, offLoopback } = await openBrowser();
@@ -180,9 +180,9 @@ describe('review page: flagged sessions, captures, revoke and deny patterns', ()
     expect((await viaProxy(g.proxyUrl, `${allowed.url}/v1/index`, auth(0))).status).toBe(200);
     await screenshot(page, 'review-deny-pattern');
 
-    await deny.getByRole('button', { name: `Remove deny ${id}: ${prefix}` }).click();
-    await dialog.getByRole('button', { name: 'Remove' }).click();
-    await textOf(page.locator('#action-message'), new RegExp(`Removed deny ${id}`));
+    await deny.getByRole('button', { name: `Revoke deny pattern ${id}: ${prefix}` }).click();
+    await dialog.getByRole('button', { name: 'Revoke' }).click();
+    await textOf(page.locator('#action-message'), new RegExp(`Revoked deny pattern ${id}`));
     await textOf(denies, /None: nothing is denied outright/);
     expect((await viaProxy(g.proxyUrl, `${allowed.url}/v1/index`, auth(1))).status).toBe(200);
 
@@ -208,8 +208,10 @@ describe('review page: flagged sessions, captures, revoke and deny patterns', ()
     expect((await viaProxy(g.proxyUrl, `${allowed.url}/v1/index`, auth(0))).status).toBe(403);
     const globalDeny = denies.locator('li.deny', { hasText: prefix });
     const globalId = (await globalDeny.locator('.approval-id').textContent()) ?? '';
-    await globalDeny.getByRole('button', { name: `Remove deny ${globalId}: ${prefix}` }).click();
-    await dialog.getByRole('button', { name: 'Remove' }).click();
+    await globalDeny
+      .getByRole('button', { name: `Revoke deny pattern ${globalId}: ${prefix}` })
+      .click();
+    await dialog.getByRole('button', { name: 'Revoke' }).click();
     await textOf(denies, /None: nothing is denied outright/);
     expect((await viaProxy(g.proxyUrl, `${allowed.url}/v1/index`, auth(0))).status).toBe(200);
 

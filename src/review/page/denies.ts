@@ -1,5 +1,5 @@
 // Deny patterns: refused whatever allows or approves them. The card lists those that apply to
-// the session (its own, global ones, the config's network.deny), removes an operator's, and
+// the session (its own, global ones, the config's network.deny), revokes an operator's, and
 // adds one for this session or every session (pre-filled from the selected request).
 
 import type { Actions } from './actions.js';
@@ -144,9 +144,9 @@ export class DeniesCard {
         ? null
         : h('button', {
             class: 'btn btn-small btn-danger',
-            text: 'Remove…',
-            attrs: { type: 'button', 'aria-label': `Remove deny ${d.id}: ${d.pattern}` },
-            on: { click: () => void this.#remove(d, scope) },
+            text: 'Revoke…',
+            attrs: { type: 'button', 'aria-label': `Revoke deny pattern ${d.id}: ${d.pattern}` },
+            on: { click: () => void this.#revoke(d, scope) },
           }),
     );
   }
@@ -179,16 +179,16 @@ export class DeniesCard {
     });
   }
 
-  async #remove(d: DenyView, scope: string): Promise<void> {
+  async #revoke(d: DenyView, scope: string): Promise<void> {
     const ok = await confirmAction({
-      title: 'Remove this deny pattern?',
+      title: 'Revoke this deny pattern?',
       lines: [
-        ['Deny', d.id],
+        ['Deny pattern', d.id],
         ['Pattern', d.pattern],
         ['Applies to', scope],
       ],
       note: 'Matching requests are judged by the allowlist and approvals again.',
-      confirm: 'Remove',
+      confirm: 'Revoke',
       tone: 'danger',
     });
     if (!ok) return;
@@ -197,7 +197,7 @@ export class DeniesCard {
         'DELETE',
         `/api/denies/${encodeURIComponent(d.id)}`,
       );
-      return `Removed deny ${r.revoked.id} (${r.revoked.pattern}).`;
+      return `Revoked deny pattern ${r.revoked.id} (${r.revoked.pattern}).`;
     });
   }
 }
