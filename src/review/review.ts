@@ -122,7 +122,7 @@ export class Review {
     return { refused: trail?.refusedHandshakes ?? 0, recent: [...(trail?.handshakes ?? [])] };
   }
 
-  /** An operator acted on the session (approve, resume, deny, a deny pattern): no longer flagged. */
+  /** An operator acted on the session (approve, resume, deny, deny pattern): not flagged now. */
   answered(session: string): void {
     const trail = this.#trails.get(session);
     if (!trail) return;
