@@ -174,7 +174,7 @@ export async function startGateway(
           flow: basis.kind,
           session: basis.session,
           target: basis.target,
-          ref: basis.rid ?? undefined,
+          rid: basis.rid ?? undefined,
           change,
           reason,
         });

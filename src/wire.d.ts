@@ -254,7 +254,7 @@ export interface ApprovalView {
 
 /** A deny pattern as the API, CLI and page show it (guard/denies.ts adds how it matches). */
 export interface DenyView {
-  /** `d<seq>` of its block record (an operator's), `cd<n>` for a `network.deny` entry. */
+  /** `d<seq>` of its deny-pattern record (an operator's), `cd<n>` for a `network.deny` entry. */
   readonly id: string;
   readonly pattern: string;
   /** One session, or null for every session. */

@@ -27,12 +27,12 @@ export function writeBigJournal(path, { lines, sessions }) {
     events.set(session, (events.get(session) ?? 0) + 1);
     const ts = new Date(t0 + Math.floor(seq / 1000)).toISOString();
     const target = `http://registry.example.com/packages/${session}/${i}/index.json`;
-    const ref = ++seq;
+    const rid = ++seq;
     line(
-      `{"seq":${ref},"ts":"${ts}","type":"event","session":"${session}","source":"proxy","kind":"network","target":"${target}","method":"GET","approved":true,"verdict":"ALLOW","boundary":null,"count":0,"reason":"allowlisted: registry.example.com"}`,
+      `{"seq":${rid},"ts":"${ts}","type":"event","session":"${session}","source":"proxy","kind":"network","target":"${target}","method":"GET","approved":true,"verdict":"ALLOW","boundary":null,"count":0,"reason":"allowlisted: registry.example.com"}`,
     );
     line(
-      `{"seq":${++seq},"ts":"${ts}","type":"outcome","ref":${ref},"session":"${session}","status":200,"bytesUp":0,"bytesDown":${300 + (i % 900)},"durationMs":${i % 40}}`,
+      `{"seq":${++seq},"ts":"${ts}","type":"outcome","rid":${rid},"session":"${session}","status":200,"bytesUp":0,"bytesDown":${300 + (i % 900)},"durationMs":${i % 40}}`,
     );
   }
   flush();

@@ -26,7 +26,7 @@ export async function readJournal(path) {
       }
       q.events.push({ seq: r.seq, verdict: r.verdict, held: r.held === true });
     } else if (r.type === 'outcome') {
-      const q = requests.get(r.ref);
+      const q = requests.get(r.rid);
       if (q) q.outcomes.push({ seq: r.seq, status: r.status, error: r.error });
       else orphans.push(r);
     }

@@ -88,7 +88,7 @@ export async function writeHistory(dist, config, { events, sessions, fill = fals
     apply({ seq, ts: iso, ...record });
     const outcome = {
       type: 'outcome',
-      ref: seq,
+      rid: seq,
       session,
       status: review ? 403 : 200,
       bytesUp: 0,

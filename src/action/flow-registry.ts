@@ -186,7 +186,7 @@ class SessionFlows {
 }
 
 /**
- * Control of a connection whose HTTP trajgate reads itself (intercepted TLS, inspected plain
+ * Control of a connection whose HTTP trajgate reads itself (intercepted TLS, read plain
  * HTTP). Node's HTTP server pauses and resumes its sockets for its own flow control, so while
  * frozen a resume from it is ignored; corked, responses in flight stop reaching the agent.
  */

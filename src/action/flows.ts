@@ -5,7 +5,7 @@ import type { Event } from '../event/event.js';
  * blind CONNECT, an upgrade, tunnels whose requests trajgate reads itself (each of those
  * requests is a `request` flow of its own), and a tool call on the bridge (its answer down).
  */
-export type FlowKind = 'request' | 'connect' | 'upgrade' | 'inspected' | 'intercepted' | 'tool';
+export type FlowKind = 'request' | 'connect' | 'upgrade' | 'read' | 'intercepted' | 'tool';
 
 /** What admitted a flow, and so what must still hold for it to go on (pipeline/flow-basis). */
 export interface Basis {

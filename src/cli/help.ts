@@ -187,12 +187,12 @@ const COMMANDS: Record<string, CommandHelp> = {
     options: OPERATOR_OPTIONS,
     example: 'trajgate revoke a42',
   },
-  block: {
-    usage: ['trajgate block PATTERN [--session ID] [--json]'],
+  'deny-pattern': {
+    usage: ['trajgate deny-pattern PATTERN [--session ID] [--json]'],
     about:
-      'Adds a deny pattern, for one session or (without --session) every session: matching requests are refused whatever allows or approves them.',
+      'Adds a deny pattern, for one session or (without --session) every session: matching requests are refused whatever allows or approves them. Prints its id (for revoke). `trajgate block`, its old name, works until the next minor version.',
     options: [['--session ID', 'only this session'], ...OPERATOR_OPTIONS],
-    example: "trajgate block 'POST https://api.example.com/' --session agent-1",
+    example: "trajgate deny-pattern 'POST https://api.example.com/' --session agent-1",
   },
   resume: {
     usage: ['trajgate resume SESSION [--reset] [--keep-marks] [--json]'],

@@ -17,6 +17,9 @@ const version = (): string =>
 /** Commands' help, loaded when asked for: a hook's check runs on every tool call. */
 const help = () => import('./help.js');
 
+/** Old names of commands, each working as its new one until the next minor version. */
+const OLD_NAMES: Readonly<Record<string, string>> = { block: 'deny-pattern' };
+
 /** `--help` or `-h` anywhere before a `--`: help wins over every other argument. */
 function asksHelp(args: readonly string[]): boolean {
   const end = args.indexOf('--');
@@ -32,9 +35,17 @@ process.stdout.on('error', (err) => {
 });
 
 async function main(argv: string[]): Promise<number> {
-  const [command, ...rest] = argv;
   // Errors and check's refusals quote agents' targets: made safe for a terminal.
   const log = (line: string) => process.stderr.write(terminalLines(line) + '\n');
+  /** A command's name now; an old one says so on stderr (docs/glossary.md). */
+  const current = (name: string | undefined): string | undefined => {
+    const now = name !== undefined && Object.hasOwn(OLD_NAMES, name) ? OLD_NAMES[name] : name;
+    if (now !== name)
+      log(`trajgate: "${name}" is now "${now}"; the old name goes in the next minor version`);
+    return now;
+  };
+  const [named, ...rest] = argv;
+  const command = current(named);
   const print = (line: string) => process.stdout.write(line + '\n');
   if (command === '--version' || command === '-v' || command === 'version') {
     print(version());
@@ -42,7 +53,8 @@ async function main(argv: string[]): Promise<number> {
   }
   if (command === 'help' || command === '--help' || command === '-h') {
     const { helpText, overview } = await help();
-    const [topic, extra] = rest;
+    const [asked, extra] = rest;
+    const topic = current(asked);
     const text = topic === undefined ? overview() : helpText(topic);
     if (text === undefined || extra !== undefined) {
       log(`trajgate help: unknown command "${rest.join(' ')}"\n${overview()}`);
@@ -96,7 +108,7 @@ async function main(argv: string[]): Promise<number> {
       case 'resume':
       case 'deny':
       case 'revoke':
-      case 'block':
+      case 'deny-pattern':
       case 'reload':
         return await (await import('./operator.js')).operator(command, rest, print);
       default: {

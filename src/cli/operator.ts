@@ -114,18 +114,18 @@ export async function operator(
       }
       break;
     }
-    case 'block': {
+    case 'deny-pattern': {
       const target = values.session;
       result = await client.call(
         'POST',
-        target === undefined ? '/api/denies' : `/api/sessions/${encodeURIComponent(target)}/block`,
+        target === undefined ? '/api/denies' : `/api/sessions/${encodeURIComponent(target)}/denies`,
         { pattern: session },
       );
       const { deny, closed } = result as { deny: DenyView; closed: number };
       if (!values.json) {
         const tunnels = closed ? `; ${closed} open tunnel(s) to it closed` : '';
         print(
-          `blocked ${deny.pattern} for ${deny.session ?? 'every session'} (id ${deny.id}; undo: trajgate revoke ${deny.id})${tunnels}`,
+          `added deny pattern ${deny.pattern} for ${deny.session ?? 'every session'} (id ${deny.id}; undo: trajgate revoke ${deny.id})${tunnels}`,
         );
       }
       break;

@@ -17,8 +17,9 @@ export interface ReplayedAt {
 
 /**
  * Judges one event offline as the live gateway does: normalised against its session's
- * workspace, inspected, and committed at once (nothing is written, so each decision takes
- * effect as it is made). Answers the event as judged (normalised, its command line redacted).
+ * workspace, judged (`Guard.inspect`), and committed at once (nothing is written, so each
+ * decision takes effect as it is made). Answers the event as judged (normalised, its command
+ * line redacted).
  */
 export function replayEvent(
   input: EventInput,

@@ -44,15 +44,15 @@ export function hookReplay(
     const key = (call: string) => `${session}\0${call}`;
     if (action.type === 'result') {
       const { result } = action;
-      const ref = result.call === undefined ? undefined : calls.get(key(result.call));
+      const rid = result.call === undefined ? undefined : calls.get(key(result.call));
       const record: ResultRecord = {
         type: 'result',
         ts: new Date(now).toISOString(),
         seq: line,
         session,
         ...result,
-        ref: ref ?? null,
-        ...(ref === undefined ? { unlinked: 'no call judged here has its tool_use_id' } : {}),
+        rid: rid ?? null,
+        ...(rid === undefined ? { unlinked: 'no call judged here has its tool_use_id' } : {}),
       };
       applyRecord(guard, record);
       return null;

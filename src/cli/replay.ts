@@ -12,6 +12,7 @@ import { formatVerdict, Guard } from '../guard/guard.js';
 import { compilePolicy } from '../guard/compile.js';
 import { MemoryStore } from '../guard/store.js';
 import { listRotated } from '../journal/files.js';
+import { currentNames } from '../journal/old-names.js';
 import { applyRecord } from '../journal/rebuild.js';
 import { SNAPSHOT_VERSION } from '../journal/rotate.js';
 import type { SnapshotState } from '../review/snapshot.js';
@@ -144,7 +145,7 @@ function judgeLine(
     return null;
   }
   if (type !== undefined && type !== 'event') {
-    applyRecord(guard, value as JournalRecord);
+    applyRecord(guard, currentNames(value) as JournalRecord);
     return null;
   }
   const { input, approved, approvedBy } = validateRecordedEvent(value, config.kinds);

@@ -8,7 +8,7 @@ export interface DenySpec {
   /** One session, or null for every session. */
   readonly session?: string | null;
   readonly origin?: 'config' | 'operator';
-  /** `d<seq>` of its block record, `cd<n>` for a `network.deny` entry. */
+  /** `d<seq>` of its deny-pattern record, `cd<n>` for a `network.deny` entry. */
   readonly id?: string;
   readonly by?: string | null;
 }

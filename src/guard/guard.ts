@@ -23,7 +23,7 @@ const NO_REF: EventRef = { seq: 0, kind: '', target: '' };
  * The trajectory guard of the seed article, generalised to configured boundaries. Pure: its
  * answers depend only on the policy and the events and operator actions fed to it, in order
  * (time comes from `event.ts`), so replaying a journal rebuilds the same state. `inspect`
- * decides on a copy; state moves only by `commit`, `approve`, `block`, `revoke` and `resume`,
+ * decides on a copy; state moves only by `commit`, `approve`, `addDeny`, `revoke` and `resume`,
  * each called once its record is written (a failed write changes nothing), and by a reload's
  * `replacePolicy`. trajgate's own files, then deny patterns, are checked before anything
  * approves. What it remembers lives in `store`: the rule is here, the state there.
@@ -185,7 +185,7 @@ export class Guard {
    * method or path covers: the tunnel cannot be judged as such, so its requests must be read
    * and judged one by one.
    */
-  needsInspection(event: Event): boolean {
+  mustRead(event: Event): boolean {
     // A deny naming a method or path can only be checked on the requests themselves.
     if (this.approvals.match(event) !== undefined) return this.denies.coversAuthority(event);
     return this.approvals.matchAuthority(event) !== undefined;
@@ -194,7 +194,7 @@ export class Guard {
   /**
    * Whether what let a tunnel open still holds for the event that opened it (`approved`: an
    * approval admitted it): the deny pattern that refuses it now, the lapse of every approval
-   * covering it, or null while it holds. Revokes, blocks and reloads close tunnels by this.
+   * covering it, or null while it holds. Revokes, deny patterns and reloads close tunnels by this.
    */
   lapsed(event: Event, approved: boolean): { deniedBy: string } | 'unapproved' | null {
     const decision = this.inspect(event);
@@ -224,7 +224,7 @@ export class Guard {
   }
 
   /** Adds a deny pattern; throws E_PATTERN_INVALID for a pattern that does not parse. */
-  block(spec: DenySpec): Deny {
+  addDeny(spec: DenySpec): Deny {
     const deny = compileDeny(spec);
     this.denies.add(deny);
     return deny;
@@ -266,20 +266,20 @@ export class Guard {
   }
 
   /**
-   * How request `ref` of the session ended (its outcome or result record, written), or how far
+   * How request `rid` of the session ended (its outcome or result record, written), or how far
    * a live flow got: a failure sets the marks its event was waiting for; bytes sent up count
    * toward volume rules. True when a trajectory rule may fire now that did not before (a mark
    * set, or the session's bytes sent reach a volume limit): only then are open flows judged
    * again.
    */
-  outcome(session: string, ref: number, { failed, bytesUp, ts }: Outcome): boolean {
+  outcome(session: string, rid: number, { failed, bytesUp, ts }: Outcome): boolean {
     if (this.#policy.sequences.length === 0) return false;
     const state = this.#store.session(session);
-    const marks = failed && state ? failureMarks(state, ref) : undefined;
+    const marks = failed && state ? failureMarks(state, rid) : undefined;
     const keep = bytesUp > 0 && this.#sentWindow > 0;
-    const sent = keep ? { rid: ref, ts, bytes: bytesUp, since: ts - this.#sentWindow } : undefined;
+    const sent = keep ? { rid, ts, bytes: bytesUp, since: ts - this.#sentWindow } : undefined;
     if (marks === undefined && sent === undefined) return false;
-    const settled = marks === undefined ? undefined : ref;
+    const settled = marks === undefined ? undefined : rid;
     this.#store.commit(session, { counted: null, pause: null, marks, settled, sent });
     if (marks !== undefined) return true;
     const total = this.#store.session(session)?.sentBytes ?? 0;

@@ -6,7 +6,7 @@ import type { NetworkAsk } from '../pipeline/ruling.js';
 import type { ProxyContext } from './context.js';
 import { heldPresence, PROXY_AUTHENTICATE } from './context.js';
 import { clientAddress } from './identity.js';
-import { openInspected } from './inspect.js';
+import { openReadTunnel } from './read-tunnel.js';
 import type { Ended, RawRequest } from './tunnel-track.js';
 import { closesBoth, judgeAndConnect, relayTracked, tunnelSlot } from './tunnel-track.js';
 import { openBlind } from './tunnel-sni.js';
@@ -16,7 +16,7 @@ const CONNECT_FORM = 'CONNECT takes an authority, host:port (RFC 9110 § 9.3.6)'
 /**
  * `CONNECT host:port`. A tunnel to a host:port that an approval covers as such is judged once
  * and relayed blind. One whose requests must be read to be judged (port 80, a host only
- * method or path patterns allow, or `tls.intercept`) is opened and read: see inspect.ts. Either
+ * method or path patterns allow, or `tls.intercept`) is opened and read: see read-tunnel.ts. Either
  * way the `200` is only sent once the tunnel may open, never while its session is paused, and
  * the tunnel is a flow that follows its session from its judgement on (action/flow-registry).
  */
@@ -45,10 +45,10 @@ export async function handleConnect(ctx: ProxyContext, raw: RawRequest): Promise
       connect: true,
       waiting: heldPresence(socket),
     };
-    const plain = subject.port === 80 || ctx.pipeline.inspects(who.session, target);
+    const plain = subject.port === 80 || ctx.pipeline.readsTunnel(who.session, target);
     const transfer =
       plain || ctx.intercept?.matches(subject) === true
-        ? await openInspected(ctx, ask, socket, subject, plain)
+        ? await openReadTunnel(ctx, ask, socket, subject, plain)
         : await blind(ctx, ask, socket, subject, raw.start);
     if (transfer.rid !== null)
       ctx.pipeline.outcome(transfer.rid, who.session, transfer, performance.now() - raw.start);

@@ -30,7 +30,7 @@ export interface ProxyContext {
   readonly capture: CaptureOptions | null;
   /** TLS interception, for CONNECT targets matching `tls.intercept`; null when none. */
   readonly intercept: Interceptor | null;
-  /** The server for HTTP read from inside tunnels (intercepted or inspected). */
+  /** The server for HTTP read from inside tunnels (intercepted or read). */
   readonly inner: InnerHttp;
   /** Live flows (requests, tunnels), which follow their session's state from their judgement. */
   readonly flows: FlowRegistry;
@@ -134,7 +134,7 @@ export function heldPresence(socket: Duplex): Presence {
 }
 
 /**
- * A refusal inside a tunnel trajgate reads (intercepted or inspected), journaled; `handshake`
+ * A refusal inside a tunnel trajgate reads (intercepted or read), journaled; `handshake`
  * when the agent refused the TLS handshake (its alert, or `closed`).
  */
 export function tunnelRefusal(

@@ -6,7 +6,7 @@ import { sendError, sendJson } from '../http/json.js';
 import type { BridgeContext, BridgeRequest } from './bridge-calls.js';
 import { ingestBody } from './ingest.js';
 
-type Report = Omit<Unstamped<ResultRecord>, 'type' | 'session' | 'ref' | 'unlinked'>;
+type Report = Omit<Unstamped<ResultRecord>, 'type' | 'session' | 'rid' | 'unlinked'>;
 
 /** What a runner may report; anything else (`approved`, a verdict) is refused. */
 const FIELDS: ReadonlySet<string> = new Set([
@@ -30,8 +30,9 @@ const NAME_CHARS = 256;
  * target. A result no call of the session is known for (no id, an id never asked, one already
  * reported or forgotten) is journaled with `unlinked` and counts as a failure of the session:
  * what failed cannot be known, so the rules that wait for failures are marked. It decides
- * nothing, so it is answered at once, paused session or not: `{"recorded": SEQ, "ref":
- * REQUEST_ID | null}`, or 503 when the journal cannot be written (the record is lost).
+ * nothing, so it is answered at once, paused session or not: `{"recorded": SEQ, "rid":
+ * REQUEST_ID | null, "ref": the same}` (`ref`, the old name, goes in the next minor version),
+ * or 503 when the journal cannot be written (the record is lost).
  */
 export async function handleResult(
   ctx: BridgeContext,
@@ -41,23 +42,23 @@ export async function handleResult(
     parseReport(body, ctx.config.kinds),
   );
   if (report === null) return;
-  const rid = report.call === undefined ? undefined : ctx.calls.take(who.session, report.call);
-  const ref = rid ?? null;
+  const taken = report.call === undefined ? undefined : ctx.calls.take(who.session, report.call);
+  const rid = taken ?? null;
   const unlinked =
-    rid !== undefined
+    taken !== undefined
       ? undefined
       : report.call === undefined
         ? 'no "call": the result names no call'
         : `no call ${JSON.stringify(report.call)} is waiting for its result in this session`;
   let seq: number;
   try {
-    seq = ctx.pipeline.result({ type: 'result', session: who.session, ref, ...report, unlinked });
+    seq = ctx.pipeline.result({ type: 'result', session: who.session, rid, ...report, unlinked });
   } catch (err) {
     if (!isTrajgateError(err)) throw err;
     const lost = new TrajgateError(err.code, `the result was not recorded: ${err.message}`);
     return sendError(res, lost, 503);
   }
-  sendJson(res, 200, { recorded: seq, ref });
+  sendJson(res, 200, { recorded: seq, rid, ref: rid });
 }
 
 function parseReport(body: Buffer, kinds: ReadonlySet<string>): Report {

@@ -1,5 +1,6 @@
 import { TrajgateError } from '../errors.js';
 import { segmentsOf } from './files.js';
+import { currentNames } from './old-names.js';
 import { SegmentReader } from './segment-reader.js';
 import type { Located, SessionIndex } from './session-index.js';
 import { listedWithEvents } from './session-index.js';
@@ -133,10 +134,10 @@ async function scanBack(
       const line = buf.subarray(lines[i], buf.indexOf(10, lines[i]));
       // A snapshot names every session: none of its events are lines of their own.
       if (line.subarray(0, 160).includes(SNAPSHOT)) continue;
-      const r = JSON.parse(line.toString('utf8')) as Record<string, unknown>;
+      const r = currentNames(JSON.parse(line.toString('utf8')) as Record<string, unknown>);
       if (r.session !== session || typeof r.seq !== 'number') continue;
-      if (r.type === 'outcome' && typeof r.ref === 'number') {
-        statuses.set(r.ref, typeof r.status === 'number' ? r.status : null);
+      if (r.type === 'outcome' && typeof r.rid === 'number') {
+        statuses.set(r.rid, typeof r.status === 'number' ? r.status : null);
       } else if (
         listedWithEvents({ type: String(r.type), handshake: r.handshake }) &&
         r.seq < before

@@ -38,7 +38,7 @@ function eventFields(r: Unstamped<EventRecord>): string {
 
 function outcomeFields(r: Unstamped<OutcomeRecord>): string {
   return (
-    `"type":"outcome","ref":${num(r.ref)},"session":${text(r.session)},"status":${num(r.status)}` +
+    `"type":"outcome","rid":${num(r.rid)},"session":${text(r.session)},"status":${num(r.status)}` +
     `,"bytesUp":${num(r.bytesUp)},"bytesDown":${num(r.bytesDown)}${opt('error', r.error)}` +
     `${opt('failed', r.failed)}${opt('sni', r.sni)}` +
     `,"durationMs":${num(r.durationMs)}}`

@@ -1,6 +1,7 @@
 import { closeSync, openSync, readSync, writeFileSync, ftruncateSync, writeSync } from 'node:fs';
 import { errnoCode, TrajgateError } from '../errors.js';
 import { osError } from '../os-error.js';
+import { currentNames } from './old-names.js';
 import type { JournalRecord } from './records.js';
 
 export interface ReadResult {
@@ -127,7 +128,7 @@ function parseLine(text: string, path: string, line: number, whole: boolean): Jo
     if (!whole) return null;
     throw corrupt(path, line, 'a record needs a positive integer "seq" and a string "type"');
   }
-  return value as JournalRecord;
+  return currentNames(value) as JournalRecord;
 }
 
 function corrupt(path: string, line: number, why: string): TrajgateError {

@@ -39,15 +39,15 @@ export function applyRecord(guard: Guard, record: JournalRecord): void {
     case 'outcome':
     case 'result': {
       if (typeof record.session !== 'string') return;
-      if (record.type === 'result' && record.ref === null) {
+      if (record.type === 'result' && record.rid === null) {
         unlinkedResult(guard, record, record.seq, Date.parse(record.ts));
         return;
       }
       // How the request ended: a failure sets the trajectory marks its event waits for. One
       // that names no request (written before outcomes mattered, or by hand) changes nothing.
-      if (!isCount(record.ref)) return;
+      if (!isCount(record.rid)) return;
       const outcome = record.type === 'outcome';
-      guard.outcome(record.session, record.ref, {
+      guard.outcome(record.session, record.rid, {
         failed: outcome ? record.failed === true : record.ok === false,
         bytesUp: outcome && isCount(record.bytesUp) ? record.bytesUp : 0,
         ts: Date.parse(record.ts),
@@ -66,9 +66,9 @@ export function applyRecord(guard: Guard, record: JournalRecord): void {
         }),
       );
       return;
-    case 'block':
+    case 'deny-pattern':
       restore('deny pattern', () =>
-        guard.block({
+        guard.addDeny({
           id: record.id ?? `d${record.seq}`,
           pattern: record.pattern,
           session: record.session,
@@ -93,7 +93,7 @@ export function applyRecord(guard: Guard, record: JournalRecord): void {
 /**
  * A runner's result that names no call the session asked about (`unlinked`: journaled since
  * results are linked by id) counts as a failure of the session; true when it marked a rule.
- * Older results with a null `ref` and no `unlinked` change nothing, as they did live.
+ * Older results with a null `rid` and no `unlinked` change nothing, as they did live.
  */
 export function unlinkedResult(
   guard: Guard,

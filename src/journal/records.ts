@@ -12,12 +12,12 @@ import { withJournaledTarget } from './long-target.js';
 export type { EventRecord, PauseRecord, RecordBase };
 
 /**
- * How a request or tunnel ended; `ref` is its request id: the seq of its first event record
- * (one judged again after a hold carries it as `rid`).
+ * How a request or tunnel ended; `rid` is its request id: the seq of its first event record
+ * (older journals: `ref`, see old-names.ts).
  */
 export interface OutcomeRecord extends RecordBase {
   readonly type: 'outcome';
-  readonly ref: number;
+  readonly rid: number;
   readonly session: string;
   readonly status: number | null;
   readonly bytesUp: number;
@@ -32,14 +32,14 @@ export interface OutcomeRecord extends RecordBase {
 
 /**
  * How a call ended, as the runner that asked about it reports (`POST /events/result`, a Claude
- * Code PostToolUse hook). It decides nothing. `ref` is the request id of the event asked with
+ * Code PostToolUse hook). It decides nothing. `rid` is the request id of the event asked with
  * the same `call` id, else null with `unlinked` saying why: such a result counts as a failure
  * of the session (every rule waiting for a failure is marked).
  */
 export interface ResultRecord extends RecordBase, JournaledTarget, Partial<JournaledCommand> {
   readonly type: 'result';
   readonly session: string;
-  readonly ref: number | null;
+  readonly rid: number | null;
   readonly kind: string;
   readonly ok: boolean;
   readonly error?: string;
@@ -88,14 +88,15 @@ export interface RefusalRecord extends RecordBase, Partial<JournaledTarget> {
  * A live flow followed its session: frozen by a pause, thawed by a resume, closed by a deny,
  * the hold timeout, its approval's expiry or a change that took its basis away (revoke, deny
  * pattern, reload). `tunnel` for a CONNECT, an upgrade or a tunnel read inside, `flow` for one
- * request (its body and answer) or tool call; `flow` names which kind. `ref` is its request id, absent for
- * tunnels judged request by request inside (intercepted or inspected).
+ * request (its body and answer) or tool call; `flow` names which kind (`read`: a CONNECT whose
+ * requests trajgate reads, `inspected` in older journals). `rid` is its request id, absent for
+ * tunnels judged request by request inside (intercepted or read).
  */
 export interface TunnelRecord extends RecordBase, JournaledTarget {
   readonly type: 'tunnel' | 'flow';
-  readonly flow?: 'request' | 'connect' | 'upgrade' | 'inspected' | 'intercepted' | 'tool';
+  readonly flow?: 'request' | 'connect' | 'upgrade' | 'read' | 'intercepted' | 'tool';
   readonly session: string;
-  readonly ref?: number;
+  readonly rid?: number;
   readonly change: 'frozen' | 'thawed' | 'closed';
   readonly reason: string;
 }
@@ -164,9 +165,12 @@ export interface RevokeRecord extends RecordBase {
   readonly by: string;
 }
 
-/** An operator's deny pattern (id `d<seq>`): refused whatever allows or approves it. */
-export interface BlockRecord extends RecordBase {
-  readonly type: 'block';
+/**
+ * An operator's deny pattern (id `d<seq>`): refused whatever allows or approves it. Older
+ * journals call it `block` (old-names.ts).
+ */
+export interface DenyPatternRecord extends RecordBase {
+  readonly type: 'deny-pattern';
   /** Its id when several gateways share the state (else `d` + seq). */
   readonly id?: string;
   readonly session: string | null;
@@ -187,7 +191,7 @@ export interface SnapshotRecord extends RecordBase {
 export type JournalRecord =
   | SnapshotRecord
   | RevokeRecord
-  | BlockRecord
+  | DenyPatternRecord
   | ConfigRecord
   | EventRecord
   | OutcomeRecord

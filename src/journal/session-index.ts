@@ -17,8 +17,7 @@ const CHECKPOINT_BYTES = 1 << 20;
 export interface Indexable {
   readonly type: string;
   readonly session?: string | null;
-  readonly rid?: number;
-  readonly ref?: number | null;
+  readonly rid?: number | null;
   readonly status?: number | null;
   readonly handshake?: unknown;
 }
@@ -169,10 +168,10 @@ export class SessionIndex {
     if (listedWithEvents(record)) {
       let ring = this.#rings.get(record.session);
       if (!ring) this.#rings.set(record.session, (ring = new Ring(this.ring)));
-      ring.push(seq, offset, bytes, record.rid);
-    } else if (record.type === 'outcome' && typeof record.ref === 'number') {
+      ring.push(seq, offset, bytes, record.rid ?? undefined);
+    } else if (record.type === 'outcome' && typeof record.rid === 'number') {
       const ring = this.#rings.get(record.session);
-      const i = ring ? ring.find(record.ref) : -1;
+      const i = ring ? ring.find(record.rid) : -1;
       if (ring && i >= 0) {
         const s = record.status;
         ring.status[i] = typeof s === 'number' && s >= 0 && s < 65_534 ? s + 2 : 1;

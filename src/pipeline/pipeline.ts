@@ -220,8 +220,8 @@ export class Pipeline {
   }
 
   /** Whether requests inside a CONNECT to `target` must be read to be judged (see Guard). */
-  inspects(session: string, target: string): boolean {
-    return this.#guard.needsInspection(
+  readsTunnel(session: string, target: string): boolean {
+    return this.#guard.mustRead(
       this.#decider.normalize({ session, input: { kind: 'network', target } }),
     );
   }
@@ -259,7 +259,7 @@ export class Pipeline {
       this.#journal.appendLater(
         {
           type: 'outcome',
-          ref: rid,
+          rid,
           session,
           status: transfer.status,
           bytesUp: transfer.bytesUp,
@@ -297,9 +297,9 @@ export class Pipeline {
     // A runner's failure sets marks too (one of no known call always does): the session's
     // open flows are judged again.
     const reaches =
-      record.ref === null
+      record.rid === null
         ? unlinkedResult(this.#guard, record, seq, ts)
-        : this.#guard.outcome(record.session, record.ref, { failed: !record.ok, bytesUp: 0, ts });
+        : this.#guard.outcome(record.session, record.rid, { failed: !record.ok, bytesUp: 0, ts });
     if (reaches && this.#guard.shared === undefined) this.#rulesReach(record.session);
     return seq;
   }

@@ -107,9 +107,10 @@ export function createAdminServer(deps: {
     },
     {
       method: 'POST',
-      pattern: session('/block'),
+      // `/block`: the old name, until the next minor version.
+      pattern: session('/(?:denies|block)'),
       status: 201,
-      handler: async (req, by, id) => api.block(id, await readJsonBody(req), by),
+      handler: async (req, by, id) => api.addDeny(id, await readJsonBody(req), by),
     },
     {
       method: 'GET',
@@ -127,7 +128,7 @@ export function createAdminServer(deps: {
       method: 'POST',
       pattern: /^\/api\/denies$/,
       status: 201,
-      handler: async (req, by) => api.block(null, await readJsonBody(req), by),
+      handler: async (req, by) => api.addDeny(null, await readJsonBody(req), by),
     },
     {
       method: 'DELETE',

@@ -79,9 +79,11 @@ export class ApiRules {
   }
 
   /** A deny pattern for one session (`id`, already checked) or all (`id` null). */
-  block(id: string | null, body: Record<string, unknown>, by: string) {
+  addDeny(id: string | null, body: Record<string, unknown>, by: string) {
     const pattern = patternField(body);
-    const { deny, closed } = operate(() => this.sessions.rules.block({ pattern, session: id, by }));
+    const { deny, closed } = operate(() =>
+      this.sessions.rules.addDeny({ pattern, session: id, by }),
+    );
     return { deny: denyView(deny), closed };
   }
 

@@ -115,9 +115,9 @@ export class Api {
   }
 
   /** A deny pattern for the session (`id`) or every session (null). */
-  block(id: string | null, body: Record<string, unknown>, by: string) {
+  addDeny(id: string | null, body: Record<string, unknown>, by: string) {
     if (id !== null) this.#known(id);
-    return this.rules.block(id, body, by);
+    return this.rules.addDeny(id, body, by);
   }
 
   /**

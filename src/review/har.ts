@@ -45,7 +45,7 @@ export function exportHar(
           const rid = r.rid ?? r.seq;
           requests.set(rid, { ...requests.get(rid), event: r });
         } else if (r.type === 'outcome') {
-          const request = requests.get(r.ref);
+          const request = requests.get(r.rid);
           if (request) request.outcome = r;
         }
       },

@@ -45,7 +45,7 @@ const FLAGS = 20;
 const PENDING = 64;
 
 /** Operator actions on a session that answer its REVIEWs. */
-const ANSWERS: ReadonlySet<string> = new Set(['approve', 'resume', 'deny', 'block']);
+const ANSWERS: ReadonlySet<string> = new Set(['approve', 'resume', 'deny', 'deny-pattern']);
 
 export type PauseListener = (record: PauseRecord) => void;
 export type ReviewListener = (event: EventRecord) => void;
@@ -122,7 +122,7 @@ export class Review {
     return { refused: trail?.refusedHandshakes ?? 0, recent: [...(trail?.handshakes ?? [])] };
   }
 
-  /** An operator acted on the session (approve, resume, deny, block): no longer flagged. */
+  /** An operator acted on the session (approve, resume, deny, deny pattern): not flagged now. */
   answered(session: string): void {
     const trail = this.#trails.get(session);
     if (!trail) return;

@@ -27,14 +27,14 @@ export class Rules {
   ) {}
 
   /** Adds a deny pattern for a session (or all, `session` null). Throws E_PATTERN_INVALID. */
-  block(spec: { pattern: string; session: string | null; by: string }): {
+  addDeny(spec: { pattern: string; session: string | null; by: string }): {
     deny: Deny;
     closed: number;
   } {
     compileDeny(spec);
     const { id, field } = ruleId('d', this.journal.lastSeq + 1, this.replica);
-    this.journal.append({ type: 'block', ...field, ...spec }, { sync: true });
-    const deny = this.guard.block({ ...spec, id });
+    this.journal.append({ type: 'deny-pattern', ...field, ...spec }, { sync: true });
+    const deny = this.guard.addDeny({ ...spec, id });
     if (spec.session !== null) this.review.answered(spec.session);
     const closed = this.closeDenied();
     return { deny, closed };

@@ -126,7 +126,7 @@ export function restoreGuard(
     }
   }
   for (const a of state.approvals) guard.approve({ ...a, origin: 'operator' });
-  for (const d of state.denies) guard.block({ ...d, origin: 'operator' });
+  for (const d of state.denies) guard.addDeny({ ...d, origin: 'operator' });
 }
 
 /**

@@ -20,7 +20,7 @@ const STATE: ReadonlySet<string> = new Set([
   'outcome',
   'result',
   'approve',
-  'block',
+  'deny-pattern',
   'revoke',
   'resume',
 ]);
@@ -120,7 +120,7 @@ export async function writeRebuilt(
     if (d.origin !== 'operator') continue;
     rules++;
     const { id, pattern, session, by } = d;
-    batch.hset(keys.rules, id, rule({ type: 'block', id, session, pattern, by }));
+    batch.hset(keys.rules, id, rule({ type: 'deny-pattern', id, session, pattern, by }));
   }
   // Gateways reload the operators' rules at their next decision (--force over a live store).
   batch.incr(keys.rulesVersion);

@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import { TrajgateError } from '../errors.js';
 import type { Guard } from '../guard/guard.js';
 import { unchained } from '../journal/chain.js';
+import { currentNames } from '../journal/old-names.js';
 import { applyRecord } from '../journal/rebuild.js';
 import type { EventRecord, JournalRecord } from '../journal/records.js';
 import type { Review } from '../review/review.js';
@@ -16,7 +17,7 @@ const SHARED: ReadonlySet<string> = new Set([
   'resume',
   'deny',
   'approve',
-  'block',
+  'deny-pattern',
   'revoke',
 ]);
 
@@ -84,7 +85,7 @@ export class Replication {
     const shared = new Promise<void>((resolve, reject) =>
       queueMicrotask(() => {
         const rule =
-          record.type === 'approve' || record.type === 'block'
+          record.type === 'approve' || record.type === 'deny-pattern'
             ? store.saveRule(record.id ?? `${record.type[0]}${record.seq}`, record)
             : record.type === 'revoke'
               ? store.dropRule(record.id)
@@ -132,7 +133,7 @@ export class Replication {
       records = text
         .slice(cut + 1)
         .split('\n')
-        .map((line) => JSON.parse(line) as JournalRecord);
+        .map((line) => currentNames(JSON.parse(line)) as JournalRecord);
     } catch {
       this.#p.log.warn('state store: a bus message is not JSON lines; ignored');
       return;
@@ -163,7 +164,7 @@ export class Replication {
         case 'approve':
           applyRecord(guard, record);
           return;
-        case 'block':
+        case 'deny-pattern':
           applyRecord(guard, record);
           sessions.rules.closeDenied();
           return;
@@ -194,7 +195,7 @@ export class Replication {
     for (const [id, text] of Object.entries(rules)) {
       if (guard.approvals.byId(id, now) || guard.denies.byId(id)) continue;
       try {
-        applyRecord(guard, JSON.parse(text) as JournalRecord);
+        applyRecord(guard, currentNames(JSON.parse(text)) as JournalRecord);
       } catch (err) {
         const why = err instanceof Error ? err.message : String(err);
         throw new TrajgateError('E_STORE_CORRUPT', `${store.keys.rules} field ${id}: ${why}`);

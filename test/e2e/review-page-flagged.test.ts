@@ -11,8 +11,8 @@ import { waitFor } from '../helpers/wait.js';
  * The review page for what comes before a pause, in real headless Chromium: a session flagged
  * by a refused POST shows in the list; its detail shows the REVIEW with the captured request
  * (the body the agent tried to send, never forwarded) beside it; the operator approves the
- * pattern the gateway suggests from there, revokes it by id, and blocks a pattern for a
- * session and removes it again. `allowed` is allowlisted, `other` is not.
+ * pattern the gateway suggests from there, revokes it by id, and adds a deny pattern for a
+ * session and revokes it again. `allowed` is allowlisted, `other` is not.
  */
 const { allowed, other, start } = await reviewStage();
 const UPLOAD = '{"query":"SELECT * FROM customers","limit":5000}';
@@ -29,7 +29,7 @@ const postJson = (g: TestGateway, path: string) =>
     `${other.url}${path}`,
   ]);
 
-describe('review page: flagged sessions, captures, revoke and block', () => {
+describe('review page: flagged sessions, captures, revoke and deny patterns', () => {
   it('flags, shows the capture, approves the suggested pattern from the flag, revokes it', async () => {
     const [g, api] = await start({
       // a refusal once paused answers at once: the test needs no held request
@@ -141,7 +141,7 @@ describe('review page: flagged sessions, captures, revoke and block', () => {
     expect(offLoopback).toEqual([]);
   }, 60_000);
 
-  it('blocks a pattern for one session, lists it, and removes it', async () => {
+  it('adds a deny pattern for one session, lists it, and revokes it', async () => {
     const [g] = await start({ capture: { bodies: true } });
     expect((await viaProxy(g.proxyUrl, `${allowed.url}/v1/index`, auth(1))).status).toBe(200);
     const { page, dialogs, errors, offLoopback } = await openBrowser();
@@ -151,26 +151,26 @@ describe('review page: flagged sessions, captures, revoke and block', () => {
     await textOf(denies, /None: nothing is denied outright/);
     // the selected request's suggestion pre-fills the deny pattern too
     await page.locator('.pause-card tbody tr', { hasText: '/v1/index' }).click();
-    const blockPattern = page.getByLabel('Deny pattern', { exact: true });
+    const denyPattern = page.getByLabel('Deny pattern', { exact: true });
     const prefix = `GET http://127.0.0.1:${allowed.port}/v1/`;
     await waitFor(
-      async () => (await blockPattern.inputValue()) === prefix,
+      async () => (await denyPattern.inputValue()) === prefix,
       20_000,
-      'block prefill',
+      'deny pattern prefill',
     );
-    await denies.getByRole('button', { name: 'Block…' }).click();
+    await denies.getByRole('button', { name: 'Add deny pattern…' }).click();
     const dialog = page.getByRole('dialog');
-    await textOf(dialog, /Block this pattern\?.*agent-2/);
-    await dialog.getByRole('button', { name: 'Block' }).click();
+    await textOf(dialog, /Add this deny pattern\?.*agent-2/);
+    await dialog.getByRole('button', { name: 'Add', exact: true }).click();
     await textOf(
       page.locator('#action-message'),
-      /Blocked GET http:.*\/v1\/ for this session \(d\d+\)/,
+      /Added deny pattern GET http:.*\/v1\/ for this session \(d\d+\)/,
     );
     const deny = denies.locator('li.deny', { hasText: prefix });
     await textOf(deny, /this session · by operator/);
     const id = (await deny.locator('.approval-id').textContent()) ?? '';
     expect(id).toMatch(/^d\d+$/);
-    expect(g.records().find((r) => r.type === 'block')).toMatchObject({
+    expect(g.records().find((r) => r.type === 'deny-pattern')).toMatchObject({
       session: 'agent-2',
       pattern: prefix,
       by: 'operator',
@@ -178,25 +178,28 @@ describe('review page: flagged sessions, captures, revoke and block', () => {
     // it beats the allowlist for agent-2, and only for agent-2
     expect((await viaProxy(g.proxyUrl, `${allowed.url}/v1/index`, auth(1))).status).toBe(403);
     expect((await viaProxy(g.proxyUrl, `${allowed.url}/v1/index`, auth(0))).status).toBe(200);
-    await screenshot(page, 'review-blocked');
+    await screenshot(page, 'review-deny-pattern');
 
-    await deny.getByRole('button', { name: `Remove deny ${id}: ${prefix}` }).click();
-    await dialog.getByRole('button', { name: 'Remove' }).click();
-    await textOf(page.locator('#action-message'), new RegExp(`Removed deny ${id}`));
+    await deny.getByRole('button', { name: `Revoke deny pattern ${id}: ${prefix}` }).click();
+    await dialog.getByRole('button', { name: 'Revoke' }).click();
+    await textOf(page.locator('#action-message'), new RegExp(`Revoked deny pattern ${id}`));
     await textOf(denies, /None: nothing is denied outright/);
     expect((await viaProxy(g.proxyUrl, `${allowed.url}/v1/index`, auth(1))).status).toBe(200);
 
     // for every session: a global deny refuses agent-1 too
-    await blockPattern.fill(prefix);
+    await denyPattern.fill(prefix);
     await page.getByLabel('For every session, not only this one').check();
-    await denies.getByRole('button', { name: 'Block…' }).click();
-    await textOf(dialog, /Block this pattern\?.*every session/);
-    await dialog.getByRole('button', { name: 'Block' }).click();
-    await textOf(page.locator('#action-message'), /Blocked GET http:.*\/v1\/ for all sessions/);
+    await denies.getByRole('button', { name: 'Add deny pattern…' }).click();
+    await textOf(dialog, /Add this deny pattern\?.*every session/);
+    await dialog.getByRole('button', { name: 'Add', exact: true }).click();
+    await textOf(
+      page.locator('#action-message'),
+      /Added deny pattern GET http:.*\/v1\/ for all sessions/,
+    );
     expect(
       g
         .records()
-        .filter((r) => r.type === 'block')
+        .filter((r) => r.type === 'deny-pattern')
         .at(-1),
     ).toMatchObject({
       session: null,
@@ -205,15 +208,17 @@ describe('review page: flagged sessions, captures, revoke and block', () => {
     expect((await viaProxy(g.proxyUrl, `${allowed.url}/v1/index`, auth(0))).status).toBe(403);
     const globalDeny = denies.locator('li.deny', { hasText: prefix });
     const globalId = (await globalDeny.locator('.approval-id').textContent()) ?? '';
-    await globalDeny.getByRole('button', { name: `Remove deny ${globalId}: ${prefix}` }).click();
-    await dialog.getByRole('button', { name: 'Remove' }).click();
+    await globalDeny
+      .getByRole('button', { name: `Revoke deny pattern ${globalId}: ${prefix}` })
+      .click();
+    await dialog.getByRole('button', { name: 'Revoke' }).click();
     await textOf(denies, /None: nothing is denied outright/);
     expect((await viaProxy(g.proxyUrl, `${allowed.url}/v1/index`, auth(0))).status).toBe(200);
 
     // a pattern that does not parse: the API's error, shown
-    await blockPattern.fill('GIT http://x');
-    await denies.getByRole('button', { name: 'Block…' }).click();
-    await dialog.getByRole('button', { name: 'Block' }).click();
+    await denyPattern.fill('GIT http://x');
+    await denies.getByRole('button', { name: 'Add deny pattern…' }).click();
+    await dialog.getByRole('button', { name: 'Add', exact: true }).click();
     await textOf(page.locator('#action-message'), /\(400 E_PATTERN_INVALID\)/);
     expect(dialogs).toEqual([]);
     expect(errors.filter((e) => !/status of 400/.test(e))).toEqual([]);

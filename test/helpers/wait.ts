@@ -33,10 +33,10 @@ export async function waitForRecords(
   return records;
 }
 
-/** Matches the outcome of the request whose event has seq `ref`. */
+/** Matches the outcome of the request whose event has seq `rid`. */
 export const outcomeOf =
-  (ref: number | undefined) =>
+  (rid: number | undefined) =>
   (r: JournalRecord): boolean =>
-    r.type === 'outcome' && r.ref === ref;
+    r.type === 'outcome' && r.rid === rid;
 
 export const isOutcome = (r: JournalRecord): boolean => r.type === 'outcome';

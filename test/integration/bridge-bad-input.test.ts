@@ -162,7 +162,7 @@ describe('upstream down', () => {
     const recs = await waitForRecords(down, outcomeOf(event?.seq));
     expect(event).toMatchObject({ kind: 'read', verdict: 'ALLOW', session: 'agent-1' });
     expect(recs.find((r) => r.type === 'outcome')).toMatchObject({
-      ref: event?.seq,
+      rid: event?.seq,
       status: 502,
       error: expect.stringMatching(/127\.0\.0\.1/),
     });

@@ -213,9 +213,9 @@ describe('HTTP adapter: routes map requests to events', () => {
     expect(seen.length).toBe(before);
     const ok = await send('GET', '/fs/read?path=a.txt');
     expect(ok.status).toBe(200);
-    const ref = lastEvent()?.seq;
-    const records = await waitForRecords(g, outcomeOf(ref));
-    expect(records.find(outcomeOf(ref))).toMatchObject({ status: 200 });
+    const rid = lastEvent()?.seq;
+    const records = await waitForRecords(g, outcomeOf(rid));
+    expect(records.find(outcomeOf(rid))).toMatchObject({ status: 200 });
   });
 
   it('PUT /fs/touch?path=a.txt (write at query:path) → forwarded with the absolute path', async () => {

@@ -18,7 +18,7 @@ const COMMANDS = [
   'events',
   'approve',
   'revoke',
-  'block',
+  'deny-pattern',
   'resume',
   'deny',
   'reload',

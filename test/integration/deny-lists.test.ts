@@ -10,7 +10,7 @@ import type { EventRecord, JournalRecord } from '../../src/journal/records.js';
 
 /**
  * Deny patterns (`network.deny`, and operators' via the API and `trajgate
- * block`) are checked first: refused whatever allows or approves them, journaled with the
+ * deny-pattern`) are checked first: refused whatever allows or approves them, journaled with the
  * pattern, counted as crossings; operators' are journaled, rebuilt on restart and revocable.
  */
 const up = await startUpstream();
@@ -83,7 +83,7 @@ describe('deny patterns', () => {
     expect(up.seen.map((r) => r.url)).not.toContain('/secret/x');
   });
 
-  it('trajgate block beats an operator approval: tunnels close, crossings count, another session is unaffected; revocable, rebuilt on restart', async () => {
+  it('trajgate deny-pattern beats an operator approval: tunnels close, crossings count, another session is unaffected; revocable, rebuilt on restart', async () => {
     const dir = tempDir();
     const g = await start({}, dir);
     const api = adminClient(g.gw.admin.port, ADMIN);
@@ -93,14 +93,14 @@ describe('deny patterns', () => {
     expect(t.status).toBe(200);
     const closed = new Promise<void>((r) => t.socket.once('close', () => r()));
 
-    const block = await op(g, ['block', UP2, '--session', 'agent-1']);
-    expect(block.stderr).toBe('');
-    const id = /\(id (d\d+);/.exec(block.stdout)?.[1] as string;
-    expect(block.stdout).toBe(
-      `blocked ${UP2} for agent-1 (id ${id}; undo: trajgate revoke ${id}); 1 open tunnel(s) to it closed\n`,
+    const added = await op(g, ['deny-pattern', UP2, '--session', 'agent-1']);
+    expect(added.stderr).toBe('');
+    const id = /\(id (d\d+);/.exec(added.stdout)?.[1] as string;
+    expect(added.stdout).toBe(
+      `added deny pattern ${UP2} for agent-1 (id ${id}; undo: trajgate revoke ${id}); 1 open tunnel(s) to it closed\n`,
     );
     await closed;
-    expect(of(g, 'block')).toEqual([
+    expect(of(g, 'deny-pattern')).toEqual([
       expect.objectContaining({ session: 'agent-1', pattern: UP2, by: 'operator' }),
     ]);
     const reason = `blocked by an operator (${id}): ${UP2}`;
@@ -170,7 +170,37 @@ describe('deny patterns', () => {
     expect(up.seen.map((r) => r.url)).not.toContain('/passed');
     const bad = await api.post('/api/denies', { pattern: 'GETT http://x/' });
     expect([bad.status, bad.json.error.code]).toEqual([400, 'E_PATTERN_INVALID']);
-    const empty = await api.post('/api/sessions/agent-1/block', {});
+    const empty = await api.post('/api/sessions/agent-1/denies', {});
     expect([empty.status, empty.json.error.code]).toEqual([400, 'E_BAD_FIELD']);
+  });
+
+  it('the old names, trajgate block and POST /api/sessions/:id/block, work as the new ones', async () => {
+    const g = await start();
+    const api = adminClient(g.gw.admin.port, ADMIN);
+    const old = await op(g, ['block', `GET http://${UP}/old/`, '--session', 'agent-1']);
+    expect(old.stderr).toBe(
+      'trajgate: "block" is now "deny-pattern"; the old name goes in the next minor version\n',
+    );
+    const id = /\(id (d\d+);/.exec(old.stdout)?.[1] as string;
+    expect(old.stdout).toBe(
+      `added deny pattern GET http://${UP}/old/ for agent-1 (id ${id}; undo: trajgate revoke ${id})\n`,
+    );
+    expect(old.status).toBe(0);
+    const help = await op(g, ['block', '--help']);
+    expect(help.stdout).toBe((await op(g, ['deny-pattern', '--help'])).stdout);
+    const [byOld, byNew] = [
+      await api.post('/api/sessions/agent-2/block', { pattern: `GET http://${UP}/a/` }),
+      await api.post('/api/sessions/agent-2/denies', { pattern: `GET http://${UP}/b/` }),
+    ];
+    expect([byOld.status, byNew.status]).toEqual([201, 201]);
+    const shape = (d: { id: string; pattern: string }) => ({ ...d, id: 'd', pattern: 'p' });
+    expect(shape(byOld.json.deny)).toEqual(shape(byNew.json.deny));
+    expect(of(g, 'deny-pattern').map((r) => [r.session, r.pattern])).toEqual([
+      ['agent-1', `GET http://${UP}/old/`],
+      ['agent-2', `GET http://${UP}/a/`],
+      ['agent-2', `GET http://${UP}/b/`],
+    ]);
+    expect((await viaProxy(g.proxyUrl, `${up.url}/old/x`, auth(0))).status).toBe(403);
+    expect((await viaProxy(g.proxyUrl, `${up.url}/a/x`, auth(1))).status).toBe(403);
   });
 });

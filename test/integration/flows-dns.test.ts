@@ -94,8 +94,8 @@ describe('a decision is taken again after its DNS lookup', () => {
     expect(events).toHaveLength(1);
     expect(events[0]).toMatchObject({ verdict: 'REVIEW' });
     expect(events[0]?.denied).toContain(NAME);
-    const block = readRecords(g.journal).find((r) => r.type === 'block');
-    expect(block?.seq).toBeLessThan(events[0]?.seq as number);
+    const added = readRecords(g.journal).find((r) => r.type === 'deny-pattern');
+    expect(added?.seq).toBeLessThan(events[0]?.seq as number);
     const { live, again } = await replayed(g);
     expect(again).toEqual(live);
   });

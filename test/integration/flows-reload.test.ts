@@ -77,7 +77,7 @@ describe('a reload re-judges live flows', () => {
     expect(closedRecords(g)).toEqual([
       expect.objectContaining({
         type: 'tunnel',
-        flow: 'inspected',
+        flow: 'read',
         session: 'agent-a',
         reason: 'its agent credentials changed or were removed (config reloaded)',
       }),

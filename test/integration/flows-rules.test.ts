@@ -89,7 +89,7 @@ function expectRejudged(g: TestGateway, admitted: EventRecord, marking: EventRec
   expect(pause).toMatchObject({ session: AGENT, boundary: 'secret-then-egress' });
   expect(pause?.seq).toBeGreaterThan(again?.seq as number);
   expect(flowRecords(records)).toEqual([
-    expect.objectContaining({ ref: admitted.seq, change: 'frozen', reason: 'session paused' }),
+    expect.objectContaining({ rid: admitted.seq, change: 'frozen', reason: 'session paused' }),
   ]);
   expect(flowRecords(records)[0]?.seq).toBeGreaterThan(pause?.seq as number);
   expect(g.gw.sessions.isPaused(AGENT)).toBe(true);
@@ -137,7 +137,7 @@ describe('a secret read reaches channels opened before it', () => {
     g.gw.sessions.deny(AGENT);
     await closed;
     expect(flowRecords(g.records()).at(-1)).toMatchObject({
-      ref: event.seq,
+      rid: event.seq,
       change: 'closed',
       reason: 'denied by an operator',
     });
@@ -160,7 +160,7 @@ describe('a secret read reaches channels opened before it', () => {
     const marking = await readSecret(g);
     const again = eventsOf(g.records(), AGENT).find((e) => e.rid === event.seq);
     expect(again).toMatchObject({ verdict: 'PAUSE', rule: { name: 'secret-then-egress' } });
-    expect(flowRecords(g.records()).map((r) => [r.ref, r.change])).toEqual([
+    expect(flowRecords(g.records()).map((r) => [r.rid, r.change])).toEqual([
       [event.seq, 'frozen'],
       [event.seq, 'closed'],
     ]);
@@ -234,7 +234,7 @@ describe("a runner's failure reaches channels opened before it", () => {
     const again = eventsOf(g.records(), AGENT).find((e) => e.rid === event.seq);
     expect(again).toMatchObject({ verdict: 'PAUSE', boundary: 'drift-after-failure' });
     expect(flowRecords(g.records())).toEqual([
-      expect.objectContaining({ ref: event.seq, change: 'frozen' }),
+      expect.objectContaining({ rid: event.seq, change: 'frozen' }),
     ]);
     socket.write('after-failure');
     await quietFor(socket, 400);

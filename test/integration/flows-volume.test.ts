@@ -102,7 +102,7 @@ describe('volume rules count every byte sent up', () => {
     });
     expect(records.some((r) => r.type === 'pause' && r.boundary === 'big-upload')).toBe(true);
     expect(flowRecords(records)).toEqual([
-      expect.objectContaining({ type: 'tunnel', ref: t.admitted.seq, change: 'frozen' }),
+      expect.objectContaining({ type: 'tunnel', rid: t.admitted.seq, change: 'frozen' }),
     ]);
     // Still open, so no outcome yet: the rule saw the bytes as they flowed.
     expect(records.some((r) => r.type === 'outcome')).toBe(false);
@@ -160,7 +160,7 @@ describe('volume rules count every byte sent up', () => {
       expect.objectContaining({
         type: 'flow',
         flow: 'request',
-        ref: admitted.seq,
+        rid: admitted.seq,
         change: 'frozen',
       }),
     ]);

@@ -43,7 +43,7 @@ describe('a result of no known call', () => {
       ok: true,
       call: 'toolu_never_asked',
     });
-    expect(r.json.ref).toBeNull();
+    expect(r.json.rid).toBeNull();
     const result = g.records().at(-1) as ResultRecord;
     expect(result).toMatchObject({ type: 'result', unlinked: expect.stringContaining('toolu') });
     const next = await egress('forged');
@@ -61,7 +61,7 @@ describe('a result of no known call', () => {
       ok: true,
       call: 'toolu_c1',
     });
-    expect(r.json.ref).toEqual(expect.any(Number));
+    expect(r.json.rid).toEqual(expect.any(Number));
     expect((await egress('control')).json).toMatchObject({
       verdict: 'REVIEW',
       boundary: 'network',
@@ -89,7 +89,7 @@ describe('a call asked before a restart', () => {
       error: 'exit 1',
       call: 'toolu_r1',
     });
-    expect(r.json.ref).toBe(event.seq);
+    expect(r.json.rid).toBe(event.seq);
     expect(g.records().at(-1)).not.toHaveProperty('unlinked');
     const next = await egress('restart');
     expect(next.json).toMatchObject({ verdict: 'PAUSE', boundary: 'drift-after-failure' });

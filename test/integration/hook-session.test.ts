@@ -153,7 +153,7 @@ describe('a recorded Claude Code session through check --hook claude-code', () =
       const event = events.find((e) => e.call === result.call) as EventRecord;
       expect(result).toMatchObject({
         session: 'claude',
-        ref: event.seq,
+        rid: event.seq,
         kind: event.kind,
         target: event.target,
         tool: pre[events.indexOf(event)]?.tool_name,
@@ -254,7 +254,7 @@ describe('a 62-call coding session of the 2026 tool set', () => {
     expect(results.map((r) => r.call)).toEqual(post.map((h) => h.tool_use_id));
     for (const r of results) {
       expect(r).not.toHaveProperty('unlinked');
-      expect(r.ref).toBe(events.find((e) => e.call === r.call)?.seq);
+      expect(r.rid).toBe(events.find((e) => e.call === r.call)?.seq);
     }
     expect(results.filter((r) => !r.ok).map((r) => r.tool)).toEqual(['Bash', 'Bash']);
   }, 300_000); // one CLI start per hook input, as in a real session

@@ -44,7 +44,11 @@ describe('POST /events/result', () => {
       tool: 'Edit',
       call: 'toolu_01',
     });
-    expect(ok).toEqual({ status: 200, json: { recorded: expect.any(Number), ref: first } });
+    // `ref` is the answer's old name for `rid`, kept until the next minor version.
+    expect(ok).toEqual({
+      status: 200,
+      json: { recorded: expect.any(Number), rid: first, ref: first },
+    });
     const failed = await post('linked', '/events/result', {
       kind: 'write',
       target: file,
@@ -52,10 +56,10 @@ describe('POST /events/result', () => {
       error: 'exit 1',
       call: 'toolu_02',
     });
-    expect(failed.json.ref).toBe(second);
+    expect(failed.json).toMatchObject({ rid: second, ref: second });
     expect(results('linked')).toEqual([
-      expect.objectContaining({ ref: first, ok: true, tool: 'Edit', call: 'toolu_01' }),
-      expect.objectContaining({ ref: second, ok: false, error: 'exit 1', call: 'toolu_02' }),
+      expect.objectContaining({ rid: first, ok: true, tool: 'Edit', call: 'toolu_01' }),
+      expect.objectContaining({ rid: second, ok: false, error: 'exit 1', call: 'toolu_02' }),
     ]);
     expect(results('linked').every((r) => r.unlinked === undefined)).toBe(true);
   });
@@ -68,9 +72,9 @@ describe('POST /events/result', () => {
       { kind: 'read', target: file, ok: true, call: 'toolu_never' },
       { kind: 'read', target: file, ok: true },
     ];
-    const refs = [];
-    for (const r of reports) refs.push((await post('linked', '/events/result', r)).json.ref);
-    expect(refs.slice(1)).toEqual([null, null, null]);
+    const rids = [];
+    for (const r of reports) rids.push((await post('linked', '/events/result', r)).json.rid);
+    expect(rids.slice(1)).toEqual([null, null, null]);
     expect(
       results('linked')
         .slice(-3)

@@ -72,7 +72,7 @@ describe('a rotating journal, live', () => {
       expect((await viaProxy(g.proxyUrl, `${allowed.url}/r${i}`, auth(0))).status).toBe(200);
     }
     expect((await viaProxy(g.proxyUrl, `${other.url}/x`, auth(1))).status).toBe(403);
-    expect((await api.post('/api/sessions/agent-2/block', { pattern: 'evil.test' })).status).toBe(
+    expect((await api.post('/api/sessions/agent-2/denies', { pattern: 'evil.test' })).status).toBe(
       201,
     );
     const approved = await api.post('/api/sessions/agent-2/approve', {

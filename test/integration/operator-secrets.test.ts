@@ -73,7 +73,7 @@ async function pauseAgent1(tag: string): Promise<void> {
 }
 
 describe('operator commands with the agents’ and notify secrets unset', () => {
-  it('sessions, events, approve, revoke, block, resume, deny and reload work against the gateway', async () => {
+  it('sessions, events, approve, revoke, deny-pattern, resume, deny and reload work against the gateway', async () => {
     await pauseAgent1('first');
     expect((await ok(['sessions'])).stdout).toMatch(/\nagent-1 +PAUSED \(network\)/);
     expect((await ok(['events', 'agent-1'])).stdout).toContain(`${other.url}/first-2`);
@@ -81,7 +81,7 @@ describe('operator commands with the agents’ and notify secrets unset', () => 
     const id = /\(id (a\d+)/.exec(approved.stdout)?.[1] as string;
     expect(id).toMatch(/^a\d+$/);
     await ok(['revoke', id]);
-    await ok(['block', `POST ${other.url}/`, '--session', 'agent-1']);
+    await ok(['deny-pattern', `POST ${other.url}/`, '--session', 'agent-1']);
     expect((await ok(['resume', 'agent-1', '--reset'])).stdout).toContain('agent-1');
     await pauseAgent1('again');
     expect((await ok(['deny', 'agent-1'])).stdout).toContain('denied agent-1');

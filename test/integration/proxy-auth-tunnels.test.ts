@@ -144,7 +144,7 @@ describe('limits.tunnelsPerSession', () => {
     // Close the first; once its outcome is journaled its slot is free again.
     const firstEvent = g.records().find((r) => r.type === 'event');
     first.socket.destroy();
-    await waitFor(() => g.records().some((r) => r.type === 'outcome' && r.ref === firstEvent?.seq));
+    await waitFor(() => g.records().some((r) => r.type === 'outcome' && r.rid === firstEvent?.seq));
     const fourth = await open('four');
     expect(fourth.status).toBe(200);
     expect(echo.connections).toBe(base + 3);

@@ -173,7 +173,7 @@ describe('limits.bodyTimeout: a gap in the request body', () => {
     const [outcome, ...more] = outcomes(g);
     expect(more).toEqual([]);
     expect(outcome).toEqual(
-      expect.objectContaining({ ref: event?.seq, status: 408, bytesUp: sentUp(10) }),
+      expect.objectContaining({ rid: event?.seq, status: 408, bytesUp: sentUp(10) }),
     );
     expect(outcome?.error).toMatch(/request body stalled: no bytes from the agent for 300 ms/);
     expect(refusals(g.records())).toEqual([]);

@@ -84,7 +84,7 @@ describe('SIGTERM drains keep-alive connections (trajgate start)', () => {
       });
       expect(idle.headers.connection).toBe('keep-alive');
 
-      // A keep-alive tunnel whose requests trajgate reads (GET is allowed, so it is inspected).
+      // A keep-alive tunnel whose requests trajgate reads (GET is allowed, so it is read).
       const tunnel = await connectTunnel(proxy, up);
       expect(tunnel.status).toBe(200);
       const inside = (path: string) =>
@@ -136,7 +136,7 @@ describe('SIGTERM drains keep-alive connections (trajgate start)', () => {
       const outcomes = records.filter((r) => r.type === 'outcome');
       for (const path of ['/hold/proxy', '/hold/tunnel']) {
         const event = records.find((r) => r.type === 'event' && r.target.endsWith(path));
-        expect(outcomes.find((o) => o.ref === event?.seq)).toMatchObject({ status: 200 });
+        expect(outcomes.find((o) => o.rid === event?.seq)).toMatchObject({ status: 200 });
       }
     } finally {
       agent.destroy();
@@ -172,12 +172,12 @@ describe('SIGTERM with a tunnel that outlasts the drain', () => {
       const event = records.find((r) => r.type === 'event');
       expect(event).toMatchObject({ target: `127.0.0.1:${echo.port}`, verdict: 'ALLOW' });
       expect(records.find((r) => r.type === 'tunnel')).toMatchObject({
-        ref: event?.seq,
+        rid: event?.seq,
         change: 'closed',
         reason: expect.stringMatching(/cut at the drain deadline/),
       });
       expect(records.find((r) => r.type === 'outcome')).toMatchObject({
-        ref: event?.seq,
+        rid: event?.seq,
         status: 200,
         bytesUp: 4,
         bytesDown: 4,

@@ -69,7 +69,7 @@ describe('graceful SIGTERM (trajgate start)', () => {
       });
       expect(records.filter((r) => r.type === 'event')).toHaveLength(1);
       const outcome = records.find((r) => r.type === 'outcome');
-      expect(outcome).toMatchObject({ ref: event?.seq, status: 200, bytesDown: 12 });
+      expect(outcome).toMatchObject({ rid: event?.seq, status: 200, bytesDown: 12 });
       expect(outcome).not.toHaveProperty('error');
       expect((outcome as { durationMs: number }).durationMs).toBeGreaterThanOrEqual(900);
 
@@ -120,7 +120,7 @@ describe('SIGTERM with held and stuck requests', () => {
         (r) => r.type === 'event' && r.target.endsWith('/stuck'),
       );
       expect(
-        readRecords(journal).find((r) => r.type === 'outcome' && r.ref === stuckEvent?.seq),
+        readRecords(journal).find((r) => r.type === 'outcome' && r.rid === stuckEvent?.seq),
       ).toMatchObject({ status: null });
     } finally {
       if (cli.child.exitCode === null) cli.child.kill('SIGKILL');

@@ -77,7 +77,7 @@ describe('TLS naming another server (domain fronting)', () => {
     ]);
     const out = outcomes(g)[0] as OutcomeRecord;
     expect(out).toMatchObject({
-      ref: events(g)[0]?.seq,
+      rid: events(g)[0]?.seq,
       status: 403,
       bytesUp: 0,
       sni: 'other.example',
@@ -104,12 +104,12 @@ describe('TLS naming another server (domain fronting)', () => {
     expect(aliasEvent?.verdict).toBe('ALLOW');
     expect(outcomes(g)).toEqual([
       expect.objectContaining({
-        ref: connectEvent?.seq,
+        rid: connectEvent?.seq,
         status: 200,
         bytesUp: 0,
         sni: 'alias.test',
       }),
-      expect.objectContaining({ ref: aliasEvent?.seq, status: 200, sni: 'alias.test' }),
+      expect.objectContaining({ rid: aliasEvent?.seq, status: 200, sni: 'alias.test' }),
     ]);
     expect(outcomes(g)[1]?.bytesUp).toBeGreaterThan(0);
   });

@@ -68,7 +68,7 @@ describe('open tunnels follow the session', () => {
     expect(tunnelRecords(g)[0]).toMatchObject({
       session: SESSION,
       target: ECHO,
-      ref: event?.seq,
+      rid: event?.seq,
       change: 'frozen',
       reason: 'session paused',
     });

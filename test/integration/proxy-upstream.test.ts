@@ -35,7 +35,7 @@ async function outcomeOf(g: TestGateway): Promise<{ event: EventRecord; outcome:
     const records = g.records();
     const event = records.find((r): r is EventRecord => r.type === 'event');
     const outcome = records.find(
-      (r): r is OutcomeRecord => r.type === 'outcome' && r.ref === event?.seq,
+      (r): r is OutcomeRecord => r.type === 'outcome' && r.rid === event?.seq,
     );
     if (event && outcome) found = { event, outcome };
     return found !== undefined;

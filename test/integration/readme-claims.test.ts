@@ -165,14 +165,14 @@ describe('upgraded connections and tunnels read per request follow the session',
   const rows: {
     name: string;
     target: string;
-    ref(g: TestGateway): number | undefined;
+    rid(g: TestGateway): number | undefined;
     open(g: TestGateway): Promise<Socket>;
     probe(socket: Socket): Promise<string>;
   }[] = [
     {
       name: 'an upgraded connection (WebSocket)',
       target: `http://127.0.0.1:${ws.port}/ws`,
-      ref: (g) => events(g).find((e) => e.target === `http://127.0.0.1:${ws.port}/ws`)?.seq,
+      rid: (g) => events(g).find((e) => e.target === `http://127.0.0.1:${ws.port}/ws`)?.seq,
       async open(g) {
         const t = keep(await openRaw(g.gw.proxy.port, upgradeHead));
         expect(t.status).toBe(101);
@@ -183,7 +183,7 @@ describe('upgraded connections and tunnels read per request follow the session',
     {
       name: 'a CONNECT read request by request',
       target: UP,
-      ref: () => undefined,
+      rid: () => undefined,
       async open(g) {
         const t = keep(await connectTunnel(g.gw.proxy.port, UP));
         expect(t.status).toBe(200);
@@ -212,8 +212,8 @@ describe('upgraded connections and tunnels read per request follow the session',
     for (const path of ['/one', '/two']) await curl(['-x', g.proxyUrl, `${stranger}${path}`]);
     await waitFor(() => change('frozen').length === 1);
     expect(change('frozen')[0]).toMatchObject({ session: SESSION, reason: 'session paused' });
-    // `ref` names the tunnel's own event; a tunnel read per request has none (its requests do).
-    expect(change('frozen')[0]?.ref).toBe(row.ref(g));
+    // `rid` names the tunnel's own event; a tunnel read per request has none (its requests do).
+    expect(change('frozen')[0]?.rid).toBe(row.rid(g));
 
     g.gw.sessions.resume(SESSION);
     await waitFor(() => change('thawed').length === 1);

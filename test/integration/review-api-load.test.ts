@@ -55,7 +55,7 @@ function journal(path: string): void {
         seq: seq + 1,
         ts,
         type: 'outcome',
-        ref: seq,
+        rid: seq,
         session,
         status: 200,
         bytesUp: 0,

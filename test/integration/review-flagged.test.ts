@@ -86,9 +86,9 @@ describe('flagged sessions', () => {
     expect((await api.get('/api/sessions')).json.sessions).toEqual(before);
     expect((await api.get('/api/sessions/agent-2')).json.reviews).toEqual(reviewsBefore);
 
-    // deny on the paused one and a block on the flagged one clear theirs
+    // deny on the paused one and a deny pattern on the flagged one clear theirs
     await api.post('/api/sessions/agent-3/deny');
-    expect((await api.post('/api/sessions/agent-2/block', { pattern: 'z.example' })).status).toBe(
+    expect((await api.post('/api/sessions/agent-2/denies', { pattern: 'z.example' })).status).toBe(
       201,
     );
     expect(states((await api.get('/api/sessions')).json.sessions)).toEqual([

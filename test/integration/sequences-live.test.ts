@@ -108,7 +108,7 @@ describe('trajectory rules across the bridge and the proxy', () => {
     const res = await get(g, 'agent-2', `${other.url}/new-host`);
     expect(res.status).toBe(403);
     // An outcome is written with the next record: the request's event above.
-    const outcome = readRecords(journal).find((r) => r.type === 'outcome' && r.ref === call.seq);
+    const outcome = readRecords(journal).find((r) => r.type === 'outcome' && r.rid === call.seq);
     expect(outcome).toMatchObject({ failed: true });
     expect(last('agent-2')).toMatchObject({
       verdict: 'PAUSE',

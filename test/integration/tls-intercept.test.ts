@@ -67,7 +67,7 @@ describe('curl --cacert <trajgate CA> through the proxy', () => {
       verdict: 'ALLOW',
       approvedBy: `GET ${ORIGIN}/`,
     });
-    expect(outcomes(g)).toEqual([expect.objectContaining({ ref: event?.seq, status: 200 })]);
+    expect(outcomes(g)).toEqual([expect.objectContaining({ rid: event?.seq, status: 200 })]);
   });
 
   it('the agent sees a trajgate leaf for the CONNECT host, the upstream never sees trajgate', async () => {

@@ -94,8 +94,8 @@ describe('intercepted TLS follows the session', () => {
     const changes = g
       .records()
       .filter((x): x is TunnelRecord => x.type === 'tunnel')
-      .map((x) => [x.change, x.target, x.ref]);
-    // No `ref`: an intercepted connection has no event of its own, its requests do.
+      .map((x) => [x.change, x.target, x.rid]);
+    // No `rid`: an intercepted connection has no event of its own, its requests do.
     expect(changes).toEqual([
       ['frozen', UP, undefined],
       ['thawed', UP, undefined],

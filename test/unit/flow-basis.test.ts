@@ -135,7 +135,7 @@ describe('lapse: why a flow basis no longer holds', () => {
   });
 
   it('a tunnel judged request by request inside follows only its credentials', () => {
-    const inner = { ...basis('127.0.0.1:443', 'inspected'), event: null, dial: null };
+    const inner = { ...basis('127.0.0.1:443', 'read'), event: null, dial: null };
     expect(lapse(partsFor({ allow: [] }), inner, NONE)).toBeNull();
     expect(lapse(partsFor({ allow: [] }), inner, new Set(['agent-1']))).not.toBeNull();
   });
@@ -152,7 +152,7 @@ describe('rejudgeFlows', () => {
     );
     const kept = flows.open(basis('localhost:443'));
     const gone = flows.open(basis('127.0.0.1:443'));
-    parts.guard.block({ pattern: '127.0.0.1', session: null, id: 'd1', by: 'op' });
+    parts.guard.addDeny({ pattern: '127.0.0.1', session: null, id: 'd1', by: 'op' });
     expect(rejudgeFlows({ ...parts, flows }, 'a deny pattern was added')).toBe(1);
     expect(gone.closed).toMatch(/refuses it now \(a deny pattern was added\)$/);
     expect(kept.closed).toBeNull();

@@ -14,7 +14,7 @@ import { tempDir } from '../helpers/tmp.js';
  * In the guard: ids and sources of config entries, per-agent and
  * role allowlists, a reload that swaps only what the config gave, revokes, deny patterns that
  * keep tunnels from opening blind, approvals fitted to refused events, and the journal replay
- * of approve, block and revoke records.
+ * of approve, deny-pattern and revoke records.
  */
 const dir = tempDir();
 const configOf = (extra: Record<string, unknown>) =>
@@ -77,7 +77,7 @@ describe('Guard.replacePolicy (config reload)', () => {
     }
     expect(guard.session('a2')).toMatchObject({ pausedBy: 'network' });
     guard.approve({ pattern: 'op.example', session: 'a2', id: 'a7', by: 'alice' });
-    guard.block({ pattern: 'docs.example', session: 'a2', id: 'd8' });
+    guard.addDeny({ pattern: 'docs.example', session: 'a2', id: 'd8' });
     const next = configOf({ ...FLEET, network: { allow: ['new.example'], deny: [] } });
     guard.replacePolicy(compilePolicy(next));
     expect(guard.session('a2')?.counts.get('network')).toBe(2);
@@ -85,7 +85,7 @@ describe('Guard.replacePolicy (config reload)', () => {
     expect(guard.inspect(event('https://new.example/', 'a2')).approved).toBe(true);
     expect(guard.inspect(event('https://evil.example/', 'a1')).deniedBy).toBeUndefined();
     expect(guard.inspect(event('https://op.example/', 'a2')).approvedBy).toBe('op.example');
-    // the operator's block stays, the old allow entry is gone either way
+    // the operator's deny pattern stays, the old allow entry is gone either way
     expect(guard.inspect(event('https://docs.example/', 'a2')).deniedBy).toContain('(d8)');
     expect(guard.approvals.all(0).map((a) => a.id)).toEqual(['c1', 'c2', 'c3', 'a7']);
   });
@@ -109,10 +109,10 @@ describe('deny patterns and blind tunnels', () => {
     const policy = { network: { allow: ['api.example'], deny: ['POST http://api.example/x/'] } };
     const guard = new Guard(compilePolicy(configOf(policy)));
     expect(guard.inspect(event('api.example:80')).verdict).toBe('ALLOW');
-    expect(guard.needsInspection(event('api.example:80'))).toBe(true);
-    expect(guard.needsInspection(event('other.example:443'))).toBe(false);
+    expect(guard.mustRead(event('api.example:80'))).toBe(true);
+    expect(guard.mustRead(event('other.example:443'))).toBe(false);
     const plain = new Guard(compilePolicy(configOf({ network: { allow: ['api.example'] } })));
-    expect(plain.needsInspection(event('api.example:80'))).toBe(false);
+    expect(plain.mustRead(event('api.example:80'))).toBe(false);
   });
 });
 
@@ -141,7 +141,7 @@ describe('approvals fitted to a refused event', () => {
 });
 
 describe('replaying operator records', () => {
-  it('approve, block and revoke come back with their ids', () => {
+  it('approve, deny-pattern and revoke come back with their ids', () => {
     const guard = new Guard(compilePolicy(configOf({})));
     const base = { ts: new Date(1000).toISOString(), by: 'alice' };
     const records = [
@@ -163,7 +163,7 @@ describe('replaying operator records', () => {
         kind: 'network',
         expiresAt: null,
       },
-      { ...base, seq: 6, type: 'block', session: 'a1', pattern: 'y.example' },
+      { ...base, seq: 6, type: 'deny-pattern', session: 'a1', pattern: 'y.example' },
       {
         ...base,
         seq: 7,

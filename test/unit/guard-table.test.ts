@@ -26,8 +26,8 @@ interface Step {
   paused?: boolean;
   approve?: { pattern: string; kind?: string; session?: string; expiresAt?: number };
   resume?: { session: string; reset: boolean };
-  /** An operator's deny pattern (Guard.block) and its removal (Guard.revoke) by id. */
-  block?: { pattern: string; session?: string; id: string };
+  /** An operator's deny pattern (Guard.addDeny) and its removal (Guard.revoke) by id. */
+  denyPattern?: { pattern: string; session?: string; id: string };
   revoke?: string;
   /** Text the decision's reason contains. */
   reason?: string;
@@ -69,8 +69,8 @@ describe.each(files)('guard fixture %s', (file) => {
         guard.resume(step.resume.session, step.resume.reset);
         return;
       }
-      if (step.block) {
-        guard.block(step.block);
+      if (step.denyPattern) {
+        guard.addDeny(step.denyPattern);
         return;
       }
       if (step.revoke) {

@@ -60,7 +60,7 @@ describe('HookCalls', () => {
         type: 'result',
         seq: 5,
         session: 'a',
-        ref: 4,
+        rid: 4,
         kind: 'read',
         target: '/w',
         ok: true,

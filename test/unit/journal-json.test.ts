@@ -44,7 +44,7 @@ const decision = (over: Partial<Decision> = {}): Decision => ({
 /** In the pipeline's field order. */
 const outcome = (over: Partial<OutcomeRecord> = {}): Unstamped<OutcomeRecord> => {
   const o = {
-    ref: 7,
+    rid: 7,
     session: 's',
     status: 200,
     bytesUp: 0,
@@ -54,7 +54,7 @@ const outcome = (over: Partial<OutcomeRecord> = {}): Unstamped<OutcomeRecord> =>
   };
   return {
     type: 'outcome',
-    ref: o.ref,
+    rid: o.rid,
     session: o.session,
     status: o.status,
     bytesUp: o.bytesUp,
@@ -128,7 +128,7 @@ describe('journal lines written field by field', () => {
       );
       same({
         type: 'outcome',
-        ref: 1,
+        rid: 1,
         session: s,
         status: 200,
         bytesUp: 1,

@@ -106,7 +106,7 @@ function random(seed: number): () => number {
 
 /**
  * `steps` actions as the gateway takes them: decisions (pausing ones with their pause record in
- * one write), outcomes written later, approvals with expiries, blocks, revokes, resumes, denies.
+ * one write), outcomes written later, approvals with expiries, deny patterns, revokes, resumes, denies.
  */
 function history(w: JournalWriter, p: Parts, steps: number, seed = 1): void {
   const rnd = random(seed);
@@ -142,14 +142,14 @@ function history(w: JournalWriter, p: Parts, steps: number, seed = 1): void {
       if (pause) p.review.announce(pause);
       last.set(session, stamped.seq);
     } else if (r < 0.75 && last.has(session)) {
-      const ref = last.get(session) as number;
+      const rid = last.get(session) as number;
       const failed = rnd() < 0.4;
       const bytesUp = Math.floor(rnd() * 4000);
-      const outcome = { type: 'outcome', ref, session, status: failed ? 502 : 200 } as const;
+      const outcome = { type: 'outcome', rid, session, status: failed ? 502 : 200 } as const;
       // Written later, as the gateway does: rides along with the next record (or a rotation).
       const fail = failed ? { failed: true as const } : {};
       w.appendLater({ ...outcome, bytesUp, bytesDown: 10, ...fail, durationMs: 3 }, ts);
-      p.guard.outcome(session, ref, { failed, bytesUp, ts });
+      p.guard.outcome(session, rid, { failed, bytesUp, ts });
     } else if (r < 0.82) {
       const expiresAt = rnd() < 0.5 ? null : ts + 5000;
       const pattern = `api${Math.floor(rnd() * 3)}.test`;
@@ -166,8 +166,8 @@ function history(w: JournalWriter, p: Parts, steps: number, seed = 1): void {
       p.guard.approve({ pattern, session: scope, expiresAt, id: `a${seq}`, by: 'op' });
       approvals.push(`a${seq}`);
     } else if (r < 0.85) {
-      const seq = w.append({ type: 'block', session, pattern: 'evil.test', by: 'op' });
-      p.guard.block({ id: `d${seq}`, pattern: 'evil.test', session, by: 'op' });
+      const seq = w.append({ type: 'deny-pattern', session, pattern: 'evil.test', by: 'op' });
+      p.guard.addDeny({ id: `d${seq}`, pattern: 'evil.test', session, by: 'op' });
     } else if (r < 0.87 && approvals.length > 0) {
       const id = approvals.shift() as string;
       w.append({ type: 'revoke', id, pattern: '-', kind: 'network', session: null, by: 'op' });

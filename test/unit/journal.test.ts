@@ -134,10 +134,10 @@ describe('journal writer and reader', () => {
     const path = freshPath();
     let writes = 0;
     const w = new JournalWriter(path, { lastSeq: 0, fsyncMs: 100, onWrite: () => writes++ });
-    const outcome = (ref: number) =>
+    const outcome = (rid: number) =>
       w.appendLater({
         type: 'outcome',
-        ref,
+        rid,
         session: 's',
         status: 200,
         bytesUp: 0,

@@ -131,7 +131,7 @@ describe('records with long targets', () => {
         reason: 'r',
         target: long,
       },
-      { type: 'result', session: 's', ref: null, kind: 'command', target: long, ok: true },
+      { type: 'result', session: 's', rid: null, kind: 'command', target: long, ok: true },
     ];
     for (const r of records) writer.append(r);
     writer.close();

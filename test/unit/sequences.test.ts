@@ -61,10 +61,10 @@ interface Step {
   reason?: string;
   marks?: string[];
   onFailure?: string[];
-  /** How the request of event record `ref` (default: the session's last event) ended. */
-  outcome?: { ref?: number; failed?: boolean; bytesUp?: number };
-  /** `unlinked`: no call is known for it (ref null). */
-  result?: { ref?: number; ok: boolean; unlinked?: string };
+  /** How the request of event record `rid` (default: the session's last event) ended. */
+  outcome?: { rid?: number; failed?: boolean; bytesUp?: number };
+  /** `unlinked`: no call is known for it (rid null). */
+  result?: { rid?: number; ok: boolean; unlinked?: string };
   resume?: { reset?: boolean; keepMarks?: boolean };
 }
 
@@ -140,11 +140,11 @@ function live(c: Case): { guard: Guard; journal: JournalRecord[]; verdicts: stri
       verdicts.push(formatVerdict(d));
       check(at, d, step);
     } else if (step.outcome) {
-      const { ref = last.get(session) as number, failed = false, bytesUp = 0 } = step.outcome;
-      guard.outcome(session, ref, { failed, bytesUp, ts });
+      const { rid = last.get(session) as number, failed = false, bytesUp = 0 } = step.outcome;
+      guard.outcome(session, rid, { failed, bytesUp, ts });
       const outcome = {
         type: 'outcome' as const,
-        ref,
+        rid,
         session,
         status: failed ? 500 : 200,
         bytesUp,
@@ -158,7 +158,7 @@ function live(c: Case): { guard: Guard; journal: JournalRecord[]; verdicts: stri
       const result = {
         type: 'result' as const,
         session,
-        ref: null,
+        rid: null,
         kind: 'command',
         target: WS,
         ok,
@@ -167,9 +167,9 @@ function live(c: Case): { guard: Guard; journal: JournalRecord[]; verdicts: stri
       unlinkedResult(guard, result, seq, ts);
       journal.push(line(seq, ts, result));
     } else if (step.result) {
-      const { ref = last.get(session) as number, ok } = step.result;
-      guard.outcome(session, ref, { failed: !ok, bytesUp: 0, ts });
-      const result = { type: 'result' as const, session, ref, kind: 'command', target: WS, ok };
+      const { rid = last.get(session) as number, ok } = step.result;
+      guard.outcome(session, rid, { failed: !ok, bytesUp: 0, ts });
+      const result = { type: 'result' as const, session, rid, kind: 'command', target: WS, ok };
       journal.push(line(seq, ts, result));
     } else if (step.resume) {
       const { reset = false, keepMarks = false } = step.resume;
@@ -297,7 +297,7 @@ const CASES: Case[] = [
     steps: [
       { e: ['network', DOCS] },
       { e: ['command', WS], failed: true, marks: ['drift-after-failure'] },
-      { outcome: { ref: 1, failed: true } },
+      { outcome: { rid: 1, failed: true } },
       {
         e: ['network', EVIL],
         expect: 'PAUSE: drift-after-failure',
@@ -365,7 +365,7 @@ const CASES: Case[] = [
       // Pending failures go too: a failure reported after the resume marks nothing.
       { s: 'c', e: ['command', WS] },
       { s: 'c', resume: {} },
-      { s: 'c', outcome: { ref: 9, failed: true } },
+      { s: 'c', outcome: { rid: 9, failed: true } },
       { s: 'c', e: ['network', EVIL], expect: 'REVIEW: network' },
     ],
   },

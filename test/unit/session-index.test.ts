@@ -74,7 +74,7 @@ function request(
   const seq = w.append(event(session, target, undefined, method));
   w.appendLater({
     type: 'outcome',
-    ref: seq,
+    rid: seq,
     session,
     status,
     bytesUp: 1,
@@ -107,7 +107,7 @@ function expected(path: string, session: string): Listed[] {
     .map((l) => JSON.parse(l) as JournalRecord);
   const status = new Map<number, number | null>();
   for (const r of records)
-    if (r.type === 'outcome' && r.session === session) status.set(r.ref, r.status);
+    if (r.type === 'outcome' && r.session === session) status.set(r.rid, r.status);
   return records
     .filter((r): r is EventRecord => r.type === 'event' && r.session === session)
     .map((r) => (status.has(r.rid ?? r.seq) ? { ...r, status: status.get(r.rid ?? r.seq) } : r))
@@ -145,7 +145,7 @@ describe('session index', () => {
       w.append(event('b', 'https://b.example/held', held));
       w.appendLater({
         type: 'outcome',
-        ref: held,
+        rid: held,
         session: 'b',
         status: 403,
         bytesUp: 0,

@@ -101,7 +101,7 @@ describe('the guard and review share one store', () => {
       store,
     );
     guard.approve({ pattern: 'example.test', session: 's' });
-    guard.block({ pattern: 'worse.example' });
+    guard.addDeny({ pattern: 'worse.example' });
     expect(store.approvals.all(0).map((a) => a.pattern)).toEqual(['docs.example', 'example.test']);
     expect(store.denies.all(null, true).map((d) => d.pattern)).toEqual([
       'evil.example',

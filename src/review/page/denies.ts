@@ -1,6 +1,6 @@
 // Deny patterns: refused whatever allows or approves them. The card lists those that apply to
-// the session (its own, global ones, the config's network.deny), removes an operator's, and
-// blocks a new pattern for this session or every session (pre-filled from the selected request).
+// the session (its own, global ones, the config's network.deny), revokes an operator's, and
+// adds one for this session or every session (pre-filled from the selected request).
 
 import type { Actions } from './actions.js';
 import { confirmAction } from './confirm.js';
@@ -13,7 +13,7 @@ export class DeniesCard {
   readonly element: HTMLElement;
   readonly #list: HTMLElement;
   readonly #pattern: HTMLInputElement;
-  readonly #block: HTMLButtonElement;
+  readonly #add: HTMLButtonElement;
   readonly #everyone: HTMLInputElement;
   readonly #actions: Actions;
   #session = '';
@@ -23,51 +23,54 @@ export class DeniesCard {
 
   constructor(actions: Actions) {
     this.#actions = actions;
-    this.#list = h('ul', { class: 'approval-list deny-list', attrs: { 'aria-label': 'Denied' } });
+    this.#list = h('ul', {
+      class: 'approval-list deny-list',
+      attrs: { 'aria-label': 'Deny patterns' },
+    });
     this.#pattern = h('input', {
       class: 'mono',
       attrs: {
-        id: 'block-pattern',
+        id: 'deny-pattern',
         name: 'deny-pattern',
         type: 'text',
         autocomplete: 'off',
         spellcheck: 'false',
         placeholder: 'host, METHOD https://host/path',
-        'aria-describedby': 'block-help',
+        'aria-describedby': 'deny-help',
       },
       on: { input: () => (this.#typed = true) },
     });
-    this.#everyone = h('input', { attrs: { id: 'block-everyone', type: 'checkbox' } });
-    this.#block = h('button', {
+    this.#everyone = h('input', { attrs: { id: 'deny-everyone', type: 'checkbox' } });
+    this.#add = h('button', {
       class: 'btn btn-danger',
-      text: 'Block…',
+      text: 'Add deny pattern…',
       attrs: { type: 'submit' },
     });
     const form = h(
       'form',
-      { class: 'action-block', attrs: { novalidate: '' } },
+      { class: 'action-deny', attrs: { novalidate: '' } },
       h(
         'div',
         { class: 'field' },
-        h('label', { text: 'Deny pattern', attrs: { for: 'block-pattern' } }),
+        h('label', { text: 'Deny pattern', attrs: { for: 'deny-pattern' } }),
         this.#pattern,
       ),
       h('p', {
         class: 'help',
-        attrs: { id: 'block-help' },
+        attrs: { id: 'deny-help' },
         text: 'Refused whatever allows or approves it; journaled like an approval.',
       }),
       h('label', { class: 'check' }, this.#everyone, ' For every session, not only this one'),
-      h('div', { class: 'btn-row' }, this.#block),
+      h('div', { class: 'btn-row' }, this.#add),
     );
     form.addEventListener('submit', (e) => {
       e.preventDefault();
-      void this.#onBlock();
+      void this.#onAdd();
     });
     this.element = h(
       'section',
       { class: 'card denies-card', attrs: { 'aria-labelledby': 'denies-title' } },
-      h('h2', { attrs: { id: 'denies-title' }, text: 'Blocked' }),
+      h('h2', { attrs: { id: 'denies-title' }, text: 'Deny patterns' }),
       this.#list,
       form,
     );
@@ -82,7 +85,7 @@ export class DeniesCard {
   }
 
   setDisabled(disabled: boolean): void {
-    this.#block.disabled = disabled;
+    this.#add.disabled = disabled;
   }
 
   update(denies: readonly DenyView[] | undefined): void {
@@ -101,7 +104,7 @@ export class DeniesCard {
     );
   }
 
-  /** A network event was selected: propose blocking what it asked for. */
+  /** A network event was selected: propose a deny pattern for what it asked for. */
   async prefill(event: EventView | null): Promise<void> {
     if (!event || event.kind !== 'network' || event.seq === this.#prefilled) return;
     const seq = event.seq;
@@ -141,51 +144,51 @@ export class DeniesCard {
         ? null
         : h('button', {
             class: 'btn btn-small btn-danger',
-            text: 'Remove…',
-            attrs: { type: 'button', 'aria-label': `Remove deny ${d.id}: ${d.pattern}` },
-            on: { click: () => void this.#remove(d, scope) },
+            text: 'Revoke…',
+            attrs: { type: 'button', 'aria-label': `Revoke deny pattern ${d.id}: ${d.pattern}` },
+            on: { click: () => void this.#revoke(d, scope) },
           }),
     );
   }
 
-  async #onBlock(): Promise<void> {
+  async #onAdd(): Promise<void> {
     const pattern = this.#pattern.value.trim();
     if (pattern === '') {
-      this.#actions.say('Enter a pattern to block.', 'error');
+      this.#actions.say('Enter a pattern to deny.', 'error');
       this.#pattern.focus();
       return;
     }
     const session = this.#session;
     const everyone = this.#everyone.checked;
     const ok = await confirmAction({
-      title: 'Block this pattern?',
+      title: 'Add this deny pattern?',
       lines: [
         ['Session', everyone ? 'every session' : session],
         ['Deny pattern', pattern],
       ],
       note: `Matching requests of ${everyone ? 'every session' : 'this session'} are refused from now on, even if allowed or approved (and counted as crossings).`,
-      confirm: 'Block',
+      confirm: 'Add',
       tone: 'danger',
     });
     if (!ok) return;
     await this.#actions.run(async () => {
-      const path = everyone ? '/api/denies' : `${sessionPath(session)}/block`;
+      const path = everyone ? '/api/denies' : `${sessionPath(session)}/denies`;
       const { deny } = await call<{ deny: DenyView }>('POST', path, { pattern });
       this.#everyone.checked = false;
-      return `Blocked ${deny.pattern} for ${deny.session === null ? 'all sessions' : 'this session'} (${deny.id}).`;
+      return `Added deny pattern ${deny.pattern} for ${deny.session === null ? 'all sessions' : 'this session'} (${deny.id}).`;
     });
   }
 
-  async #remove(d: DenyView, scope: string): Promise<void> {
+  async #revoke(d: DenyView, scope: string): Promise<void> {
     const ok = await confirmAction({
-      title: 'Remove this deny pattern?',
+      title: 'Revoke this deny pattern?',
       lines: [
-        ['Deny', d.id],
+        ['Deny pattern', d.id],
         ['Pattern', d.pattern],
         ['Applies to', scope],
       ],
       note: 'Matching requests are judged by the allowlist and approvals again.',
-      confirm: 'Remove',
+      confirm: 'Revoke',
       tone: 'danger',
     });
     if (!ok) return;
@@ -194,7 +197,7 @@ export class DeniesCard {
         'DELETE',
         `/api/denies/${encodeURIComponent(d.id)}`,
       );
-      return `Removed deny ${r.revoked.id} (${r.revoked.pattern}).`;
+      return `Revoked deny pattern ${r.revoked.id} (${r.revoked.pattern}).`;
     });
   }
 }

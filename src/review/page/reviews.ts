@@ -24,7 +24,7 @@ export class ReviewsCard {
     this.element = h(
       'section',
       { class: 'card reviews-card', attrs: { 'aria-labelledby': 'reviews-title', hidden: '' } },
-      h('h2', { attrs: { id: 'reviews-title' }, text: 'Flagged for review' }),
+      h('h2', { attrs: { id: 'reviews-title' }, text: 'Flagged: REVIEW verdicts' }),
       this.#summary,
       this.#list,
     );
@@ -47,7 +47,7 @@ export class ReviewsCard {
       `${plural(Math.max(flagged, reviews.length), 'REVIEW')} since the last operator action. `,
       paused
         ? 'The session is paused as well: decide on the held requests too.'
-        : 'Each was refused; crossing the same boundary again pauses the session. Approve what the agent needs, or block it.',
+        : 'Each was refused; crossing the same boundary again pauses the session. Approve what the agent needs, or add a deny pattern.',
     );
     fill(this.#list, ...[...reviews].reverse().map((e) => this.#item(e)));
   }

@@ -173,7 +173,7 @@ export class SessionPage {
       h(
         'p',
         { class: 'help timeline-help', attrs: { id: 'timeline-help' } },
-        'Hover or click a mark to see the event; with the timeline focused, ← → select events, + − zoom, 0 fits. Drag to pan when zoomed. ',
+        'Hover or click an event on the timeline to see it; with the timeline focused, ← → select events, + − zoom, 0 fits. Drag to pan when zoomed. ',
         this.#timelineNote,
       ),
       this.#details,
@@ -643,7 +643,7 @@ export class SessionPage {
         this.#details,
         h('p', {
           class: 'details-empty',
-          text: 'No event selected. Click a mark, or focus the timeline and use the arrow keys.',
+          text: 'No event selected. Click one on the timeline, or focus it and use the arrow keys.',
         }),
       );
       return;

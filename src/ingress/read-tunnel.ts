@@ -22,7 +22,7 @@ const TOKEN_START = /^[!#$%&'*+.^_`|~0-9A-Za-z-]$/;
  * HTTP is; a TLS ClientHello → intercepted when `tls.intercept` covers the host, else closed;
  * anything else → closed. Each closing is journaled.
  */
-export async function openInspected(
+export async function openReadTunnel(
   ctx: ProxyContext,
   ask: NetworkAsk,
   socket: Socket,
@@ -35,16 +35,16 @@ export async function openInspected(
     return { ...refused(socket, admitted.refusal), rid: admitted.rid };
   const rid = admitted.rid;
   const intercepted = ctx.intercept?.matches(subject) === true;
-  const kind = intercepted ? 'intercepted' : 'inspected';
+  const kind = intercepted ? 'intercepted' : 'read';
   const flow = ctx.pipeline.sessionFlow(kind, ask.session, ask.input.target, rid);
   try {
-    return await inspected(ctx, ask, socket, subject, plain, flow);
+    return await readTunnel(ctx, ask, socket, subject, plain, flow);
   } finally {
     flow.end();
   }
 }
 
-async function inspected(
+async function readTunnel(
   ctx: ProxyContext,
   ask: NetworkAsk,
   socket: Socket,
