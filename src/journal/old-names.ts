@@ -16,3 +16,13 @@ export function currentNames<T>(value: T): T {
   }
   return value;
 }
+
+/**
+ * A record as it is shared with other gateways (the store's rules, the bus): in the spelling
+ * the previous minor version reads, so that during a rolling upgrade an older replica still
+ * applies a deny pattern a newer one added (it would ignore `deny-pattern`). Every reader here
+ * takes both (currentNames). Until the next minor version.
+ */
+export function sharedSpelling<T extends { readonly type: string }>(record: T): T {
+  return record.type === 'deny-pattern' ? { ...record, type: 'block' } : record;
+}

@@ -6,6 +6,7 @@ import { Guard } from '../guard/guard.js';
 import { MemoryStore } from '../guard/store.js';
 import { unchained } from '../journal/chain.js';
 import { journalFiles } from '../journal/files.js';
+import { sharedSpelling } from '../journal/old-names.js';
 import { applyRecord } from '../journal/rebuild.js';
 import { readJournal } from '../journal/reader.js';
 import type { EventRecord, JournalRecord } from '../journal/records.js';
@@ -120,7 +121,11 @@ export async function writeRebuilt(
     if (d.origin !== 'operator') continue;
     rules++;
     const { id, pattern, session, by } = d;
-    batch.hset(keys.rules, id, rule({ type: 'deny-pattern', id, session, pattern, by }));
+    batch.hset(
+      keys.rules,
+      id,
+      rule(sharedSpelling({ type: 'deny-pattern', id, session, pattern, by })),
+    );
   }
   // Gateways reload the operators' rules at their next decision (--force over a live store).
   batch.incr(keys.rulesVersion);

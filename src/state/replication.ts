@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import { TrajgateError } from '../errors.js';
 import type { Guard } from '../guard/guard.js';
 import { unchained } from '../journal/chain.js';
-import { currentNames } from '../journal/old-names.js';
+import { currentNames, sharedSpelling } from '../journal/old-names.js';
 import { applyRecord } from '../journal/rebuild.js';
 import type { EventRecord, JournalRecord } from '../journal/records.js';
 import type { Review } from '../review/review.js';
@@ -78,15 +78,16 @@ export class Replication {
     const session = 'session' in record && typeof record.session === 'string' ? record.session : '';
     const line = record.type === 'event' ? JSON.stringify(unchained(record)) : null;
     // What others read of an event is its line (no chain); other records as journaled.
-    const message = line ?? JSON.stringify(record);
+    const shared = sharedSpelling(record);
+    const message = line ?? JSON.stringify(shared);
     const n = ++this.#written;
     // After the caller's own store writes, queued in this same tick (Sessions.resume etc.),
     // and before a decision's lease is released (its write carries the record).
-    const shared = new Promise<void>((resolve, reject) =>
+    const sent = new Promise<void>((resolve, reject) =>
       queueMicrotask(() => {
         const rule =
           record.type === 'approve' || record.type === 'deny-pattern'
-            ? store.saveRule(record.id ?? `${record.type[0]}${record.seq}`, record)
+            ? store.saveRule(record.id ?? `${record.type[0]}${record.seq}`, shared)
             : record.type === 'revoke'
               ? store.dropRule(record.id)
               : null;
@@ -94,8 +95,8 @@ export class Replication {
         (rule === null ? share() : rule.then(share)).then(resolve, reject);
       }),
     );
-    this.#sharing.set(n, shared);
-    shared
+    this.#sharing.set(n, sent);
+    sent
       .catch((err: unknown) => this.#p.log.warn({ err }, 'state store: a record was not shared'))
       .finally(() => this.#sharing.delete(n));
   }

@@ -8,7 +8,8 @@ import { waitFor } from '../helpers/wait.js';
 /**
  * Operators' deny patterns across replicas sharing one Redis: one added on A refuses on B, and
  * one an older gateway shared under its old record type (`block`, in the store's rules or on
- * the bus) applies as a `deny-pattern` does.
+ * the bus) applies as a `deny-pattern` does; what a gateway shares is spelled `block` until the
+ * next minor version, so that an older replica in a rolling upgrade applies it too.
  */
 const PREFIX = 'trajgate-test:';
 const redis = await startRedis();
@@ -49,6 +50,12 @@ describe('deny patterns across replicas', () => {
     expect(refused.status).toBe(403);
     expect(refused.body).toContain(`(${added.json.deny.id as string})`);
     expect((await answerVia(B, 's2', `${up.url}/a/x`)).status).toBe(200);
+    // Shared in the spelling an older replica reads, so a rolling upgrade applies it there too.
+    const stored = await client.hget(`${PREFIX}rules`, added.json.deny.id as string);
+    expect(JSON.parse(stored ?? '{}')).toMatchObject({
+      type: 'block',
+      pattern: `GET ${up.url}/a/`,
+    });
   });
 
   it("an older gateway's block rule in the store applies at the next decision", async () => {
