@@ -1,46 +1,34 @@
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import type { Lookup } from './action/egress.js';
-import { authority } from './action/forward.js';
-import { ReverseProxy } from './action/reverse-proxy.js';
-import { upstreamTrust } from './action/trust.js';
 import type { HostPort } from './config/formats.js';
 import type { Config } from './config/load.js';
 import { refuseDataInWorkspaces } from './config/own-files.js';
-import type { RunningConfig } from './config/reload-plan.js';
+import { fixed, live } from './config/parts.js';
 import { errnoCode, isTrajgateError, TrajgateError } from './errors.js';
-import { toolMap } from './event/tool-map.js';
 import type { Guard } from './guard/guard.js';
-import { createBridgeServer } from './ingress/bridge.js';
 import type { Cut } from './ingress/drain.js';
-import { Identity } from './ingress/identity.js';
-import { McpSessions } from './ingress/mcp-sessions.js';
-import { createProxyServer } from './ingress/proxy.js';
-import { ProxyParts } from './ingress/proxy-parts.js';
-import { SessionOrder } from './ingress/session-order.js';
 import type { JournalHealth } from './journal/health.js';
 import type { JournalWriter } from './journal/writer.js';
 import { systemMessage } from './os-error.js';
-import { Pipeline } from './pipeline/pipeline.js';
-import type { ReloadResult } from './reload.js';
-import { Reloader, reloadRefusal } from './reload.js';
-import { createAdminServer } from './review/admin.js';
-import { AdminKeys, adminTokens } from './review/admin-token.js';
-import { Api } from './review/api.js';
-import { DecisionLinks } from './review/decision-links.js';
-import { decideHandler } from './review/decide-page.js';
-import { HandshakeLog } from './review/handshakes.js';
-import { linkKey } from './review/link-key.js';
-import { notifyOnDecisions } from './review/notices.js';
+import type { Pipeline } from './pipeline/pipeline.js';
 import type { Review } from './review/review.js';
 import type { Sessions } from './review/sessions.js';
 import type { StoreView } from './wire.js';
+import { openAdmin, openLinks } from './gateway/admin.js';
+import { ConfigParts } from './gateway/config-parts.js';
+import { openIngress } from './gateway/ingress.js';
 import { Listeners } from './gateway/listeners.js';
+import type { ReloadResult } from './gateway/reload.js';
+import { Reloader, reloadRefusal } from './gateway/reload.js';
 import { Teardown } from './gateway/teardown.js';
 import { openTrajectory } from './gateway/trajectory.js';
 
 export interface RunningGateway {
+  /** The config it runs on: the last reload's, restart-needed keys at their running values. */
   readonly config: Config;
+  /** The parts that hold config, each with the slice it runs on (see ConfigParts). */
+  readonly parts: ConfigParts;
   readonly guard: Guard;
   readonly journal: JournalWriter;
   readonly sessions: Sessions;
@@ -105,146 +93,57 @@ async function open(
   { log, lookup }: GatewayOptions,
   teardown: Teardown,
 ): Promise<RunningGateway> {
-  // One object every part reads; a reload swaps its sections (see Reloader).
-  const config: RunningConfig = { ...initial };
-  const trajectory = await openTrajectory(config, log, lookup, teardown);
-  const { metrics, store, guard, review, held, journal, flows, egress, sessions } = trajectory;
+  // Each part reads its slice of the config and takes a reload's changes to it (ConfigParts).
+  const parts = new ConfigParts(initial);
+  const opening = { log, parts, teardown };
+  const trajectory = await openTrajectory(initial, lookup, opening);
+  const { guard, review, held, journal, flows, egress, sessions } = trajectory;
+  const drainTimeout = live('drain', { limits: ['drainTimeout'] }, initial);
+  parts.add(drainTimeout.part);
   const listeners = new Listeners({
     log,
-    drainTimeout: () => config.limits.drainTimeout,
+    drainTimeout: () => drainTimeout.value.limits.drainTimeout,
     releaseHeld: () => held.releaseAll(),
     closeTunnels: (reason) => flows.closeAll(reason),
   });
-  // The link key also tags MCP session ids with their agent (ingress/mcp-sessions.ts).
-  const key = linkKey(config);
-  const links = new DecisionLinks({
-    key,
-    guard,
-    review,
-    sessions,
-    denials: trajectory.denials,
-    linkTtl: () => config.notify.linkTtl,
+  const { links, key } = openLinks(initial, trajectory, { ...opening, listeners });
+  const ingress = await openIngress(initial, trajectory, { ...opening, listeners, key });
+  const reloader = new Reloader({ parts, journal, log, settle: () => ingress.settle() });
+  const admin = openAdmin(initial, trajectory, {
     log,
-  });
-  const notifier = notifyOnDecisions({
-    config,
-    review,
+    parts,
     links,
-    metrics,
-    log,
-    admin: () => listeners.address('admin'),
+    reload: (by) => reloader.reload(by).catch(reloadRefusal),
   });
-  if (notifier !== null) teardown.push('notifier', () => notifier.close());
-  for (const l of Object.values(config.listen)) if (l.port !== 0) egress.addOwnPort(l.port);
-  const pipeline = new Pipeline({
-    config,
-    guard,
-    journal,
-    sessions,
-    held,
-    egress,
-    review,
-    metrics,
-    flows,
-  });
-  teardown.push('pipeline', () => pipeline.close());
-  const identity = new Identity(config.agents);
-  const handshakes = new HandshakeLog(log);
-  teardown.push('handshake log', () => handshakes.close());
-  const proxy = new ProxyParts({
-    config,
-    pipeline,
-    identity,
-    egress,
-    flows,
-    drain: listeners.drain,
-    log,
-    handshakeRefused: (tunnel, how, reason) =>
-      handshakes.refused({
-        session: tunnel.session,
-        target: authority(tunnel.host, tunnel.port),
-        handshake: how,
-        reason,
-      }),
-  });
-  teardown.push('proxy', () => proxy.close());
-  await proxy.intercepting();
-  const reverseProxy = config.bridge.upstream
-    ? new ReverseProxy({
-        upstream: config.bridge.upstream,
-        onePath: config.bridge.protocol === 'mcp',
-        timeoutMs: config.limits.upstreamTimeout,
-        forwardAuthorization: config.bridge.forwardAuthorization,
-        trust: upstreamTrust(config.tls.upstreamCa)(),
-      })
-    : null;
-  if (reverseProxy !== null) teardown.push('bridge upstream', () => reverseProxy.close());
-  const { tokens, file: adminTokenFile } = adminTokens(config);
-  const keys = new AdminKeys(tokens);
-  const reloader = new Reloader({
-    config,
-    guard,
-    journal,
-    identity,
-    egress,
-    held,
-    flows,
-    keys,
-    log,
-    rebuild: (next, running) => proxy.rebuild(next, running),
-  });
-  listeners.add('proxy', createProxyServer(proxy));
-  listeners.add(
-    'bridge',
-    createBridgeServer({
-      config,
-      pipeline,
-      identity,
-      proxy: reverseProxy,
-      tools: toolMap(config.bridge.tools),
-      log,
-      order: new SessionOrder(),
-      sessions: new McpSessions(key),
-      drain: listeners.drain,
-      calls: trajectory.calls,
-    }),
-  );
-  listeners.add(
-    'admin',
-    createAdminServer({
-      api: new Api(config, guard, sessions, review, trajectory.index),
-      metrics,
-      health: trajectory.health,
-      store: () => store.view(),
-      act: (session, act) => store.action(session, act),
-      keys,
-      reload: (by) => reloader.reload(by).catch(reloadRefusal),
-      decide: decideHandler(links),
-      log,
-    }),
-  );
+  listeners.add('proxy', ingress.proxy);
+  listeners.add('bridge', ingress.bridge);
+  listeners.add('admin', admin.server);
+  parts.add(fixed('listeners', { listen: ['proxy', 'bridge', 'admin'] }));
+  // Its own ports are never an upstream, the configured ones before they listen.
+  for (const l of Object.values(initial.listen)) if (l.port !== 0) egress.addOwnPort(l.port);
   teardown.push('listeners', () => listeners.close());
-  await listeners.listen(config.listen);
-  const [at, bridge, admin] = [
-    listeners.address('proxy'),
-    listeners.address('bridge'),
-    listeners.address('admin'),
-  ];
-  for (const l of [at, bridge, admin]) egress.addOwnPort(l.port);
+  await listeners.listen(initial.listen);
+  const at = {
+    proxy: listeners.address('proxy'),
+    bridge: listeners.address('bridge'),
+    admin: listeners.address('admin'),
+  };
+  for (const l of Object.values(at)) egress.addOwnPort(l.port);
   return {
-    config,
+    get config() {
+      return parts.running;
+    },
+    parts,
     guard,
     journal,
     sessions,
     review,
-    pipeline,
-    proxy: at,
-    bridge,
-    admin,
-    adminTokenFile,
+    pipeline: ingress.pipeline,
+    ...at,
+    adminTokenFile: admin.tokenFile,
     restored: trajectory.restored,
     health: trajectory.health,
-    store,
+    store: trajectory.store,
     reload: (by) => reloader.reload(by),
     async stop() {
       const began = performance.now();

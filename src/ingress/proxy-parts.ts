@@ -7,6 +7,8 @@ import type { FlowRegistry } from '../action/flow-registry.js';
 import { authority, Forwarder } from '../action/forward.js';
 import { upstreamTrust } from '../action/trust.js';
 import type { Config } from '../config/load.js';
+import type { Part, Shape, Slice } from '../config/parts.js';
+import { part, pick, replaced } from '../config/parts.js';
 import type { Pipeline } from '../pipeline/pipeline.js';
 import type { ProxyContext } from './context.js';
 import { tunnelRefusal } from './context.js';
@@ -17,9 +19,37 @@ import type { Tunnel } from './inner-http.js';
 import { InnerHttp } from './inner-http.js';
 import { Interceptor } from './intercept.js';
 
+/** What the handlers read at each request. */
+const HANDLERS = {
+  limits: [
+    'headerBytes',
+    'headerTimeout',
+    'upstreamTimeout',
+    'bodyTimeout',
+    'connectTimeout',
+    'tunnelIdle',
+    'tunnelsPerSession',
+  ],
+  network: ['upgrades'],
+} as const satisfies Shape;
+
+/** The forwarder's connection pools: their timeouts and trusted CAs are fixed per pool. */
+const POOLS = {
+  limits: ['upstreamTimeout', 'bodyTimeout', 'connectTimeout'],
+  tls: ['upstreamCa'],
+} as const satisfies Shape;
+
+/** TLS interception: the hosts, the CA that signs their leaves, the handshake's time. */
+const INTERCEPT = { tls: ['intercept', 'ca'], limits: ['headerTimeout'] } as const satisfies Shape;
+
+/** Body captures, kept beside the journal. */
+const CAPTURE = {
+  capture: ['bodies', 'maxBytes', 'redact'],
+  journal: ['path'],
+} as const satisfies Shape;
+
 /** What the proxy's handlers are built on. */
 export interface ProxyDeps {
-  readonly config: Config;
   readonly pipeline: Pipeline;
   readonly identity: Identity;
   readonly egress: Egress;
@@ -30,18 +60,11 @@ export interface ProxyDeps {
   handshakeRefused(tunnel: Tunnel, how: string, reason: string): void;
 }
 
-/** Parts built for a new config before a reload's swap: installed by it, or dropped unused. */
-export interface Rebuilt {
-  install(): void;
-  discard(): void;
-}
-
 /**
- * What the proxy's handlers share (ProxyContext), with the parts a config reload replaces
- * rather than changes in place: the forwarder's connection pools (timeouts and trusted CAs are
- * fixed per pool), the TLS interceptor (its list of hosts), and where captures go. Handlers
- * read them at each request. Requests read from inside tunnels are served like absolute-form
- * ones (InnerHttp).
+ * What the proxy's handlers share (ProxyContext), each piece configuring itself from its slice
+ * of the config (parts()): the limits and upgrades read at each request, the forwarder's pools
+ * and the TLS interceptor (rebuilt when theirs changes), where captures go. Requests read from
+ * inside tunnels are served like absolute-form ones (InnerHttp).
  */
 export class ProxyParts implements ProxyContext {
   readonly pipeline: Pipeline;
@@ -52,27 +75,72 @@ export class ProxyParts implements ProxyContext {
   readonly inner: InnerHttp;
   readonly tunnels = new Map<string, number>();
   readonly #deps: ProxyDeps;
+  readonly #handlers: Slice<typeof HANDLERS>;
   #forwarder: Forwarder;
   #intercept: Interceptor | null = null;
   #capture: CaptureOptions | null;
 
-  constructor(deps: ProxyDeps) {
+  constructor(deps: ProxyDeps, config: Config) {
     this.#deps = deps;
     ({ pipeline: this.pipeline, identity: this.identity, log: this.log } = deps);
     ({ flows: this.flows, drain: this.drain } = deps);
-    this.inner = new InnerHttp(deps.config, deps.drain, {
+    this.#handlers = pick(config, HANDLERS);
+    this.inner = new InnerHttp(this.#handlers, deps.drain, {
       serve: (req, res, url, tunnel) =>
         serveHttp(this, req, res, url, url.href, who(tunnel), performance.now()),
       refuse: (tunnel, status, reason, target) =>
         tunnelRefusal(this, tunnel, status, reason, target),
     });
-    this.#forwarder = forwarder(deps.config, deps.egress);
-    this.#capture = captureOptions(deps.config);
+    this.#forwarder = forwarder(pick(config, POOLS), deps.egress);
+    this.#capture = captureOptions(pick(config, CAPTURE));
   }
 
   /** Loads the TLS interceptor when `tls.intercept` lists anything (its CA is read now). */
-  async intercepting(): Promise<void> {
-    this.#intercept = await this.#interceptor(this.#deps.config);
+  async intercepting(config: Config): Promise<void> {
+    this.#intercept = await this.#interceptor(pick(config, INTERCEPT));
+  }
+
+  /** Its pieces as parts of the gateway's config (gateway/config-parts.ts). */
+  parts(): Part[] {
+    return [
+      part({
+        name: 'proxy handlers',
+        reads: HANDLERS,
+        configure: (next) => replaced(this.#handlers, next),
+      }),
+      part({
+        name: 'forwarder pools',
+        reads: POOLS,
+        configure: (next) => {
+          let pool: Forwarder | null = null;
+          return {
+            prepare: () => void (pool = forwarder(next, this.#deps.egress)),
+            install: () => {
+              // The old pools close once their requests finish (undici's Agent.close).
+              void this.#forwarder.close();
+              this.#forwarder = pool as Forwarder;
+            },
+            discard: () => void pool?.close(),
+          };
+        },
+      }),
+      part({
+        name: 'TLS interceptor',
+        reads: INTERCEPT,
+        configure: (next) => {
+          let tls: Interceptor | null = null;
+          return {
+            prepare: async () => void (tls = await this.#interceptor(next)),
+            install: () => void (this.#intercept = tls),
+          };
+        },
+      }),
+      part({
+        name: 'captures',
+        reads: CAPTURE,
+        configure: (next) => ({ install: () => void (this.#capture = captureOptions(next)) }),
+      }),
+    ];
   }
 
   get forwarder(): Forwarder {
@@ -87,34 +155,12 @@ export class ProxyParts implements ProxyContext {
     return this.#capture;
   }
 
-  get limits(): Config['limits'] {
-    return this.#deps.config.limits;
+  get limits(): Slice<typeof HANDLERS>['limits'] {
+    return this.#handlers.limits;
   }
 
   get upgrades(): readonly string[] {
-    return this.#deps.config.network.upgrades;
-  }
-
-  /** Builds what `next` changes (a CA that cannot be loaded throws, changing nothing). */
-  async rebuild(next: Config, running: Config): Promise<Rebuilt> {
-    const same = (read: (c: Config) => unknown) =>
-      JSON.stringify(read(next)) === JSON.stringify(read(running));
-    const pool = same((c) => [c.limits, c.tls.upstreamCa])
-      ? this.#forwarder
-      : forwarder(next, this.#deps.egress);
-    const tls = same((c) => c.tls.intercept) ? this.#intercept : await this.#interceptor(next);
-    return {
-      install: () => {
-        // The old pools close once their requests finish (undici's Agent.close).
-        if (pool !== this.#forwarder) void this.#forwarder.close();
-        this.#forwarder = pool;
-        this.#intercept = tls;
-        this.#capture = captureOptions(next);
-      },
-      discard: () => {
-        if (pool !== this.#forwarder) void pool.close();
-      },
-    };
+    return this.#handlers.network.upgrades;
   }
 
   async close(): Promise<void> {
@@ -123,7 +169,7 @@ export class ProxyParts implements ProxyContext {
   }
 
   /** TLS interception with the local CA (`trajgate ca init`); its code loads only when configured. */
-  async #interceptor(config: Config): Promise<Interceptor | null> {
+  async #interceptor(config: Slice<typeof INTERCEPT>): Promise<Interceptor | null> {
     if (config.tls.intercept.length === 0) return null;
     const { loadCa } = await import('../tls/ca.js');
     const { LeafCache } = await import('../tls/leaves.js');
@@ -138,12 +184,12 @@ export class ProxyParts implements ProxyContext {
 
 const who = (tunnel: Tunnel) => ({ session: tunnel.session, client: tunnel.client });
 
-function forwarder(config: Config, egress: Egress): Forwarder {
+function forwarder(config: Slice<typeof POOLS>, egress: Egress): Forwarder {
   return new Forwarder(config.limits, egress, upstreamTrust(config.tls.upstreamCa));
 }
 
 /** Where captured bodies go, beside the journal; null unless `capture.bodies`. */
-function captureOptions(config: Config): CaptureOptions | null {
+function captureOptions(config: Slice<typeof CAPTURE>): CaptureOptions | null {
   if (!config.capture.bodies) return null;
   const { maxBytes, redact } = config.capture;
   return { dir: join(dirname(config.journal.path), 'captures'), maxBytes, redact };
