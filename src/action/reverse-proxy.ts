@@ -39,6 +39,21 @@ export interface AnswerWatch {
 /** Picks how to read an answer, from its status and headers. */
 export type Watcher = (answer: IncomingMessage) => AnswerWatch;
 
+/** How requests reach the upstream: its time limit, and the CAs that verify an https one. */
+export interface Connecting {
+  readonly timeoutMs: number;
+  /** CAs an https upstream's certificate is verified against (see upstreamTrust). */
+  readonly trust: readonly string[];
+}
+
+/** A connection pool with its time limit, and the requests under way through it. */
+interface Connection {
+  readonly agent: Agent;
+  readonly timeoutMs: number;
+  flying: number;
+  retired: boolean;
+}
+
 interface Flight {
   readonly body: Buffer | null;
   readonly watcher: Watcher | undefined;
@@ -56,32 +71,23 @@ interface Flight {
 export class ReverseProxy {
   readonly #proxy: httpProxy;
   readonly #flights = new WeakMap<IncomingMessage, Flight>();
-  readonly #agent: Agent;
-  readonly #timeoutMs: number;
   readonly #upstream: URL;
+  #connection: Connection;
 
-  constructor(options: {
-    upstream: string;
-    onePath: boolean;
-    timeoutMs: number;
-    forwardAuthorization: boolean;
-    /** CAs an https upstream's certificate is verified against (see upstreamTrust). */
-    trust: readonly string[];
-  }) {
+  constructor(
+    options: {
+      upstream: string;
+      onePath: boolean;
+      forwardAuthorization: boolean;
+    } & Connecting,
+  ) {
     this.#upstream = new URL(options.upstream);
-    const pool = { keepAlive: true, maxSockets: 256 };
-    this.#agent =
-      this.#upstream.protocol === 'https:'
-        ? new HttpsAgent({ ...pool, ca: [...options.trust] })
-        : new Agent(pool);
-    this.#timeoutMs = options.timeoutMs;
+    this.#connection = this.#connect(options);
     this.#proxy = httpProxy.createProxyServer({
       target: options.upstream,
       ignorePath: options.onePath,
       changeOrigin: true,
       xfwd: false,
-      proxyTimeout: options.timeoutMs,
-      agent: this.#agent,
     });
     this.#proxy.on('proxyReq', (proxyReq: ClientRequest, req: IncomingMessage) => {
       const flight = this.#flights.get(req);
@@ -120,6 +126,26 @@ export class ReverseProxy {
   }
 
   /**
+   * Requests from now on use `next`'s time limit and trust (a config reload); those under way
+   * finish on the old pool, which closes after the last.
+   */
+  configure(next: Connecting): void {
+    const old = this.#connection;
+    this.#connection = this.#connect(next);
+    old.retired = true;
+    if (old.flying === 0) old.agent.destroy();
+  }
+
+  #connect({ timeoutMs, trust }: Connecting): Connection {
+    const pool = { keepAlive: true, maxSockets: 256 };
+    const agent =
+      this.#upstream.protocol === 'https:'
+        ? new HttpsAgent({ ...pool, ca: [...trust] })
+        : new Agent(pool);
+    return { agent, timeoutMs, flying: 0, retired: false };
+  }
+
+  /**
    * Sends the request on; resolves when the response is done, or with the failure to report.
    * The transfer is `failed` when the upstream failed: no answer, one cut short, or one that
    * `watcher` reads as a failure (the answer passes unchanged and undelayed either way). `flow`:
@@ -143,8 +169,11 @@ export class ReverseProxy {
     this.#flights.set(req, flight);
     const bytesUp = body?.length ?? 0;
     const started = Date.now();
+    const connection = this.#connection;
+    connection.flying++;
     return new Promise((resolve) => {
       res.once('close', () => {
+        if (--connection.flying === 0 && connection.retired) connection.agent.destroy();
         const transfer = { status: res.statusCode, bytesUp, bytesDown: flight.bytesDown };
         const failed = flight.watch?.end() ?? false;
         const done = (f: boolean) =>
@@ -153,8 +182,10 @@ export class ReverseProxy {
         if (typeof failed === 'boolean') done(failed);
         else void failed.then(done);
       });
-      this.#proxy.web(req, res, body ? { buffer: Readable.from([body]) } : {}, (err: Error) => {
-        const timedOut = Date.now() - started >= this.#timeoutMs;
+      const { agent, timeoutMs } = connection;
+      const buffer = body ? { buffer: Readable.from([body]) } : {};
+      this.#proxy.web(req, res, { ...buffer, agent, proxyTimeout: timeoutMs }, (err: Error) => {
+        const timedOut = Date.now() - started >= timeoutMs;
         const failure = timedOut
           ? { status: 504 as const, reason: `upstream ${this.#upstream.host} timed out` }
           : upstreamFailure(err, this.#upstream.host);
@@ -187,6 +218,6 @@ export class ReverseProxy {
 
   close(): void {
     this.#proxy.close();
-    this.#agent.destroy();
+    this.#connection.agent.destroy();
   }
 }

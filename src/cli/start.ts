@@ -92,7 +92,7 @@ export async function start(argv: string[], say: (line: string) => void): Promis
     process.once('SIGINT', resolve);
   });
   process.off('SIGHUP', onHangup);
-  say(`trajgate: stopping (draining for up to ${config.limits.drainTimeout} ms)`);
+  say(`trajgate: stopping (draining for up to ${gateway.config.limits.drainTimeout} ms)`);
   const { ms, cut } = await gateway.stop();
   if (cut === null) {
     say(`trajgate: stopped in ${ms} ms; everything drained; journal synced`);

@@ -37,12 +37,19 @@ export interface DataPath extends OwnPath {
   readonly folder: boolean;
 }
 
+/** What places trajgate's own files: its journal's folder, its CA, the config file itself. */
+export interface OwnFilesConfig {
+  readonly source: string;
+  readonly journal: Pick<Config['journal'], 'path'>;
+  readonly tls: Pick<Config['tls'], 'ca'>;
+}
+
 /**
  * What trajgate writes, by key: the journal's folder (the journal, its rotated files and
  * snapshots, admin-token, link-key, captures/) and the CA's files. Real paths, so that a link
  * to one is compared as the file itself.
  */
-export function dataPaths(config: Config): DataPath[] {
+export function dataPaths(config: OwnFilesConfig): DataPath[] {
   const ca = (name: string, what: string): DataPath => {
     const path = real(join(config.tls.ca, name));
     return { key: 'tls.ca', at: ['tls', 'ca'], what, path, folder: false };
@@ -116,7 +123,7 @@ export class OwnFiles implements ProtectedFiles {
   #seen: readonly string[] = [];
   #stamp = '';
 
-  constructor(config: Config) {
+  constructor(config: OwnFilesConfig) {
     const data = dataPaths(config);
     const own = ({ path, what }: OwnPath): OwnPath => ({ path, what });
     this.folders = data.filter((d) => d.folder).map(own);

@@ -370,7 +370,7 @@ export const configSchema = fields.superRefine((raw, ctx) => {
 export type RawConfig = z.output<typeof configSchema>;
 
 /** Every kind the configuration names, plus the built-in ones. */
-export function knownKinds(raw: RawConfig): Set<string> {
+export function knownKinds(raw: Pick<RawConfig, 'policy' | 'bridge'>): Set<string> {
   const kinds = new Set(BUILTIN_KINDS);
   for (const b of Object.values(raw.policy.boundaries)) for (const k of b.kinds) kinds.add(k);
   for (const t of Object.values(raw.bridge.tools)) for (const e of [t].flat()) kinds.add(e.kind);

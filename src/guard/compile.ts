@@ -1,5 +1,5 @@
-import type { Config } from '../config/load.js';
 import { OwnFiles } from '../config/own-files.js';
+import type { Shape, Slice } from '../config/parts.js';
 import type { Approval } from './approvals.js';
 import { compileApproval } from './approvals.js';
 import { compileDeny } from './denies.js';
@@ -8,12 +8,31 @@ import { compileTargets } from './policy.js';
 import type { RawMatcher, RawSequence } from '../config/sequences-schema.js';
 
 /**
+ * What the guard's policy is compiled from. `bridge.unmapped` is there as the `tool` boundary
+ * it makes at load (config/load.ts withToolBoundary); the journal's folder, the CA and the config
+ * file are trajgate's own files.
+ */
+export const POLICY = {
+  policy: ['countBy', 'boundaries', 'sequences'],
+  network: ['allow', 'deny'],
+  agents: true,
+  roles: true,
+  workspace: true,
+  bridge: ['unmapped'],
+  journal: ['path'],
+  tls: ['ca'],
+  source: true,
+} as const satisfies Shape;
+
+export type PolicyConfig = Slice<typeof POLICY>;
+
+/**
  * Builds everything the guard takes from a validated configuration (patterns already checked):
  * boundaries, trajectory rules, workspaces, the allowlists (global, per agent, per role) and
  * `network.deny`, trajgate's own files (their identities read from the disk now).
  * A reload swaps the result in whole (Guard.replacePolicy).
  */
-export function compilePolicy(config: Config): GuardPolicy {
+export function compilePolicy(config: PolicyConfig): GuardPolicy {
   const boundaries: Boundary[] = Object.entries(config.policy.boundaries).map(([name, b]) => ({
     name,
     kinds: new Set(b.kinds),

@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { Refusal } from '../action/refusal.js';
 import type { ReverseProxy } from '../action/reverse-proxy.js';
 import type { Transfer } from '../action/transfer.js';
-import type { Config } from '../config/load.js';
+import type { Shape, Slice } from '../config/parts.js';
 import type { EventInput, Source } from '../event/event.js';
 import type { ToolMap } from '../event/tool-map.js';
 import type { Decision } from '../guard/guard.js';
@@ -17,9 +17,16 @@ import type { McpSessions } from './mcp-sessions.js';
 import type { SessionOrder } from './session-order.js';
 import type { Who } from './identity.js';
 
+/** What the bridge's handlers read of the config (its routes and listener once, the rest at each call). */
+export const BRIDGE = {
+  bridge: ['protocol', 'routes', 'name', 'maxBodyBytes'],
+  limits: ['headerTimeout'],
+  kinds: true,
+} as const satisfies Shape;
+
 /** What the bridge's handlers share. */
 export interface BridgeContext {
-  readonly config: Config;
+  readonly config: Slice<typeof BRIDGE>;
   readonly pipeline: Pipeline;
   readonly identity: Identity;
   /** null when no `bridge.upstream` is configured (only ingest is served). */

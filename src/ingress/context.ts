@@ -20,7 +20,7 @@ export interface ProxyContext {
   readonly pipeline: Pipeline;
   readonly identity: Identity;
   readonly forwarder: Forwarder;
-  readonly limits: Config['limits'];
+  readonly limits: Omit<Config['limits'], 'drainTimeout'>;
   /** `network.upgrades`: the protocols an HTTP Upgrade may switch to, lower-cased. */
   readonly upgrades: readonly string[];
   readonly log: Logger;

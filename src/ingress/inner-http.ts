@@ -45,7 +45,11 @@ export class InnerHttp {
   readonly #deadlines: HeaderDeadlines;
   readonly #drain: Drain;
 
-  constructor(config: Config, drain: Drain, hooks: InnerHooks) {
+  constructor(
+    config: { readonly limits: Pick<Config['limits'], 'headerBytes' | 'headerTimeout'> },
+    drain: Drain,
+    hooks: InnerHooks,
+  ) {
     this.#hooks = hooks;
     this.#drain = drain;
     this.#server = createServer({

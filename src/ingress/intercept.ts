@@ -42,7 +42,15 @@ export class Interceptor {
   readonly #handshakeMs: number;
   readonly #refuse: Refuse;
 
-  constructor(config: Config, leaves: LeafCache, inner: InnerHttp, refuse: Refuse) {
+  constructor(
+    config: {
+      readonly tls: Pick<Config['tls'], 'intercept'>;
+      readonly limits: Pick<Config['limits'], 'headerTimeout'>;
+    },
+    leaves: LeafCache,
+    inner: InnerHttp,
+    refuse: Refuse,
+  ) {
     this.#patterns = config.tls.intercept.map(parseNetworkPattern);
     this.#leaves = leaves;
     this.#inner = inner;

@@ -1,58 +1,146 @@
 import { dirname, join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import type { Logger } from 'pino';
 import type { CaptureOptions } from '../action/capture.js';
 import type { Egress } from '../action/egress.js';
-import { Forwarder } from '../action/forward.js';
+import type { FlowRegistry } from '../action/flow-registry.js';
+import { authority, Forwarder } from '../action/forward.js';
 import { upstreamTrust } from '../action/trust.js';
 import type { Config } from '../config/load.js';
-import type { InnerHttp, Tunnel } from './inner-http.js';
+import type { Part, Shape, Slice } from '../config/parts.js';
+import { part, pick, replaced } from '../config/parts.js';
+import type { Pipeline } from '../pipeline/pipeline.js';
+import type { ProxyContext } from './context.js';
+import { tunnelRefusal } from './context.js';
+import type { Drain } from './drain.js';
+import { serveHttp } from './http.js';
+import type { Identity } from './identity.js';
+import type { Tunnel } from './inner-http.js';
+import { InnerHttp } from './inner-http.js';
 import { Interceptor } from './intercept.js';
 
-/** A refusal inside a tunnel; `handshake`: how the agent refused TLS (ingress/intercept.ts). */
-type Refuse = (tunnel: Tunnel, status: number, reason: string, handshake?: string) => void;
+/** What the handlers read at each request. */
+const HANDLERS = {
+  limits: [
+    'headerBytes',
+    'headerTimeout',
+    'upstreamTimeout',
+    'bodyTimeout',
+    'connectTimeout',
+    'tunnelIdle',
+    'tunnelsPerSession',
+  ],
+  network: ['upgrades'],
+} as const satisfies Shape;
 
-/** Parts built for a new config before a reload's swap: installed by it, or dropped unused. */
-export interface Rebuilt {
-  install(): void;
-  discard(): void;
+/** The forwarder's connection pools: their timeouts and trusted CAs are fixed per pool. */
+const POOLS = {
+  limits: ['upstreamTimeout', 'bodyTimeout', 'connectTimeout'],
+  tls: ['upstreamCa'],
+} as const satisfies Shape;
+
+/** TLS interception: the hosts, the CA that signs their leaves, the handshake's time. */
+const INTERCEPT = { tls: ['intercept', 'ca'], limits: ['headerTimeout'] } as const satisfies Shape;
+
+/** Body captures, kept beside the journal. */
+const CAPTURE = {
+  capture: ['bodies', 'maxBytes', 'redact'],
+  journal: ['path'],
+} as const satisfies Shape;
+
+/** What the proxy's handlers are built on. */
+export interface ProxyDeps {
+  readonly pipeline: Pipeline;
+  readonly identity: Identity;
+  readonly egress: Egress;
+  readonly flows: FlowRegistry;
+  readonly drain: Drain;
+  readonly log: Logger;
+  /** The agent refused the TLS handshake of an intercepted tunnel (`how`: its alert). */
+  handshakeRefused(tunnel: Tunnel, how: string, reason: string): void;
 }
 
 /**
- * The proxy's parts that a config reload replaces rather than changes in place: the
- * forwarder's connection pools (timeouts and trusted CAs are fixed per pool), the TLS
- * interceptor (its list of hosts), and where captures go. Handlers read them at each request.
+ * What the proxy's handlers share (ProxyContext), each piece configuring itself from its slice
+ * of the config (parts()): the limits and upgrades read at each request, the forwarder's pools
+ * and the TLS interceptor (rebuilt when theirs changes), where captures go. Requests read from
+ * inside tunnels are served like absolute-form ones (InnerHttp).
  */
-export class ProxyParts {
+export class ProxyParts implements ProxyContext {
+  readonly pipeline: Pipeline;
+  readonly identity: Identity;
+  readonly log: Logger;
+  readonly flows: FlowRegistry;
+  readonly drain: Drain;
+  readonly inner: InnerHttp;
+  readonly tunnels = new Map<string, number>();
+  readonly #deps: ProxyDeps;
+  readonly #handlers: Slice<typeof HANDLERS>;
   #forwarder: Forwarder;
-  #intercept: Interceptor | null;
+  #intercept: Interceptor | null = null;
   #capture: CaptureOptions | null;
 
-  private constructor(
-    private readonly egress: Egress,
-    private readonly inner: InnerHttp,
-    private readonly refuse: Refuse,
-    forwarder: Forwarder,
-    intercept: Interceptor | null,
-    capture: CaptureOptions | null,
-  ) {
-    this.#forwarder = forwarder;
-    this.#intercept = intercept;
-    this.#capture = capture;
+  constructor(deps: ProxyDeps, config: Config) {
+    this.#deps = deps;
+    ({ pipeline: this.pipeline, identity: this.identity, log: this.log } = deps);
+    ({ flows: this.flows, drain: this.drain } = deps);
+    this.#handlers = pick(config, HANDLERS);
+    this.inner = new InnerHttp(this.#handlers, deps.drain, {
+      serve: (req, res, url, tunnel) =>
+        serveHttp(this, req, res, url, url.href, who(tunnel), performance.now()),
+      refuse: (tunnel, status, reason, target) =>
+        tunnelRefusal(this, tunnel, status, reason, target),
+    });
+    this.#forwarder = forwarder(pick(config, POOLS), deps.egress);
+    this.#capture = captureOptions(pick(config, CAPTURE));
   }
 
-  static async build(
-    config: Config,
-    egress: Egress,
-    inner: InnerHttp,
-    refuse: Refuse,
-  ): Promise<ProxyParts> {
-    return new ProxyParts(
-      egress,
-      inner,
-      refuse,
-      forwarder(config, egress),
-      await interceptor(config, inner, refuse),
-      captureOptions(config),
-    );
+  /** Loads the TLS interceptor when `tls.intercept` lists anything (its CA is read now). */
+  async intercepting(config: Config): Promise<void> {
+    this.#intercept = await this.#interceptor(pick(config, INTERCEPT));
+  }
+
+  /** Its pieces as parts of the gateway's config (gateway/config-parts.ts). */
+  parts(): Part[] {
+    return [
+      part({
+        name: 'proxy handlers',
+        reads: HANDLERS,
+        configure: (next) => replaced(this.#handlers, next),
+      }),
+      part({
+        name: 'forwarder pools',
+        reads: POOLS,
+        configure: (next) => {
+          let pool: Forwarder | null = null;
+          return {
+            prepare: () => void (pool = forwarder(next, this.#deps.egress)),
+            install: () => {
+              // The old pools close once their requests finish (undici's Agent.close).
+              void this.#forwarder.close();
+              this.#forwarder = pool as Forwarder;
+            },
+            discard: () => void pool?.close(),
+          };
+        },
+      }),
+      part({
+        name: 'TLS interceptor',
+        reads: INTERCEPT,
+        configure: (next) => {
+          let tls: Interceptor | null = null;
+          return {
+            prepare: async () => void (tls = await this.#interceptor(next)),
+            install: () => void (this.#intercept = tls),
+          };
+        },
+      }),
+      part({
+        name: 'captures',
+        reads: CAPTURE,
+        configure: (next) => ({ install: () => void (this.#capture = captureOptions(next)) }),
+      }),
+    ];
   }
 
   get forwarder(): Forwarder {
@@ -67,53 +155,41 @@ export class ProxyParts {
     return this.#capture;
   }
 
-  /** Builds what `next` changes (a CA that cannot be loaded throws, changing nothing). */
-  async rebuild(next: Config, running: Config): Promise<Rebuilt> {
-    const same = (read: (c: Config) => unknown) =>
-      JSON.stringify(read(next)) === JSON.stringify(read(running));
-    const pool = same((c) => [c.limits, c.tls.upstreamCa])
-      ? this.#forwarder
-      : forwarder(next, this.egress);
-    const tls = same((c) => c.tls.intercept)
-      ? this.#intercept
-      : await interceptor(next, this.inner, this.refuse);
-    return {
-      install: () => {
-        // The old pools close once their requests finish (undici's Agent.close).
-        if (pool !== this.#forwarder) void this.#forwarder.close();
-        this.#forwarder = pool;
-        this.#intercept = tls;
-        this.#capture = captureOptions(next);
-      },
-      discard: () => {
-        if (pool !== this.#forwarder) void pool.close();
-      },
-    };
+  get limits(): Slice<typeof HANDLERS>['limits'] {
+    return this.#handlers.limits;
   }
 
-  close(): Promise<void> {
-    return this.#forwarder.close();
+  get upgrades(): readonly string[] {
+    return this.#handlers.network.upgrades;
+  }
+
+  async close(): Promise<void> {
+    this.inner.close();
+    await this.#forwarder.close();
+  }
+
+  /** TLS interception with the local CA (`trajgate ca init`); its code loads only when configured. */
+  async #interceptor(config: Slice<typeof INTERCEPT>): Promise<Interceptor | null> {
+    if (config.tls.intercept.length === 0) return null;
+    const { loadCa } = await import('../tls/ca.js');
+    const { LeafCache } = await import('../tls/leaves.js');
+    const leaves = new LeafCache(loadCa(config.tls.ca));
+    return new Interceptor(config, leaves, this.inner, (tunnel, status, reason, how) => {
+      const target = authority(tunnel.host, tunnel.port);
+      if (how !== undefined) this.#deps.handshakeRefused(tunnel, how, reason);
+      tunnelRefusal(this, tunnel, status, reason, target, how);
+    });
   }
 }
 
-function forwarder(config: Config, egress: Egress): Forwarder {
+const who = (tunnel: Tunnel) => ({ session: tunnel.session, client: tunnel.client });
+
+function forwarder(config: Slice<typeof POOLS>, egress: Egress): Forwarder {
   return new Forwarder(config.limits, egress, upstreamTrust(config.tls.upstreamCa));
 }
 
-/** TLS interception with the local CA (`trajgate ca init`); its code loads only when configured. */
-async function interceptor(
-  config: Config,
-  inner: InnerHttp,
-  refuse: Refuse,
-): Promise<Interceptor | null> {
-  if (config.tls.intercept.length === 0) return null;
-  const { loadCa } = await import('../tls/ca.js');
-  const { LeafCache } = await import('../tls/leaves.js');
-  return new Interceptor(config, new LeafCache(loadCa(config.tls.ca)), inner, refuse);
-}
-
 /** Where captured bodies go, beside the journal; null unless `capture.bodies`. */
-function captureOptions(config: Config): CaptureOptions | null {
+function captureOptions(config: Slice<typeof CAPTURE>): CaptureOptions | null {
   if (!config.capture.bodies) return null;
   const { maxBytes, redact } = config.capture;
   return { dir: join(dirname(config.journal.path), 'captures'), maxBytes, redact };

@@ -2,7 +2,6 @@ import type { Egress } from '../action/egress.js';
 import type { FlowRegistry } from '../action/flow-registry.js';
 import type { HoldEnd, Refusal } from '../action/refusal.js';
 import { plainRefusal, verdictRefusal } from '../action/refusal.js';
-import type { Config } from '../config/load.js';
 import { isTrajgateError, TrajgateError } from '../errors.js';
 import type { Event, Source } from '../event/event.js';
 import { normalizeEvent } from '../event/normalize.js';
@@ -14,6 +13,7 @@ import type { JournalWriter } from '../journal/writer.js';
 import type { Metrics } from '../review/metrics.js';
 import type { Review } from '../review/review.js';
 import type { Sessions } from '../review/sessions.js';
+import type { Deciding } from './flow-basis.js';
 import type { Refusals } from './refusals.js';
 import type { Ask, Dial, Hold, Refuse, Ruling, RulingBasis, Unforwarded } from './ruling.js';
 
@@ -21,7 +21,7 @@ import type { Ask, Dial, Hold, Refuse, Ruling, RulingBasis, Unforwarded } from '
 export const CHANGES = Symbol('changes');
 
 export interface DecideParts {
-  readonly config: Config;
+  readonly config: Deciding;
   readonly guard: Guard;
   readonly journal: JournalWriter;
   readonly sessions: Sessions;

@@ -1,12 +1,21 @@
 import type { Egress } from '../action/egress.js';
 import type { FlowRegistry } from '../action/flow-registry.js';
 import type { Basis } from '../action/flows.js';
-import type { Config } from '../config/load.js';
+import type { Shape, Slice } from '../config/parts.js';
 import type { Guard } from '../guard/guard.js';
+
+/** What deciding and judging a flow's basis read of the config, each time (a reload replaces it). */
+export const DECIDING = {
+  policy: ['review', 'pause', 'holdTimeout'],
+  network: ['ports'],
+  agents: true,
+} as const satisfies Shape;
+
+export type Deciding = Slice<typeof DECIDING>;
 
 /** What a change to the rules leaves standing: the parts a flow's basis is checked against. */
 export interface BasisParts {
-  readonly config: Pick<Config, 'agents' | 'network'>;
+  readonly config: Deciding;
   readonly guard: Guard;
   readonly egress: Egress;
   readonly flows: FlowRegistry;

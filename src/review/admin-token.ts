@@ -1,6 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { dirname, join } from 'node:path';
 import type { Config } from '../config/load.js';
+import type { Shape, Slice } from '../config/parts.js';
 import { secretFile } from './secret-file.js';
 
 export interface AdminTokens {
@@ -9,8 +10,15 @@ export interface AdminTokens {
   readonly file: string | null;
 }
 
+/** What the admin tokens are read from (a reload replaces them). */
+export const ADMIN = { admin: ['token', 'tokens'], journal: ['path'] } as const satisfies Shape;
+
+export type AdminConfig = Slice<typeof ADMIN>;
+
 /** Where a generated admin token is kept: beside the journal, in the data folder. */
-export function adminTokenFile(config: Pick<Config, 'journal'>): string {
+export function adminTokenFile(config: {
+  readonly journal: Pick<Config['journal'], 'path'>;
+}): string {
   return join(dirname(config.journal.path), 'admin-token');
 }
 
@@ -18,7 +26,7 @@ export function adminTokenFile(config: Pick<Config, 'journal'>): string {
  * The admin bearer tokens: `admin.token` (named "operator") and `admin.tokens`, or else a
  * random token generated once and kept beside the journal with mode 0600.
  */
-export function adminTokens(config: Config): AdminTokens {
+export function adminTokens(config: AdminConfig): AdminTokens {
   const configured = [
     ...(config.admin.token ? [{ name: 'operator', token: config.admin.token }] : []),
     ...config.admin.tokens,

@@ -1,5 +1,5 @@
 import { parseDuration } from '../config/formats.js';
-import type { Config } from '../config/load.js';
+import type { ApiConfig } from './api.js';
 import { isTrajgateError, TrajgateError } from '../errors.js';
 import { describeValue } from '../event/validate.js';
 import type { Approval } from '../guard/approvals.js';
@@ -38,7 +38,7 @@ export const denyView = (d: Deny): DenyView => ({
 /** The admin API's approvals, deny patterns and event look-ups, apart from HTTP. */
 export class ApiRules {
   constructor(
-    private readonly config: Config,
+    private readonly config: Pick<ApiConfig, 'kinds' | 'journal'>,
     private readonly guard: Guard,
     private readonly sessions: Sessions,
     private readonly index: SessionIndex,

@@ -1,6 +1,6 @@
 import { dirname, join } from 'node:path';
 import type { CapturedExchange } from '../action/capture.js';
-import type { Config } from '../config/load.js';
+import type { Shape, Slice } from '../config/parts.js';
 import { TrajgateError } from '../errors.js';
 import { describeValue } from '../event/validate.js';
 import type { Guard } from '../guard/guard.js';
@@ -26,6 +26,16 @@ const iso = (ms: number | null | undefined) => (ms ? new Date(ms).toISOString() 
 /** The most events one call of the events route returns (`next` pages on). */
 const EVENTS_LIMIT = 1000;
 
+/** What the admin API reads of the config at each call (a reload replaces it). */
+export const API = {
+  agents: true,
+  capture: ['bodies'],
+  journal: ['path'],
+  kinds: true,
+} as const satisfies Shape;
+
+export type ApiConfig = Slice<typeof API>;
+
 /** The admin API's behaviour, apart from HTTP: what each route reads or does. */
 export class Api {
   #listed: { key: string; body: RawJson } | null = null;
@@ -33,7 +43,7 @@ export class Api {
   readonly rules: ApiRules;
 
   constructor(
-    private readonly config: Config,
+    private readonly config: ApiConfig,
     private readonly guard: Guard,
     private readonly sessions: Sessions,
     private readonly review: Review,

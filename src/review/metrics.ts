@@ -1,6 +1,14 @@
 import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
 import type { Metric } from 'prom-client';
 
+/** What the gauges read when scraped. */
+export interface GaugeReads {
+  held(): number;
+  paused(): number;
+}
+
+const NONE: GaugeReads = { held: () => 0, paused: () => 0 };
+
 interface EventCount {
   readonly labels: { source: string; kind: string; verdict: string };
   n: number;
@@ -23,8 +31,12 @@ export class Metrics {
   readonly #storeUp: Gauge;
   /** Counted here per event, handed to prom-client when scraped (its inc hashes labels). */
   readonly #eventCounts = new Map<string, EventCount>();
+  #reads: GaugeReads;
 
-  constructor(read: { held: () => number; paused: () => number }) {
+  /** `reads`: where the gauges read from; the gateway's parts name it later (gauges()). */
+  constructor(reads: GaugeReads = NONE) {
+    this.#reads = reads;
+    const read = (): GaugeReads => this.#reads;
     const registers = [this.registry];
     const counts = this.#eventCounts;
     new Counter({
@@ -94,7 +106,7 @@ export class Metrics {
       help: 'Requests held open because their session is paused',
       registers,
       collect() {
-        this.set(read.held());
+        this.set(read().held());
       },
     });
     new Gauge({
@@ -102,9 +114,14 @@ export class Metrics {
       help: 'Sessions currently paused',
       registers,
       collect() {
-        this.set(read.paused());
+        this.set(read().paused());
       },
     });
+  }
+
+  /** Reads the gauges from these parts from now on (they open after the metrics do). */
+  gauges(reads: GaugeReads): void {
+    this.#reads = reads;
   }
 
   /** Counts a judged event. */

@@ -1,15 +1,9 @@
 import { hostname } from 'node:os';
-import type { Logger } from 'pino';
-import { upstreamTrust } from '../action/trust.js';
 import type { HostPort } from '../config/formats.js';
-import type { Config } from '../config/load.js';
 import type { EventRecord, PauseRecord } from '../journal/records.js';
 import { chatCommand, chatLink, chatSafe, chatTarget } from './chat-text.js';
 import type { DecisionLinks, PauseLinks } from './decision-links.js';
-import type { Metrics } from './metrics.js';
-import { Notifier } from './notify.js';
 import { resolvedSuffix } from './resolved-text.js';
-import type { Review } from './review.js';
 
 /** Bounds on what agents put in a chat line (session names, targets, patterns). */
 const SESSION_CHARS = 80;
@@ -173,42 +167,4 @@ export function reviewText(event: EventRecord, url: string, pair?: RulePair): st
     `trajgate: session ${session(event.session)} flagged for review${decided(event, pair)}. ` +
     chatLink(url, 'Review')
   );
-}
-
-/**
- * The webhook, when configured: pauses (and reviews, per `notify.on`) are sent with their
- * chat line, page URL and decision links. Returns the notifier to close at stop, or null.
- */
-export function notifyOnDecisions(deps: {
-  readonly config: Config;
-  readonly review: Review;
-  readonly links: DecisionLinks;
-  readonly metrics: Metrics;
-  readonly log: Logger;
-  /** The admin listener's address, known once it listens. */
-  readonly admin: () => HostPort;
-}): Notifier | null {
-  const { config, review, metrics } = deps;
-  const { webhook } = config.notify;
-  if (webhook === undefined) return null;
-  const notifier = new Notifier(
-    { ...config.notify, webhook },
-    deps.log,
-    {
-      failed: () => metrics.webhookFailures.inc(),
-      dropped: () => metrics.webhookDropped.inc(),
-      queued: (n) => metrics.webhookQueued.set(n),
-    },
-    upstreamTrust(config.tls.upstreamCa)(),
-  );
-  const notices = new Notices(
-    () => pageBase(config.notify.pageUrl, deps.admin()),
-    deps.links,
-    (id, seq) => review.earlier(id, seq),
-  );
-  if (config.notify.on.includes('pause'))
-    review.onPause((record) => notifier.send('pause', record.session, notices.pause(record)));
-  if (config.notify.on.includes('review'))
-    review.onReview((event) => notifier.send('review', event.session, notices.review(event)));
-  return notifier;
 }

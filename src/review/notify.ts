@@ -5,6 +5,12 @@ import type { Pool } from 'undici';
 import { undici } from '../undici.js';
 import type { Config } from '../config/load.js';
 
+/** What a notifier is built from (its receiver's trust apart). */
+export type NotifierConfig = Pick<
+  Config['notify'],
+  'headers' | 'timeout' | 'attempts' | 'backoff' | 'connections' | 'queue' | 'secret'
+> & { readonly webhook: string };
+
 export type NoticeKind = 'pause' | 'review';
 
 /** One notification waiting to be delivered: the latest payload of its session and kind. */
@@ -115,7 +121,7 @@ export interface NotifyCounts {
  * gateway abandons the queue and deliveries under way.
  */
 export class Notifier {
-  readonly #config: Config['notify'] & { webhook: string };
+  readonly #config: NotifierConfig;
   readonly #path: string;
   readonly #headers: Record<string, string>;
   readonly #log: Logger;
@@ -129,12 +135,7 @@ export class Notifier {
   #dropLog: NodeJS.Timeout | undefined;
 
   /** `trust`: the CAs an https receiver's certificate is verified against (see upstreamTrust). */
-  constructor(
-    config: Config['notify'] & { webhook: string },
-    log: Logger,
-    counts: NotifyCounts,
-    trust: readonly string[],
-  ) {
+  constructor(config: NotifierConfig, log: Logger, counts: NotifyCounts, trust: readonly string[]) {
     this.#config = config;
     const url = new URL(config.webhook);
     this.#path = url.pathname + url.search;
@@ -168,6 +169,15 @@ export class Notifier {
     this.#logDrops();
     await Promise.allSettled(this.#active.values());
     await this.#pool.destroy();
+  }
+
+  /**
+   * Delivers what it holds (queued or under way), then closes its connections: a reload's new
+   * notifier takes what comes next. A close meanwhile (the gateway stopping) abandons the rest.
+   */
+  async retire(): Promise<void> {
+    while (this.#active.size > 0) await Promise.allSettled([...this.#active.values()]);
+    if (!this.#closing.signal.aborted) await this.#pool.close();
   }
 
   /** Starts deliveries while there are free connections and notifications to send. */

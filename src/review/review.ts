@@ -65,7 +65,7 @@ export class Review {
   readonly #onReview: ReviewListener[] = [];
 
   constructor(
-    config: Config,
+    config: { readonly policy: Pick<Config['policy'], 'recentEvents'> },
     log: Logger,
     store: TrajectoryStore<EventRecord> = new MemoryStore(),
   ) {

@@ -17,13 +17,12 @@ export interface OpenedStore {
   /** Whether the journal read back at start rebuilds the guard (only the embedded store's). */
   readonly rebuildsFromJournal: boolean;
   view(): StoreView;
-  /**
-   * Starts sharing (nothing for the embedded store): returns what is told of each record this
-   * gateway journals from now on.
-   */
+  /** Starts sharing (nothing for the embedded store): records journaled from then on are told. */
   start(
     parts: Omit<ReplicationParts, 'store' | 'subscriber'> & { readonly history: boolean },
-  ): Promise<(record: JournalRecord) => void>;
+  ): Promise<void>;
+  /** A record this gateway journaled; told to the others once started (read-back ones are not). */
+  written(record: JournalRecord): void;
   /**
    * Around an operator's action (admin API): `before` reads the session's state from the store
    * (a pause decided elsewhere counts), `after` waits until the others have it. Both throw
@@ -50,7 +49,8 @@ export function openStore(
       replica: null,
       rebuildsFromJournal: true,
       view: () => ({ kind: 'memory', up: true, error: null }),
-      start: () => Promise.resolve(NOTHING),
+      start: () => Promise.resolve(),
+      written: NOTHING,
       locally: (apply) => apply(),
       action: (_session, act) => act(),
       close: NOTHING,
@@ -67,6 +67,8 @@ export function openStore(
   );
   const subscriber = connectRedis(redis, 'bus');
   let replication: Replication | null = null;
+  /** Set once replication has started: what was journaled before is not told again. */
+  let telling: Replication | null = null;
   subscriber.on('error', NOTHING); // the state connection reports the outage
   return {
     store,
@@ -77,14 +79,15 @@ export function openStore(
       store.hadHistory(history);
       replication = new Replication({ ...parts, store, subscriber });
       await replication.start();
+      telling = replication;
       const { up, error } = store.health();
       if (!up) {
         log.warn(
           `state store ${redisWhere(redis)} does not answer (${error}): requests are refused until it does`,
         );
       }
-      return (record) => replication?.written(record);
     },
+    written: (record) => telling?.written(record),
     locally: (apply) => store.asRemote(apply),
     async action(session, act) {
       if (session !== null) await store.refresh(session);

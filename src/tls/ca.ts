@@ -89,16 +89,23 @@ export function loadCa(dir: string): Ca {
   const certPem = readCaFile(certPath, dir);
   const keyPem = readCaFile(join(dir, CA_KEY), dir);
   const { pki, asn1 } = nodeForge();
-  const cert = pki.certificateFromPem(certPem);
+  const cert = parsed(certPath, 'certificate', dir, () => pki.certificateFromPem(certPem));
+  const key = parsed(join(dir, CA_KEY), 'private key', dir, () => createPrivateKey(keyPem));
   const der = asn1.toDer(pki.certificateToAsn1(cert)).getBytes();
   const hex = createHash('sha256').update(Buffer.from(der, 'binary')).digest('hex').toUpperCase();
-  return {
-    certPath,
-    certPem,
-    cert,
-    key: createPrivateKey(keyPem),
-    fingerprint: hex.match(/../g)?.join(':') ?? hex,
-  };
+  return { certPath, certPem, cert, key, fingerprint: hex.match(/../g)?.join(':') ?? hex };
+}
+
+/** One of the CA's files parsed, or E_CONFIG_READ naming it and tls.ca. */
+function parsed<T>(path: string, what: string, dir: string, parse: () => T): T {
+  try {
+    return parse();
+  } catch (err) {
+    throw new TrajgateError(
+      'E_CONFIG_READ',
+      `tls.ca: ${path} is not a PEM ${what} (${(err as Error).message}): run \`trajgate ca init --dir ${dir}\` for a new CA`,
+    );
+  }
 }
 
 /**

@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import { X509Certificate } from 'node:crypto';
@@ -37,6 +37,15 @@ export function makeLocalCa(): LocalCa {
   const dir = join(tempDir('trajgate-ca-'), 'certs');
   const ca = initCa(dir);
   return { dir, certPath: ca.certPath, pem: ca.certPem };
+}
+
+/** A CA folder whose files are there but are not a certificate and key (start refuses it). */
+export function brokenCa(): string {
+  const dir = join(tempDir('trajgate-ca-'), 'certs');
+  mkdirSync(dir);
+  writeFileSync(join(dir, 'ca.pem'), 'not a certificate\n');
+  writeFileSync(join(dir, 'ca-key.pem'), 'not a key\n', { mode: 0o600 });
+  return dir;
 }
 
 export interface InterceptOptions {

@@ -24,14 +24,12 @@ function start(webhook: string, options: Record<string, unknown>) {
   const n = (notifier = new Notifier(
     {
       webhook,
-      on: ['pause'],
       headers: {},
       timeout: 30_000,
       attempts: 1,
       backoff: 100,
       connections: 2,
       queue: 5,
-      linkTtl: 86_400_000,
       ...options,
     },
     log,

@@ -1,0 +1,158 @@
+import type { Server } from 'node:http';
+import { authority } from '../action/forward.js';
+import { ReverseProxy } from '../action/reverse-proxy.js';
+import { upstreamTrust } from '../action/trust.js';
+import type { Config } from '../config/load.js';
+import { fixed, live, part } from '../config/parts.js';
+import { toolMap } from '../event/tool-map.js';
+import { createBridgeServer } from '../ingress/bridge.js';
+import { BRIDGE } from '../ingress/bridge-calls.js';
+import { Identity } from '../ingress/identity.js';
+import { McpSessions } from '../ingress/mcp-sessions.js';
+import { createProxyServer } from '../ingress/proxy.js';
+import { ProxyParts } from '../ingress/proxy-parts.js';
+import { SessionOrder } from '../ingress/session-order.js';
+import { rejudgeFlows } from '../pipeline/flow-basis.js';
+import { Pipeline } from '../pipeline/pipeline.js';
+import { HandshakeLog } from '../review/handshakes.js';
+import type { Listeners } from './listeners.js';
+import type { Opening, Trajectory } from './trajectory.js';
+
+/** Node's HTTP parsers take their limits when a server is made: the listeners' and the inner one. */
+const PARSERS = { limits: ['headerBytes', 'headerTimeout'] } as const;
+
+/** The bridge's routes and its upstream, built once. */
+const BRIDGE_ROUTES = {
+  bridge: ['upstream', 'protocol', 'forwardAuthorization', 'tools', 'routes'],
+} as const;
+
+/** How the bridge reaches its upstream: a reload's applies from the next call on. */
+const BRIDGE_UPSTREAM = { limits: ['upstreamTimeout'], tls: ['upstreamCa'] } as const;
+
+const NONE: ReadonlySet<string> = new Set();
+
+/** The data path's entry points, and what a reload does once its changes are in. */
+export interface Ingress {
+  readonly pipeline: Pipeline;
+  readonly proxy: Server;
+  readonly bridge: Server;
+  /** Closes the live flows whose basis a reload took away (agents' credentials included). */
+  settle(): number;
+}
+
+/**
+ * Builds the pipeline and the proxy's and bridge's handlers on the trajectory; their servers
+ * are listened on later (Listeners).
+ */
+export async function openIngress(
+  config: Config,
+  t: Trajectory,
+  deps: Opening & {
+    readonly listeners: Listeners;
+    /** Tags MCP session ids with their agent (the link key). */
+    readonly key: () => Buffer;
+  },
+): Promise<Ingress> {
+  const { log, parts, teardown, listeners } = deps;
+  const { guard, journal, sessions, held, egress, review, metrics, flows } = t;
+  const pipeline = new Pipeline({
+    config: t.deciding,
+    guard,
+    journal,
+    sessions,
+    held,
+    egress,
+    review,
+    metrics,
+    flows,
+  });
+  teardown.push('pipeline', () => pipeline.close());
+  const identity = new Identity(config.agents);
+  let rotated: ReadonlySet<string> | 'all' = NONE;
+  parts.add(
+    part({
+      name: 'agents',
+      reads: { agents: true },
+      configure: (next) => ({ install: () => void (rotated = identity.replace(next.agents)) }),
+    }),
+    fixed('HTTP parsers', PARSERS),
+  );
+  const handshakes = new HandshakeLog(log);
+  teardown.push('handshake log', () => handshakes.close());
+  const proxy = new ProxyParts(
+    {
+      egress,
+      flows,
+      pipeline,
+      identity,
+      drain: listeners.drain,
+      log,
+      handshakeRefused: (tunnel, how, reason) =>
+        handshakes.refused({
+          session: tunnel.session,
+          target: authority(tunnel.host, tunnel.port),
+          handshake: how,
+          reason,
+        }),
+    },
+    config,
+  );
+  teardown.push('proxy', () => proxy.close());
+  await proxy.intercepting(config);
+  parts.add(...proxy.parts());
+  const upstream = config.bridge.upstream;
+  const reverseProxy =
+    upstream === undefined
+      ? null
+      : new ReverseProxy({
+          upstream,
+          onePath: config.bridge.protocol === 'mcp',
+          forwardAuthorization: config.bridge.forwardAuthorization,
+          timeoutMs: config.limits.upstreamTimeout,
+          trust: upstreamTrust(config.tls.upstreamCa)(),
+        });
+  if (reverseProxy !== null) {
+    teardown.push('bridge upstream', () => reverseProxy.close());
+    parts.add(
+      part({
+        name: 'bridge upstream',
+        reads: BRIDGE_UPSTREAM,
+        configure: (next) => {
+          let trust: readonly string[] = [];
+          return {
+            prepare: () => void (trust = upstreamTrust(next.tls.upstreamCa)()),
+            install: () =>
+              reverseProxy.configure({ timeoutMs: next.limits.upstreamTimeout, trust }),
+          };
+        },
+      }),
+    );
+  }
+  const bridge = live('bridge handlers', BRIDGE, config);
+  parts.add(fixed('bridge routes', BRIDGE_ROUTES), bridge.part);
+  return {
+    pipeline,
+    proxy: createProxyServer(proxy),
+    bridge: createBridgeServer({
+      config: bridge.value,
+      pipeline,
+      identity,
+      proxy: reverseProxy,
+      tools: toolMap(config.bridge.tools),
+      log,
+      order: new SessionOrder(),
+      sessions: new McpSessions(deps.key),
+      drain: listeners.drain,
+      calls: t.calls,
+    }),
+    settle() {
+      const basis = { config: t.deciding, guard, egress, flows };
+      const closed = rejudgeFlows(basis, 'config reloaded', { rotated });
+      // Held requests came with the credentials that changed: none of them is ever sent.
+      const stale = rotated === 'all' ? held.sessions() : [...rotated];
+      for (const session of stale) held.release(session, 'credentials');
+      rotated = NONE;
+      return closed;
+    },
+  };
+}

@@ -1,0 +1,93 @@
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Logger } from 'pino';
+import type { HostPort } from '../config/formats.js';
+import { formatHostPort } from '../config/formats.js';
+import type { Cut } from '../ingress/drain.js';
+import { Drain, drained } from '../ingress/drain.js';
+import { osError } from '../os-error.js';
+
+export type ListenerName = 'proxy' | 'bridge' | 'admin';
+
+/** What a stop does besides closing the listeners, while their requests drain. */
+export interface DrainSteps {
+  readonly log: Pick<Logger, 'warn'>;
+  /** `limits.drainTimeout` as it is when the stop begins. */
+  drainTimeout(): number;
+  /** Answers every held request (its session stays paused). */
+  releaseHeld(): void;
+  /** Closes the live tunnels at the drain deadline, each journaled with `reason`. */
+  closeTunnels(reason: string): void;
+}
+
+/**
+ * The proxy, bridge and admin listeners: served in that order, and drained together on stop
+ * (see Drain) — which also closes any of them that listened before a start failed.
+ */
+export class Listeners {
+  readonly drain = new Drain();
+  readonly #servers = new Map<ListenerName, Server>();
+  readonly #at = new Map<ListenerName, HostPort>();
+  #cut: Cut | null = null;
+
+  constructor(private readonly steps: DrainSteps) {}
+
+  /** Takes `server` to listen as `name`; the drain follows its responses from now on. */
+  add(name: ListenerName, server: Server): void {
+    this.drain.attach(server);
+    this.#servers.set(name, server);
+  }
+
+  /** Listens on each address in turn; the first that cannot throws E_LISTEN naming its key. */
+  async listen(at: Readonly<Record<ListenerName, HostPort>>): Promise<void> {
+    for (const [name, server] of this.#servers)
+      this.#at.set(name, await listen(server, at[name], `listen.${name}`));
+  }
+
+  /** Where `name` listens (the real port when the config said 0). */
+  address(name: ListenerName): HostPort {
+    const at = this.#at.get(name);
+    if (at === undefined) throw new Error(`listen.${name} is not listening yet`);
+    return at;
+  }
+
+  /** What the last close cut at the drain deadline; null when everything drained. */
+  get cut(): Cut | null {
+    return this.#cut;
+  }
+
+  /**
+   * Stops accepting and drains: in-flight requests finish up to `limits.drainTimeout`, then
+   * what remains is cut.
+   */
+  async close(): Promise<void> {
+    const { steps } = this;
+    this.drain.start();
+    const closed = Promise.all(
+      [...this.#servers.values()].map(
+        (server) => new Promise<void>((resolve) => server.close(() => resolve())),
+      ),
+    );
+    steps.releaseHeld();
+    const timeout = steps.drainTimeout();
+    this.#cut = await drained(this.drain, closed, timeout, steps.log, (reason) =>
+      steps.closeTunnels(reason),
+    );
+  }
+}
+
+function listen(server: Server, at: HostPort, key: string): Promise<HostPort> {
+  return new Promise((resolve, reject) => {
+    server.once('error', (err) => {
+      const privileged = `ports below 1024 need root or CAP_NET_BIND_SERVICE: choose a port of 1024 or more in ${key}`;
+      const path = formatHostPort(at);
+      reject(
+        osError('E_LISTEN', err, { op: 'listen on', path, key, fixes: { EACCES: privileged } }),
+      );
+    });
+    server.listen(at.port, at.host, () => {
+      const address = server.address() as AddressInfo;
+      resolve({ host: at.host, port: address.port });
+    });
+  });
+}
