@@ -1,5 +1,5 @@
 import { parseDuration } from '../config/formats.js';
-import type { ApiConfig } from './api.js';
+import type { Slice } from '../config/parts.js';
 import { isTrajgateError, TrajgateError } from '../errors.js';
 import { describeValue } from '../event/validate.js';
 import type { Approval } from '../guard/approvals.js';
@@ -35,10 +35,13 @@ export const denyView = (d: Deny): DenyView => ({
   by: d.by,
 });
 
+/** What the rules' routes read of the config at each call (part of the admin API's slice). */
+type RulesConfig = Slice<{ journal: ['path']; kinds: true }>;
+
 /** The admin API's approvals, deny patterns and event look-ups, apart from HTTP. */
 export class ApiRules {
   constructor(
-    private readonly config: Pick<ApiConfig, 'kinds' | 'journal'>,
+    private readonly config: RulesConfig,
     private readonly guard: Guard,
     private readonly sessions: Sessions,
     private readonly index: SessionIndex,
