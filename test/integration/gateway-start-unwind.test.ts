@@ -1,6 +1,6 @@
-import { createServer } from 'node:net';
+import { createServer, Server } from 'node:net';
 import type { AddressInfo } from 'node:net';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { startTestGateway } from '../helpers/gateway.js';
 import { startSilentServer } from '../helpers/raw.js';
 import { startRedis } from '../helpers/redis.js';
@@ -15,16 +15,42 @@ const redis = await startRedis();
 const taken = await startSilentServer();
 const LISTENERS = ['proxy', 'bridge', 'admin'] as const;
 
-/** Listens on `port` (0: any) and closes again; resolves with the port, or null when taken. */
-function tryListen(port: number): Promise<number | null> {
+/** Listens on `port` and closes again: resolves true when the port was free. */
+function isFree(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const server = createServer();
-    server.once('error', () => resolve(null));
-    server.listen(port, '127.0.0.1', () => {
-      const got = (server.address() as AddressInfo).port;
-      server.close(() => resolve(got));
-    });
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
   });
+}
+
+/**
+ * Runs `start` and answers the servers that listened meanwhile with their ports: the gateway's
+ * listeners on port 0 (every net/http server listens through net.Server's listen).
+ */
+async function listening(start: () => Promise<unknown>) {
+  const opened: { server: Server; port: number }[] = [];
+  const listen = Server.prototype.listen;
+  const spy = vi.spyOn(Server.prototype, 'listen').mockImplementation(function (
+    this: Server,
+    ...args: unknown[]
+  ) {
+    this.once('listening', () =>
+      opened.push({ server: this, port: (this.address() as AddressInfo).port }),
+    );
+    return Reflect.apply(listen, this, args) as Server;
+  });
+  try {
+    return {
+      started: await start().then(
+        () => null,
+        (err: unknown) => err,
+      ),
+      opened,
+    };
+  } finally {
+    spy.mockRestore();
+  }
 }
 
 /** Connections Redis accepted since it started (INFO stats). */
@@ -42,25 +68,27 @@ async function clientNames(): Promise<string[]> {
 describe('a listener whose port is taken', () => {
   for (const [i, name] of LISTENERS.entries()) {
     it(`listen.${name}: E_LISTEN naming it; what opened before it is closed`, async () => {
-      const ports = { proxy: 0, bridge: 0, admin: 0 };
-      for (const other of LISTENERS) ports[other] = (await tryListen(0)) as number;
-      ports[name] = taken.port;
-      const listen = Object.fromEntries(LISTENERS.map((l) => [l, `127.0.0.1:${ports[l]}`]));
+      const listen = Object.fromEntries(
+        LISTENERS.map((l) => [l, `127.0.0.1:${l === name ? taken.port : 0}`]),
+      );
       await redis.client().ping();
       const before = await connectionsReceived();
-      const started = startTestGateway({
-        listen,
-        state: { store: 'redis', redis: { url: redis.url } },
-      });
-      await expect(started).rejects.toMatchObject({
+      const { started, opened } = await listening(() =>
+        startTestGateway({ listen, state: { store: 'redis', redis: { url: redis.url } } }),
+      );
+      expect(started).toMatchObject({
         code: 'E_LISTEN',
         message: expect.stringContaining(`127.0.0.1:${taken.port} (listen.${name})`),
       });
       // The store connected (state and bus) before the listener failed, and let go since.
       expect(await connectionsReceived()).toBeGreaterThanOrEqual(before + 2);
       expect(await clientNames()).not.toContainEqual(expect.stringMatching(/^trajgate-/));
-      for (const opened of LISTENERS.slice(0, i))
-        expect(await tryListen(ports[opened]), `listen.${opened} still open`).toBe(ports[opened]);
+      // The listeners before it opened, and are closed again: their ports free.
+      expect(opened).toHaveLength(i);
+      for (const { server, port } of opened) {
+        expect(server.listening, `port ${port} still listening`).toBe(false);
+        expect(await isFree(port), `port ${port} still held`).toBe(true);
+      }
     });
   }
 });
