@@ -1,6 +1,8 @@
 // Prints the config keys a reload cannot apply (they need a restart), as the gateway's parts
-// declare them (src/gateway/config-parts.ts): the list the docs' "Reloading the config" gives.
-// Every other key takes effect on reload. Run after `npm run build`:
+// declare them (src/gateway/config-parts.ts `ConfigParts.restartKeys`): the list
+// docs/configuration.md's "Reloading the config" gives, in the form it gives it
+// (test/integration/reload-keys-doc.test.ts holds the two together). Every other key takes
+// effect on reload. Run after `npm run build`:
 //   node scripts/reload-keys.mjs
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -18,14 +20,9 @@ try {
     { ...config, listen: { proxy: port0, bridge: port0, admin: port0 } },
     { log: pino({ level: 'silent' }) },
   );
-  const keys = new Set();
-  for (const part of gateway.parts.list()) {
-    if (part.live) continue;
-    for (const [key, fields] of Object.entries(part.reads))
-      for (const name of fields === true ? [key] : fields.map((f) => `${key}.${f}`)) keys.add(name);
-  }
+  const keys = gateway.parts.restartKeys();
   await gateway.stop();
-  console.log([...keys].map((k) => `\`${k}\``).join(', '));
+  console.log(keys.map((k) => `\`${k}\``).join(', '));
 } finally {
   rmSync(dir, { recursive: true, force: true });
   rmSync(workspace, { recursive: true, force: true });

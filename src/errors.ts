@@ -56,7 +56,8 @@ export const ERRORS = {
   E_LINK_USED: { status: 410, exit: null },
   E_LINK_EXPIRED: { status: 410, exit: null },
   E_BUSY: { status: 429, exit: null },
-  E_INTERNAL: { status: 500, exit: null },
+  // Also `start`'s, when a part fails to open in a way nothing foresaw.
+  E_INTERNAL: { status: 500, exit: 1 },
   // The proxy: an intercepted upstream's address refused at connect.
   E_EGRESS: { status: 502, exit: null },
   E_FLOW_CLOSED: { status: 403, exit: null },

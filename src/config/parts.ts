@@ -86,30 +86,33 @@ export function replaced<S extends Shape>(held: Slice<S>, next: Slice<S>): Chang
   return { install: () => void Object.assign(held, next) };
 }
 
-/** The keys of `shape` whose values differ between `a` and `b`, as dotted names. */
-export function changedKeys(shape: Shape, a: Config, b: Config): string[] {
-  const changed: string[] = [];
-  for (const [key, fields] of Object.entries(shape)) {
-    const [x, y] = [a[key as keyof Config], b[key as keyof Config]];
-    if (fields === true) {
-      if (!isDeepStrictEqual(x, y)) changed.push(key);
-      continue;
-    }
-    for (const f of fields as string[])
-      if (!isDeepStrictEqual((x as never)[f], (y as never)[f])) changed.push(`${key}.${f}`);
-  }
-  return changed;
+/** The keys `shape` names, as dotted names (`limits.connectTimeout`, `agents`). */
+export function keyNames(shape: Shape): string[] {
+  return Object.entries(shape).flatMap(([key, fields]) =>
+    fields === true ? [key] : (fields as readonly string[]).map((f) => `${key}.${f}`),
+  );
 }
 
-/** `next` with the named keys (as changedKeys names them) at their values in `running`. */
+/** The value of `config` at a name keyNames gives. */
+function valueAt(config: Config, name: string): unknown {
+  const [key, field] = name.split('.') as [keyof Config, string | undefined];
+  return field === undefined ? config[key] : (config[key] as never)[field];
+}
+
+/** The keys of `shape` whose values differ between `a` and `b`, as keyNames names them. */
+export function changedKeys(shape: Shape, a: Config, b: Config): string[] {
+  return keyNames(shape).filter((name) => !isDeepStrictEqual(valueAt(a, name), valueAt(b, name)));
+}
+
+/** `next` with the named keys (as keyNames names them) at their values in `running`. */
 export function keeping(next: Config, running: Config, keys: Iterable<string>): Config {
   const kept: Record<string, unknown> = { ...next };
   for (const name of keys) {
     const [key, field] = name.split('.') as [keyof Config, string | undefined];
     kept[key] =
       field === undefined
-        ? running[key]
-        : { ...(kept[key] as object), [field]: (running[key] as never)[field] };
+        ? valueAt(running, name)
+        : { ...(kept[key] as object), [field]: valueAt(running, name) };
   }
   return kept as unknown as Config;
 }

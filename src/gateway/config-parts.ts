@@ -1,7 +1,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { Config } from '../config/load.js';
 import type { Change, Part } from '../config/parts.js';
-import { changedKeys, keeping, pick } from '../config/parts.js';
+import { changedKeys, keeping, keyNames, pick } from '../config/parts.js';
 import { knownKinds } from '../config/schema.js';
 
 /** What a reload to a loaded config would do, worked out before anything changes. */
@@ -66,12 +66,19 @@ export class ConfigParts {
     }));
   }
 
+  /**
+   * Every key a reload cannot apply: those the parts that cannot change read, whatever their
+   * values (docs/configuration.md lists them; `node scripts/reload-keys.mjs` prints them).
+   */
+  restartKeys(): string[] {
+    return [...new Set(this.#fixed().flatMap((p) => keyNames(p.reads)))];
+  }
+
   /** What running on `loaded` would change; pure (a reload's checks run it too). */
   plan(loaded: Config): ReloadPlan {
-    const restart = new Set<string>();
-    for (const p of this.#parts)
-      if (p.configure === undefined)
-        for (const key of changedKeys(p.reads, this.#running, loaded)) restart.add(key);
+    const restart = new Set(
+      this.#fixed().flatMap((p) => changedKeys(p.reads, this.#running, loaded)),
+    );
     const kept = keeping(loaded, this.#running, restart);
     // `kinds` is worked out from keys that may have been kept (bridge.tools, bridge.routes).
     const next = { ...kept, kinds: knownKinds(kept) };
@@ -81,6 +88,11 @@ export class ConfigParts {
       return isDeepStrictEqual(slice, this.#slices.get(p)) ? [] : [[p, slice] as const];
     });
     return { next, restartNeeded: [...restart], changes };
+  }
+
+  /** The parts that cannot change while running: a change of what they read needs a restart. */
+  #fixed(): Part[] {
+    return this.#parts.filter((p) => p.configure === undefined);
   }
 
   /**
