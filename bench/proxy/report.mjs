@@ -91,8 +91,9 @@ export function report(results, meta) {
       .trimEnd(),
   );
 
-  const none = { ka: {}, nc: {} };
-  const { trajgate: t = none, floor: fl = none, squid: s = none, direct: d = none } = f;
+  // A target skipped (not installed, not available) has no figures: its ratios are null.
+  const figures = (x) => ({ ...x, ka: x?.ka ?? {}, nc: x?.nc ?? {} });
+  const [t, fl, s, d] = [f.trajgate, f.floor, f.squid, f.direct].map(figures);
   // `--baseline DIR`: the same trajgate figures for another checkout, measured in this run.
   const b = f.baseline;
   const before = b
