@@ -92,8 +92,8 @@ export function report(results, meta) {
   );
 
   // A target skipped (not installed, not available) has no figures: its ratios are null.
-  const figures = (x) => ({ ...x, ka: x?.ka ?? {}, nc: x?.nc ?? {} });
-  const [t, fl, s, d] = [f.trajgate, f.floor, f.squid, f.direct].map(figures);
+  const measured = (x) => ({ ...x, ka: x?.ka ?? {}, nc: x?.nc ?? {} });
+  const [t, fl, s, d] = [f.trajgate, f.floor, f.squid, f.direct].map(measured);
   // `--baseline DIR`: the same trajgate figures for another checkout, measured in this run.
   const b = f.baseline;
   const before = b
