@@ -63,6 +63,11 @@ export class FlowRegistry {
     this.#bySession.delete(session);
   };
 
+  /** Whether the session has a live flow. */
+  has(session: string): boolean {
+    return this.#bySession.has(session);
+  }
+
   /** The session's live flows. */
   of(session: string): Flow[] {
     return [...(this.#bySession.get(session) ?? [])];

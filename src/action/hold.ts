@@ -122,6 +122,16 @@ export class HeldRequests {
     return [...(this.#bySession.get(session) ?? [])];
   }
 
+  /** Whether the session has a request held. */
+  holds(session: string): boolean {
+    return this.#bySession.has(session);
+  }
+
+  /** An evicted session (nothing held): its release epoch goes; none of its decisions runs. */
+  forget(session: string): void {
+    if (!this.#bySession.has(session)) this.#releases.delete(session);
+  }
+
   /** Sessions with requests held. */
   sessions(): string[] {
     return [...this.#bySession.keys()];

@@ -197,6 +197,10 @@ const fields = z.strictObject({
       pause: z.enum(['hold', 'block']).default('hold'),
       holdTimeout: duration.default(55_000),
       recentEvents: z.number().int().min(1).max(1000).default(20),
+      // How long a session with nothing left to remember is kept (gateway/idle-sweep.ts).
+      sessionIdle: duration
+        .refine((ms) => ms >= 1000, 'expected a duration of at least 1s')
+        .default(86_400_000),
       boundaries,
       sequences: sequencesSchema,
     })

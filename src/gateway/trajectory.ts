@@ -26,6 +26,7 @@ import { snapshotOptions } from '../review/snapshot.js';
 import type { OpenedStore } from '../state/open.js';
 import { openStore } from '../state/open.js';
 import type { ConfigParts } from './config-parts.js';
+import { IdleSweep } from './idle-sweep.js';
 import type { Teardown } from './teardown.js';
 
 /** What the store and the journal's snapshots keep of each session: fixed while they run. */
@@ -36,6 +37,7 @@ const JOURNAL = {
   policy: ['recentEvents'],
 } as const;
 const HOLDS = { policy: ['holdTimeout'] } as const;
+const IDLE = { policy: ['sessionIdle'] } as const;
 const EGRESS = { network: ['allowPrivate'], limits: ['connectTimeout'] } as const;
 
 /** How egress runs on its slice: which private ranges it may dial, and how long a dial takes. */
@@ -107,6 +109,7 @@ export async function openTrajectory(
   metrics.gauges({
     held: () => held.count(),
     paused: () => [...guard.sessions()].filter(([, s]) => s.pausedAt !== null).length,
+    sessions: () => review.size,
   });
   const index = new SessionIndex();
   const denials = new Denials();
@@ -198,6 +201,19 @@ export async function openTrajectory(
       rejudgeFlows({ config: deciding.value, guard, egress, flows }, cause),
   };
   const sessions = new Sessions(guard, journal, held, review, watcher, store.replica);
+  const evicted = () => metrics.sessionsEvicted.inc();
+  const idle = { guard, review, held, flows, calls, journal, log, evicted };
+  const sweep = new IdleSweep(idle, config.policy.sessionIdle);
+  // A shared store's sessions are every gateway's: none evicts them (docs/shared-state.md).
+  if (store.rebuildsFromJournal) sweep.start();
+  teardown.push('idle sessions', () => sweep.close());
+  parts.add(
+    part({
+      name: 'idle sessions',
+      reads: IDLE,
+      configure: (next) => ({ install: () => sweep.configure(next.policy.sessionIdle) }),
+    }),
+  );
   await store.start({ guard, review, sessions, log, history: restored > 0 });
   const opened = { metrics, store, guard, review, held, index, denials, calls, health, journal };
   return { ...opened, restored, flows, egress, sessions, deciding: deciding.value };

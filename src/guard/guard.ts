@@ -311,6 +311,11 @@ export class Guard {
     this.#store.resume(session, reset, keepMarks);
   }
 
+  /** An evict record: the session's counts, marks and pause are gone (it comes back at zero). */
+  forget(session: string): void {
+    this.#store.forget(session);
+  }
+
   session(id: string): SessionState | undefined {
     return this.#store.session(id);
   }

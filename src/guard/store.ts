@@ -85,6 +85,8 @@ export interface TrajectoryStore<R> {
   resume(id: string, reset: boolean, keepMarks?: boolean): void;
   /** The session's newest records, oldest first. */
   recent(id: string): readonly R[];
+  /** Forgets the session (an evict record): if it comes back it starts as one never seen. */
+  forget(id: string): void;
   /** Appends a record to the session's recent ones, keeping the newest `keep`. */
   remember(id: string, record: R, keep: number): void;
   /** A store shared by several gateways (state/redis-store); absent for one process's memory. */
@@ -160,6 +162,12 @@ export class MemoryStore<R> implements TrajectoryStore<R> {
     if (!ring) this.#recent.set(id, (ring = []));
     ring.push(record);
     if (ring.length > keep) ring.splice(0, ring.length - keep);
+  }
+
+  forget(id: string): void {
+    this.#sessions.delete(id);
+    this.#recent.delete(id);
+    if (id === this.#lastId) this.#last = undefined;
   }
 
   #find(id: string): Live | undefined {

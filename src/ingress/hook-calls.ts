@@ -56,7 +56,18 @@ export class HookCalls {
       this.#set(record.session, record.call, record.rid ?? record.seq);
     } else if (record.type === 'result' && typeof record.call === 'string') {
       this.take(record.session, record.call);
+    } else if (record.type === 'evict') {
+      this.forget(record.session);
     }
+  }
+
+  /**
+   * An evicted session's calls go: a result reported for one later names no known call, so it
+   * counts as a failure of the session (the strict reading).
+   */
+  forget(session: string): void {
+    this.#size -= this.#sessions.get(session)?.size ?? 0;
+    this.#sessions.delete(session);
   }
 
   #set(session: string, call: string, entry: Entry): void {

@@ -6,7 +6,8 @@ import type { JournalRecord, ResultRecord } from './records.js';
  * Applies one journal record to the guard, restoring what the record decided rather than
  * judging the event again: counts, pauses, trajectory marks (from events, and from the outcomes
  * and results that report failures), approvals, deny patterns, revokes and resumes come back
- * exactly as they were, even if the policy changed since. Records of other types do not touch
+ * exactly as they were, even if the policy changed since; an evict record forgets its session
+ * (the rule that wrote it is not evaluated again: the record is the source of truth). Records of other types do not touch
  * guard state.
  */
 export function applyRecord(guard: Guard, record: JournalRecord): void {
@@ -86,6 +87,10 @@ export function applyRecord(guard: Guard, record: JournalRecord): void {
       // An approve-once (its rids named) forwards those and leaves the session paused.
       if (Array.isArray(record.once)) return;
       guard.resume(record.session, record.reset, record.keepMarks === true);
+      return;
+    case 'evict':
+      if (typeof record.session !== 'string') throw bad('has no "session"');
+      guard.forget(record.session);
       return;
   }
 }

@@ -179,6 +179,19 @@ export interface DenyPatternRecord extends RecordBase {
 }
 
 /**
+ * A session forgotten: nothing it did could raise a verdict any more (no pause, flag, marks in
+ * force, approvals, counts, held requests or open flows) and it was idle since `idleSince`
+ * for longer than `policy.sessionIdle`. Replayed at restart; if it comes back it starts at zero.
+ */
+export interface EvictRecord extends RecordBase {
+  readonly type: 'evict';
+  readonly session: string;
+  /** Its last activity (ISO 8601). */
+  readonly idleSince: string;
+  readonly reason: string;
+}
+
+/**
  * The first line of a rotated-to file: the whole state a restart rebuilds, as of record `seq`
  * (the previous file's last; a snapshot takes no seq of its own). See review/snapshot.ts.
  */
@@ -190,6 +203,7 @@ export interface SnapshotRecord extends RecordBase {
 
 export type JournalRecord =
   | SnapshotRecord
+  | EvictRecord
   | RevokeRecord
   | DenyPatternRecord
   | ConfigRecord

@@ -165,7 +165,9 @@ export class SessionIndex {
     this.end = Math.max(this.end, offset + bytes + 1);
     if (offset >= this.#nextCheckpoint) this.#checkpoint(seq, offset);
     if (typeof record.session !== 'string') return;
-    if (listedWithEvents(record)) {
+    if (record.type === 'evict') {
+      this.#rings.delete(record.session);
+    } else if (listedWithEvents(record)) {
       let ring = this.#rings.get(record.session);
       if (!ring) this.#rings.set(record.session, (ring = new Ring(this.ring)));
       ring.push(seq, offset, bytes, record.rid ?? undefined);

@@ -5,9 +5,10 @@ import type { Metric } from 'prom-client';
 export interface GaugeReads {
   held(): number;
   paused(): number;
+  sessions(): number;
 }
 
-const NONE: GaugeReads = { held: () => 0, paused: () => 0 };
+const NONE: GaugeReads = { held: () => 0, paused: () => 0, sessions: () => 0 };
 
 interface EventCount {
   readonly labels: { source: string; kind: string; verdict: string };
@@ -24,6 +25,7 @@ export class Metrics {
   readonly webhookFailures: Counter;
   readonly journalFailures: Counter;
   readonly webhookDropped: Counter;
+  readonly sessionsEvicted: Counter;
   readonly webhookQueued: Gauge;
   readonly journalWrite: WriteTimes;
   readonly #storeTimes: WriteTimes;
@@ -108,6 +110,19 @@ export class Metrics {
       collect() {
         this.set(read().held());
       },
+    });
+    new Gauge({
+      name: 'trajgate_sessions',
+      help: 'Sessions remembered (idle ones with nothing left to remember are evicted)',
+      registers,
+      collect() {
+        this.set(read().sessions());
+      },
+    });
+    this.sessionsEvicted = new Counter({
+      name: 'trajgate_sessions_evicted_total',
+      help: 'Sessions forgotten after policy.sessionIdle with nothing left to remember',
+      registers,
     });
     new Gauge({
       name: 'trajgate_paused_sessions',

@@ -22,6 +22,9 @@ export class Denials {
     if (record.type === 'deny') {
       this.#last.set(record.session, seq);
       this.#ends.set(record.session, { type: 'deny', seq, by: record.by, reset: false });
+    } else if (record.type === 'evict') {
+      this.#last.delete(record.session);
+      this.#ends.delete(record.session);
     } else if (record.type === 'resume' && !Array.isArray(record.once)) {
       const { session, by, reset } = record;
       this.#ends.set(session, { type: 'resume', seq, by, reset });

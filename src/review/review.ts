@@ -196,6 +196,8 @@ export class Review {
     } else if (record.type === 'pause') {
       const { seq: _seq, ts: _ts, type: _type, ...pause } = unchained(record);
       this.#trail(record.session).pause = { ...pause, restored: true };
+    } else if (record.type === 'evict') {
+      this.forget(record.session);
     } else if (record.type === 'resume' && !Array.isArray(record.once)) {
       // An approve-once (its rids named) leaves the session paused, and its pause record too.
       const trail = this.#trails.get(record.session);
@@ -234,6 +236,16 @@ export class Review {
         handshakes: [...(t.handshakes ?? [])],
       });
     }
+  }
+
+  /** An evict record: the session's trail goes (its recent events go with the guard's state). */
+  forget(session: string): void {
+    this.#trails.delete(session);
+  }
+
+  /** Sessions with a trail: what the views list. */
+  get size(): number {
+    return this.#trails.size;
   }
 
   resumed(session: string): void {

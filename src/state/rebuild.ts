@@ -24,6 +24,7 @@ const STATE: ReadonlySet<string> = new Set([
   'deny-pattern',
   'revoke',
   'resume',
+  'evict',
 ]);
 
 export interface Rebuilt {

@@ -6,7 +6,7 @@ const line = (text: string, prefix: string) =>
 
 describe('metrics counted on the hot path, rendered when scraped', () => {
   it('event counts reach trajgate_events_total once, however often it is scraped', async () => {
-    const m = new Metrics({ held: () => 0, paused: () => 0 });
+    const m = new Metrics({ held: () => 0, paused: () => 0, sessions: () => 0 });
     for (let i = 0; i < 3; i++) m.event('proxy', 'network', 'ALLOW');
     m.event('bridge', 'write', 'PAUSE');
     const allow = 'trajgate_events_total{source="proxy",kind="network",verdict="ALLOW"}';
@@ -20,8 +20,8 @@ describe('metrics counted on the hot path, rendered when scraped', () => {
   });
 
   it("Node's process and heap metrics follow the gateway's; gateways in one process coexist", async () => {
-    const a = new Metrics({ held: () => 0, paused: () => 0 });
-    const b = new Metrics({ held: () => 0, paused: () => 0 });
+    const a = new Metrics({ held: () => 0, paused: () => 0, sessions: () => 0 });
+    const b = new Metrics({ held: () => 0, paused: () => 0, sessions: () => 0 });
     a.journalFailures.inc();
     const [textA, textB] = await Promise.all([a.text(), b.text()]);
     for (const text of [textA, textB]) {
@@ -38,7 +38,7 @@ describe('metrics counted on the hot path, rendered when scraped', () => {
   });
 
   it('journal write times render as a Prometheus histogram: cumulative buckets, sum, count', async () => {
-    const m = new Metrics({ held: () => 0, paused: () => 0 });
+    const m = new Metrics({ held: () => 0, paused: () => 0, sessions: () => 0 });
     for (const s of [0.00002, 0.003, 0.004, 1]) m.journalWrite.observe(s);
     const text = await m.text();
     const name = 'trajgate_journal_write_seconds';
@@ -56,7 +56,7 @@ describe('metrics counted on the hot path, rendered when scraped', () => {
 
 describe('shared state store metrics', () => {
   it('memory mode: store up, no op series yet, the families declared', async () => {
-    const text = await new Metrics({ held: () => 0, paused: () => 0 }).text();
+    const text = await new Metrics({ held: () => 0, paused: () => 0, sessions: () => 0 }).text();
     expect(line(text, 'trajgate_store_up')).toBe('trajgate_store_up 1');
     expect(text).toContain('# TYPE trajgate_store_seconds histogram');
     expect(text).toContain('# TYPE trajgate_store_errors_total counter');
@@ -64,7 +64,7 @@ describe('shared state store metrics', () => {
   });
 
   it('store op times render per op as histograms; errors count per op; up follows the store', async () => {
-    const m = new Metrics({ held: () => 0, paused: () => 0 });
+    const m = new Metrics({ held: () => 0, paused: () => 0, sessions: () => 0 });
     for (const s of [0.00005, 0.0003, 0.002]) m.storeOp('claim', s);
     m.storeOp('refresh', 2);
     m.storeError('claim');
