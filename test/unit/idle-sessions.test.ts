@@ -14,7 +14,9 @@ import { applyRecord } from '../../src/journal/rebuild.js';
 import type { EventRecord, JournalRecord } from '../../src/journal/records.js';
 import { eventRecord } from '../../src/journal/records.js';
 import { IdleSweep } from '../../src/gateway/idle-sweep.js';
+import { Denials } from '../../src/review/pause-ends.js';
 import { Review } from '../../src/review/review.js';
+import { captureState } from '../../src/review/snapshot.js';
 import { tempDir } from '../helpers/tmp.js';
 
 const IDLE = 60_000;
@@ -147,6 +149,7 @@ function gatewayParts(config = 'version: 1\nworkspace: /tmp/agent-demo\n') {
   };
   return {
     guard,
+    store,
     review,
     held,
     sweep,
@@ -199,6 +202,18 @@ describe('the idle sweep (gateway/idle-sweep.ts)', () => {
     expect([...restarted.guard.sessions()].map(([id]) => id)).toEqual(['b']);
     g.decide('a', 'read', '/tmp/agent-demo/c.txt', NOW);
     expect(g.review.activity('a')).toEqual({ lastActivity: NOW, events: 1 });
+  });
+
+  it("a rotation's snapshot holds only the sessions still remembered", () => {
+    const g = gatewayParts();
+    g.decide('gone', 'read', '/tmp/agent-demo/a.txt', NOW - 2 * IDLE);
+    g.decide('kept', 'network', 'https://example.test/', NOW - 2 * IDLE);
+    g.sweep.sweep();
+    const denials = new Denials();
+    const state = captureState({ guard: g.guard, store: g.store, review: g.review, denials });
+    expect(state.trails.map(([id]) => id)).toEqual(['kept']);
+    expect(state.recent.map(([id]) => id)).toEqual(['kept']);
+    expect(state.sessions.map(([id]) => id)).toEqual(['kept']);
   });
 
   it('a session whose evict record cannot be written is kept', () => {
