@@ -14,6 +14,7 @@ import { applyRecord } from '../../src/journal/rebuild.js';
 import type { EventRecord, JournalRecord } from '../../src/journal/records.js';
 import { eventRecord } from '../../src/journal/records.js';
 import { IdleSweep } from '../../src/gateway/idle-sweep.js';
+import { SessionIndex } from '../../src/journal/session-index.js';
 import { Denials } from '../../src/review/pause-ends.js';
 import { Review } from '../../src/review/review.js';
 import { captureState } from '../../src/review/snapshot.js';
@@ -233,5 +234,22 @@ describe('the idle sweep (gateway/idle-sweep.ts)', () => {
     expect(g.sweep.sweep()).toBe(5_000);
     expect(g.sweep.sweep()).toBe(10);
     expect(g.review.size).toBe(0);
+  });
+});
+
+describe('an evict record read back', () => {
+  it('without a session is a corrupt journal', () => {
+    const g = gatewayParts();
+    const bad = { seq: 1, ts: new Date(NOW).toISOString(), type: 'evict' } as JournalRecord;
+    expect(() => applyRecord(g.guard, bad)).toThrow(/evict record has no "session"/);
+  });
+
+  it("empties the session's event index and keeps the others'", () => {
+    const index = new SessionIndex();
+    index.add({ type: 'event', session: 'a' }, 1, 0, 10);
+    index.add({ type: 'event', session: 'b' }, 2, 11, 10);
+    index.add({ type: 'evict', session: 'a' }, 3, 22, 10);
+    expect(index.page('a', Infinity, 10).events).toEqual([]);
+    expect(index.page('b', Infinity, 10).events.map((e) => e.seq)).toEqual([2]);
   });
 });
