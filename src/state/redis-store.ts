@@ -6,6 +6,7 @@ import { decodeSession, encodeSession } from '../guard/state-codec.js';
 import type { RedisConfig, StoreHealth, StoreMonitor } from './connect.js';
 import { redisWhere, storeDown } from './connect.js';
 import { StoreKeys } from './keys.js';
+import { Liveness } from './liveness.js';
 import type { LeaseCommands, Shared } from './leases.js';
 import { LEASE_MS, Leases } from './leases.js';
 import { LEASE_SCRIPT, RELEASE_SCRIPT, SHARE_SCRIPT } from './scripts.js';
@@ -27,20 +28,23 @@ export class RedisStore<R> extends MemoryStore<R> implements SharedState {
   readonly #config: RedisConfig;
   readonly #keys: StoreKeys;
   readonly #monitor: StoreMonitor;
+  readonly #liveness: Liveness;
   readonly #leases: Leases;
   readonly #outbox: Outbox;
   readonly #keep: number;
   readonly #versions = new Map<string, number>();
   #remote = false;
   #closed = false;
-  #error: string | null = 'not connected yet';
   /** The store's epoch as last seen (keys.epoch), and why decisions stop if it went. */
   #epoch: string | null = null;
   #emptied: string | null = null;
+  /** The Redis server's run_id as last seen: another one was restarted (maybe from a dump). */
+  #runId: string | null = null;
   /** Whether this gateway decided before (its journal was not empty at start). */
   #history = false;
   readonly #onReady: (() => void)[] = [];
   #rulesVersion = '';
+  #refreshed = 0;
   #reloadRules: () => Promise<void> = () => Promise.resolve();
 
   constructor(
@@ -61,25 +65,28 @@ export class RedisStore<R> extends MemoryStore<R> implements SharedState {
     this.#keys = new StoreKeys(config.prefix);
     this.replica = replica;
     this.#monitor = monitor;
+    this.#liveness = new Liveness(monitor, config.timeout);
     this.#leases = new Leases(this.#leaseCommands(), replica);
     this.#outbox = new Outbox((recent, records) =>
       this.#run('publish', () =>
         this.#redis.tgShare(this.#keys.bus, this.#keep, this.message(records), ...recent),
       ),
     );
+    const live = this.#liveness;
     redis.on('ready', () => {
-      this.#setUp(null);
+      live.connection(null);
       for (const listener of this.#onReady) listener();
     });
-    redis.on('error', (err: Error) => this.#setUp(err.message));
-    redis.on('end', () => this.#setUp('connection closed'));
+    redis.on('error', (err: Error) => live.connection(err.message));
+    redis.on('end', () => live.connection('connection closed'));
     // Down from the moment the connection drops, not from the first failed reconnect (~50 ms
     // later): an operator action accepted meanwhile would reach no other replica.
-    redis.on('close', () => this.#setUp('connection lost'));
+    redis.on('close', () => live.connection('connection lost'));
   }
 
-  /** Connects (a store down now is connected to later, on its own). */
+  /** Connects (a store down now is connected to later, on its own), and probes it from then. */
   connect(): Promise<void> {
+    this.#liveness.probe(() => this.#run('ping', () => this.#redis.ping()));
     return this.#redis.connect();
   }
 
@@ -111,15 +118,40 @@ export class RedisStore<R> extends MemoryStore<R> implements SharedState {
       current = await this.#run('epoch', () => this.#redis.get(key));
     }
     if (current === null) {
-      this.#emptied = `the state store ${redisWhere(this.#config)} came back empty (its epoch is gone): decisions are refused until \`trajgate state rebuild --from JOURNAL…\` refills it from the gateways' journals`;
+      this.#setEmptied(
+        `the state store ${redisWhere(this.#config)} came back empty (its epoch is gone): decisions are refused until \`trajgate state rebuild --from JOURNAL…\` refills it from the gateways' journals`,
+      );
       return false;
     }
     const rebuilt = this.#emptied !== null || (this.#epoch !== null && current !== this.#epoch);
     // A rebuilt store numbers its states afresh.
     if (rebuilt) this.#versions.clear();
     this.#epoch = current;
-    this.#emptied = null;
+    this.#setEmptied(null);
     return rebuilt;
+  }
+
+  /**
+   * Whether the Redis server was restarted (its run_id changed) since this gateway last read
+   * it. It may have come back from an older dump, its states at lower versions than the mirror's:
+   * the versions are forgotten so that the next reads take what the store holds.
+   */
+  async restarted(): Promise<boolean> {
+    // A Redis whose INFO is disabled (renamed away) is taken as not restarted.
+    const info = await this.#run('epoch', () => this.#redis.info('server')).catch(() => '');
+    const runId = /^run_id:(\w+)/m.exec(info)?.[1];
+    if (runId === undefined) return false;
+    const restarted = this.#runId !== null && runId !== this.#runId;
+    this.#runId = runId;
+    if (restarted) {
+      this.#versions.clear();
+      this.#rulesVersion = '';
+    }
+    return restarted;
+  }
+
+  get refreshed(): number {
+    return this.#refreshed;
   }
 
   get keys(): StoreKeys {
@@ -127,8 +159,7 @@ export class RedisStore<R> extends MemoryStore<R> implements SharedState {
   }
 
   health(): StoreHealth {
-    const error = this.#error ?? this.#emptied;
-    return { up: error === null, error };
+    return this.#liveness.health();
   }
 
   lease(id: string): Promise<Lease> {
@@ -185,6 +216,7 @@ export class RedisStore<R> extends MemoryStore<R> implements SharedState {
     );
     if (this.#leases.busy(id)) return false;
     this.#adoptText(id, text ?? '');
+    this.#refreshed++;
     await this.#rulesAt(rules ?? '');
     return true;
   }
@@ -270,6 +302,7 @@ export class RedisStore<R> extends MemoryStore<R> implements SharedState {
 
   close(): void {
     this.#closed = true;
+    this.#liveness.stop();
     this.#redis.disconnect();
   }
 
@@ -323,7 +356,7 @@ export class RedisStore<R> extends MemoryStore<R> implements SharedState {
           this.#redis.tgLease(k.lock(id), k.session(id), k.rulesVersion, token, LEASE_MS),
         ),
       adopt: async (id, text, rules) => {
-        this.#adoptText(id, text);
+        this.#adoptText(id, text, true);
         await this.#rulesAt(rules);
       },
       write: async (id, token, dirty, shared) => {
@@ -348,7 +381,8 @@ export class RedisStore<R> extends MemoryStore<R> implements SharedState {
     };
   }
 
-  #adoptText(id: string, text: string): void {
+  /** `leased`: read under the session's lease, so what the store holds, whatever its version. */
+  #adoptText(id: string, text: string, leased = false): void {
     if (text === '') {
       this.#versions.set(id, 0);
       this.adopt(id, fresh());
@@ -366,7 +400,7 @@ export class RedisStore<R> extends MemoryStore<R> implements SharedState {
     }
     const state = decodeSession(parsed.state, where);
     // A read without the lease that a write of this gateway overtook: the mirror is newer.
-    if ((parsed.v as number) < (this.#versions.get(id) ?? 0)) return;
+    if (!leased && (parsed.v as number) < (this.#versions.get(id) ?? 0)) return;
     this.adopt(id, state);
     this.#versions.set(id, parsed.v as number);
   }
@@ -377,17 +411,19 @@ export class RedisStore<R> extends MemoryStore<R> implements SharedState {
     try {
       const result = await command();
       this.#monitor.storeOp(op, (performance.now() - started) / 1000);
+      this.#liveness.answered();
       return result;
     } catch (err) {
       this.#monitor.storeError(op);
+      this.#liveness.failed(err);
       // While disconnected, why the connection is down says more than the refused command.
-      throw storeDown(this.#config, this.#error === null ? err : new Error(this.#error));
+      const down = this.#liveness.disconnected;
+      throw storeDown(this.#config, down === null ? err : new Error(down));
     }
   }
 
-  #setUp(error: string | null): void {
-    if (error === null && this.#error !== null) this.#monitor.storeUp(true);
-    if (error !== null && this.#error === null) this.#monitor.storeUp(false);
-    this.#error = error;
+  #setEmptied(why: string | null): void {
+    this.#emptied = why;
+    this.#liveness.emptied(why);
   }
 }
