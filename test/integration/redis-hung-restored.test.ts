@@ -70,6 +70,11 @@ describe('a hung Redis is down; a restored one is what every replica shows', () 
       for (const ms of downAfter) expect(ms).toBeLessThan(TIMEOUT_MS + 1_500);
       const health = (await B.api.get('/api/health')).json;
       expect(health.store.error).toMatch(/no answer within 1000 ms \(state\.redis\.timeout\)/);
+      for (const r of replicas) {
+        expect(r.child.stderr(), r.name).toMatch(
+          /state store unix:\/\/\S+ does not answer \(no answer within 1000 ms/,
+        );
+      }
       // Decisions meanwhile fail closed.
       expect((await answerVia(A, 'hung', `${allowed.url}/hung`)).status).toBe(503);
     } finally {
