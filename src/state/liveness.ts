@@ -6,7 +6,7 @@ const TIMED_OUT = 'Command timed out';
 /**
  * Whether the shared store answers. A connection that stays open to a Redis that no longer
  * answers (frozen, swapping, stuck in a long command) raises no connection event: so a command
- * that times out marks the store down too, and a PING probes it while nothing else was answered
+ * that times out marks the store down too, and a probe (one read) tests it while nothing else was answered
  * lately. Down within `timeout` plus one probe interval of the hang; up again at the first
  * command answered in time.
  */
@@ -69,8 +69,8 @@ export class Liveness {
   }
 
   /**
-   * PINGs (with `ping`, which reports through answered/failed) every `every` ms while nothing
-   * answered for that long and the connection is up; one at a time.
+   * Runs `ping` (one store command, which reports through answered/failed) every `every` ms
+   * while nothing answered for that long and the connection is up; one at a time.
    */
   probe(ping: () => Promise<unknown>): void {
     if (this.#timer !== null) return;

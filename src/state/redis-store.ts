@@ -57,7 +57,7 @@ export class RedisStore<R> extends MemoryStore<R> implements SharedState {
   ) {
     super();
     this.#keep = keep;
-    redis.defineCommand('tgLease', { numberOfKeys: 3, lua: LEASE_SCRIPT });
+    redis.defineCommand('tgLease', { numberOfKeys: 4, lua: LEASE_SCRIPT });
     redis.defineCommand('tgRelease', { numberOfKeys: 5, lua: RELEASE_SCRIPT });
     redis.defineCommand('tgShare', { numberOfKeys: 1, lua: SHARE_SCRIPT });
     this.#redis = redis as Redis & Scripts;
@@ -86,7 +86,12 @@ export class RedisStore<R> extends MemoryStore<R> implements SharedState {
 
   /** Connects (a store down now is connected to later, on its own), and probes it from then. */
   connect(): Promise<void> {
-    this.#liveness.probe(() => this.#run('ping', () => this.#redis.ping()));
+    // A read of the epoch: a PING that also notices the keys gone under this connection.
+    this.#liveness.probe(() =>
+      this.#run('probe', () => this.#redis.get(this.#keys.epoch)).then((epoch) =>
+        this.#epochAt(epoch ?? ''),
+      ),
+    );
     return this.#redis.connect();
   }
 
@@ -118,9 +123,7 @@ export class RedisStore<R> extends MemoryStore<R> implements SharedState {
       current = await this.#run('epoch', () => this.#redis.get(key));
     }
     if (current === null) {
-      this.#setEmptied(
-        `the state store ${redisWhere(this.#config)} came back empty (its epoch is gone): decisions are refused until \`trajgate state rebuild --from JOURNAL…\` refills it from the gateways' journals`,
-      );
+      this.#lost();
       return false;
     }
     const rebuilt = this.#emptied !== null || (this.#epoch !== null && current !== this.#epoch);
@@ -129,6 +132,28 @@ export class RedisStore<R> extends MemoryStore<R> implements SharedState {
     this.#epoch = current;
     this.#setEmptied(null);
     return rebuilt;
+  }
+
+  /**
+   * The epoch read under a lease: gone (FLUSHALL, keys evicted) is a store that came back empty,
+   * another one a store rebuilt under this connection (its states read again: onReady). Before
+   * this gateway read one (checkEpoch at start), nothing to compare with.
+   */
+  #epochAt(epoch: string): void {
+    if (this.#epoch === null || epoch === this.#epoch) return;
+    if (epoch === '') {
+      this.#lost();
+      throw new TrajgateError('E_STORE_DOWN', this.#emptied as string);
+    }
+    this.#versions.clear();
+    this.#epoch = epoch;
+    queueMicrotask(() => this.#onReady.forEach((listener) => listener()));
+  }
+
+  #lost(): void {
+    this.#setEmptied(
+      `the state store ${redisWhere(this.#config)} came back empty (its epoch is gone): decisions are refused until \`trajgate state rebuild --from JOURNAL…\` refills it from the gateways' journals`,
+    );
   }
 
   /**
@@ -211,10 +236,12 @@ export class RedisStore<R> extends MemoryStore<R> implements SharedState {
   async refresh(id: string): Promise<boolean> {
     if (this.#leases.busy(id)) return false;
     const k = this.#keys;
-    const [text, rules] = await this.#run('refresh', () =>
-      this.#redis.mget(k.session(id), k.rulesVersion),
+    const [text, rules, epoch] = await this.#run('refresh', () =>
+      this.#redis.mget(k.session(id), k.rulesVersion, k.epoch),
     );
     if (this.#leases.busy(id)) return false;
+    // Keys gone under a live connection: no state read is to be taken for the truth (fresh).
+    this.#epochAt(epoch ?? '');
     this.#adoptText(id, text ?? '');
     this.#refreshed++;
     await this.#rulesAt(rules ?? '');
@@ -353,9 +380,10 @@ export class RedisStore<R> extends MemoryStore<R> implements SharedState {
     return {
       take: (id, token) =>
         this.#run('lease', () =>
-          this.#redis.tgLease(k.lock(id), k.session(id), k.rulesVersion, token, LEASE_MS),
+          this.#redis.tgLease(k.lock(id), k.session(id), k.rulesVersion, k.epoch, token, LEASE_MS),
         ),
-      adopt: async (id, text, rules) => {
+      adopt: async (id, text, rules, epoch) => {
+        this.#epochAt(epoch);
         this.#adoptText(id, text, true);
         await this.#rulesAt(rules);
       },

@@ -1,7 +1,13 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { startRedis } from '../helpers/redis.js';
 import type { Replica } from '../helpers/redis-replicas.js';
-import { agents, answerVia, startReplicas, verdictOf } from '../helpers/redis-replicas.js';
+import {
+  agents,
+  answerVia,
+  startReplicas,
+  stateRebuild,
+  verdictOf,
+} from '../helpers/redis-replicas.js';
 import { startUpstream } from '../helpers/upstream.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -10,13 +16,14 @@ import { waitFor } from '../helpers/wait.js';
  * answers, not only connection events, so each replica reports the store down within
  * `state.redis.timeout` (1 s here) and up again once it answers. A Redis restarted from an
  * older dump: each replica's view is the store's again (no pause shown that no longer holds).
+ * Its keys flushed under live connections: down (came back empty) until a rebuild.
  */
 const TIMEOUT_MS = 1_000;
 const redis = await startRedis();
 const stranger = await startUpstream();
 const allowed = await startUpstream();
 const replicas = (await startReplicas(redis, ['hung-a', 'hung-b'], {
-  agents: agents(['hung', 'restored']),
+  agents: agents(['hung', 'restored', 'flushed']),
   network: { allow: [`127.0.0.1:${allowed.port}`], allowPrivate: ['127.0.0.1/32'] },
   policy: { pause: 'block' },
 })) as [Replica, Replica];
@@ -30,6 +37,19 @@ async function storeOf(r: Replica): Promise<{ up: boolean; status: string; metri
   const health = (await r.api.get('/api/health')).json;
   const metric = /^trajgate_store_up (\d+)$/m.exec((await r.api.get('/metrics')).text)?.[1];
   return { up: health.store.up, status: health.status, metric: metric ?? 'missing' };
+}
+
+/** Waits until health, status and metric all say the replica's store is `up` (or down). */
+function storeIs(r: Replica, up: boolean, what: string): Promise<void> {
+  const want = up ? { up, status: 'ok', metric: '1' } : { up, status: 'degraded', metric: '0' };
+  return waitFor(
+    async () => {
+      const s = await storeOf(r);
+      return s.up === want.up && s.status === want.status && s.metric === want.metric;
+    },
+    10_000,
+    `${r.name} reports the ${what} store ${up ? 'up' : 'down'}`,
+  );
 }
 
 interface Listed {
@@ -55,14 +75,7 @@ describe('a hung Redis is down; a restored one is what every replica shows', () 
     try {
       const downAfter = await Promise.all(
         replicas.map(async (r) => {
-          await waitFor(
-            async () => {
-              const s = await storeOf(r);
-              return !s.up && s.status === 'degraded' && s.metric === '0';
-            },
-            10_000,
-            `${r.name} reports the hung store down`,
-          );
+          await storeIs(r, false, 'hung');
           return Date.now() - frozenAt;
         }),
       );
@@ -80,16 +93,7 @@ describe('a hung Redis is down; a restored one is what every replica shows', () 
     } finally {
       redis.thaw();
     }
-    for (const r of replicas) {
-      await waitFor(
-        async () => {
-          const s = await storeOf(r);
-          return s.up && s.status === 'ok' && s.metric === '1';
-        },
-        10_000,
-        `${r.name} reports the store up again`,
-      );
-    }
+    for (const r of replicas) await storeIs(r, true, 'thawed');
     expect((await answerVia(B, 'hung', `${allowed.url}/after`)).status).toBe(200);
     expect(allowed.seen.some((s) => s.url === '/hung')).toBe(false);
   });
@@ -126,5 +130,37 @@ describe('a hung Redis is down; a restored one is what every replica shows', () 
     // Decisions follow the store too: the session is not paused there (pause: block would 403).
     expect((await answerVia(B, 'restored', `${allowed.url}/restored`)).status).toBe(200);
     expect(B.events('restored').at(-1)).toMatchObject({ verdict: 'ALLOW' });
+  });
+
+  it('keys flushed under live connections: every replica is down, idle or not, until a rebuild', async () => {
+    expect(verdictOf(await answerVia(B, 'flushed', `${stranger.url}/1`))).toBe(
+      'REVIEW; boundary=network',
+    );
+    expect(verdictOf(await answerVia(B, 'flushed', `${stranger.url}/2`))).toBe(
+      'PAUSE; boundary=network',
+    );
+    const c = redis.client();
+    await c.flushall();
+    for (const r of replicas) {
+      await storeIs(r, false, 'emptied');
+      const health = (await r.api.get('/api/health')).json;
+      expect(health.store.error, r.name).toMatch(/came back empty/);
+    }
+    // Not decided on as a new session: the pause is not forgotten.
+    const refused = await answerVia(A, 'flushed', `${allowed.url}/flushed`);
+    expect(refused.status).toBe(503);
+    expect(refused.body).toMatch(/state rebuild/);
+
+    const rebuilt = await stateRebuild(
+      replicas.map((r) => r.journal),
+      A.config,
+    );
+    expect(rebuilt.status, rebuilt.stderr).toBe(0);
+    for (const r of replicas) await storeIs(r, true, 'rebuilt');
+    // The rebuild restored the pause (pause: block answers 403 at once).
+    expect((await answerVia(A, 'flushed', `${allowed.url}/after-rebuild`)).status).toBe(403);
+    expect(allowed.seen.some((s) => s.url === '/flushed' || s.url === '/after-rebuild')).toBe(
+      false,
+    );
   });
 });
