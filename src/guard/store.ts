@@ -107,6 +107,11 @@ export interface SharedState {
    * lease instead). Throws E_STORE_DOWN.
    */
   peek(id: string): Promise<boolean>;
+  /**
+   * Counts the states read in outside a decision (another gateway's change, a store restored):
+   * a view cached on what this gateway journaled is stale once it moves.
+   */
+  readonly refreshed: number;
 }
 
 export interface Lease {

@@ -54,10 +54,11 @@ export class Api {
 
   /**
    * `{"sessions":[…]}`, paused first, then flagged, then the most recently active; built again only when
-   * something was journaled or a held request ended since the last call (polling is cheap).
+   * something was journaled, a held request ended or a state was read from the shared store
+   * since the last call (polling is cheap).
    */
   list(): RawJson {
-    const key = `${this.index.records}:${this.sessions.heldCount()}`;
+    const key = `${this.index.records}:${this.sessions.heldCount()}:${this.guard.shared?.refreshed ?? 0}`;
     if (this.#listed?.key === key) return this.#listed.body;
     const ids = new Set<string>([
       ...this.review.sessions(),

@@ -11,12 +11,15 @@ const BATCH = 64;
 /** The store commands a lease is made of (redis-store.ts). */
 export interface LeaseCommands {
   /**
-   * Takes the lock and reads the state and the rules' version: [1, state text, version] or
-   * [0, ms the lock has left].
+   * Takes the lock and reads the state, the rules' version and the store's epoch: [1, state
+   * text, version, epoch] or [0, ms the lock has left].
    */
-  take(id: string, token: string): Promise<[number, string, string?]>;
-  /** Installs what was read under the lock in the mirror; throws E_STORE_CORRUPT. */
-  adopt(id: string, text: string, rules: string): Promise<void>;
+  take(id: string, token: string): Promise<[number, string, string?, string?]>;
+  /**
+   * Installs what was read under the lock in the mirror; throws E_STORE_CORRUPT, or
+   * E_STORE_DOWN when the store lost its epoch.
+   */
+  adopt(id: string, text: string, rules: string, epoch: string): Promise<void>;
   /**
    * Writes the mirror's state if `dirty` (a compare-and-set on its version), then what the
    * decisions made under the lease share (`shared`), and unlocks.
@@ -124,10 +127,10 @@ export class Leases {
     const token = `${this.#replica}:${++this.#tokens}`;
     const deadline = Date.now() + LEASE_MS * 1.2;
     for (let wait = 1; ; wait = Math.min(wait * 2, 16)) {
-      const [taken, value, rules = ''] = await this.#commands.take(id, token);
+      const [taken, value, rules = '', epoch = ''] = await this.#commands.take(id, token);
       if (taken === 1) {
         try {
-          await this.#commands.adopt(id, value, rules);
+          await this.#commands.adopt(id, value, rules, epoch);
         } catch (err) {
           // Refused, so given back at once: the next request reads the record again.
           await this.#commands.unlock(id, token).catch(() => undefined);

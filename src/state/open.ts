@@ -3,7 +3,7 @@ import type { StateConfig } from '../config/state-schema.js';
 import { MemoryStore } from '../guard/store.js';
 import type { EventRecord, JournalRecord } from '../journal/records.js';
 import type { StoreView } from '../wire.js';
-import type { StoreMonitor } from './connect.js';
+import type { RedisConfig, StoreMonitor } from './connect.js';
 import { connectRedis, redisWhere, replicaName } from './connect.js';
 import { RedisStore } from './redis-store.js';
 import type { ReplicationParts } from './replication.js';
@@ -36,6 +36,9 @@ export interface OpenedStore {
 
 const NOTHING = (): void => undefined;
 
+const downLine = (redis: RedisConfig, error: string | null): string =>
+  `state store ${redisWhere(redis)} does not answer (${error}): requests are refused until it does`;
+
 export function openStore(
   config: StateConfig,
   log: Logger,
@@ -58,11 +61,22 @@ export function openStore(
   }
   const redis = config.redis;
   const replica = replicaName(redis);
+  /** Once started, each change of the store's health is logged (before, start() says it). */
+  const told: StoreMonitor = {
+    storeOp: (op, seconds) => monitor.storeOp(op, seconds),
+    storeError: (op) => monitor.storeError(op),
+    storeUp(up) {
+      monitor.storeUp(up);
+      if (telling === null) return;
+      if (up) log.info(`state store ${redisWhere(redis)} answers again: requests are decided`);
+      else log.warn(downLine(redis, store.health().error));
+    },
+  };
   const store = new RedisStore<EventRecord>(
     connectRedis(redis, 'state'),
     redis,
     replica,
-    monitor,
+    told,
     keep,
   );
   const subscriber = connectRedis(redis, 'bus');
@@ -81,11 +95,7 @@ export function openStore(
       await replication.start();
       telling = replication;
       const { up, error } = store.health();
-      if (!up) {
-        log.warn(
-          `state store ${redisWhere(redis)} does not answer (${error}): requests are refused until it does`,
-        );
-      }
+      if (!up) log.warn(downLine(redis, error));
     },
     written: (record) => telling?.written(record),
     locally: (apply) => store.asRemote(apply),

@@ -6,6 +6,7 @@ import { decodeSession, encodeSession } from '../guard/state-codec.js';
 import type { RedisConfig, StoreHealth, StoreMonitor } from './connect.js';
 import { redisWhere, storeDown } from './connect.js';
 import { StoreKeys } from './keys.js';
+import { Liveness } from './liveness.js';
 import type { LeaseCommands, Shared } from './leases.js';
 import { LEASE_MS, Leases } from './leases.js';
 import { LEASE_SCRIPT, RELEASE_SCRIPT, SHARE_SCRIPT } from './scripts.js';
@@ -27,20 +28,23 @@ export class RedisStore<R> extends MemoryStore<R> implements SharedState {
   readonly #config: RedisConfig;
   readonly #keys: StoreKeys;
   readonly #monitor: StoreMonitor;
+  readonly #liveness: Liveness;
   readonly #leases: Leases;
   readonly #outbox: Outbox;
   readonly #keep: number;
   readonly #versions = new Map<string, number>();
   #remote = false;
   #closed = false;
-  #error: string | null = 'not connected yet';
   /** The store's epoch as last seen (keys.epoch), and why decisions stop if it went. */
   #epoch: string | null = null;
   #emptied: string | null = null;
+  /** The Redis server's run_id as last seen: another one was restarted (maybe from a dump). */
+  #runId: string | null = null;
   /** Whether this gateway decided before (its journal was not empty at start). */
   #history = false;
   readonly #onReady: (() => void)[] = [];
   #rulesVersion = '';
+  #refreshed = 0;
   #reloadRules: () => Promise<void> = () => Promise.resolve();
 
   constructor(
@@ -53,7 +57,7 @@ export class RedisStore<R> extends MemoryStore<R> implements SharedState {
   ) {
     super();
     this.#keep = keep;
-    redis.defineCommand('tgLease', { numberOfKeys: 3, lua: LEASE_SCRIPT });
+    redis.defineCommand('tgLease', { numberOfKeys: 4, lua: LEASE_SCRIPT });
     redis.defineCommand('tgRelease', { numberOfKeys: 5, lua: RELEASE_SCRIPT });
     redis.defineCommand('tgShare', { numberOfKeys: 1, lua: SHARE_SCRIPT });
     this.#redis = redis as Redis & Scripts;
@@ -61,25 +65,33 @@ export class RedisStore<R> extends MemoryStore<R> implements SharedState {
     this.#keys = new StoreKeys(config.prefix);
     this.replica = replica;
     this.#monitor = monitor;
+    this.#liveness = new Liveness(monitor, config.timeout);
     this.#leases = new Leases(this.#leaseCommands(), replica);
     this.#outbox = new Outbox((recent, records) =>
       this.#run('publish', () =>
         this.#redis.tgShare(this.#keys.bus, this.#keep, this.message(records), ...recent),
       ),
     );
+    const live = this.#liveness;
     redis.on('ready', () => {
-      this.#setUp(null);
+      live.connection(null);
       for (const listener of this.#onReady) listener();
     });
-    redis.on('error', (err: Error) => this.#setUp(err.message));
-    redis.on('end', () => this.#setUp('connection closed'));
+    redis.on('error', (err: Error) => live.connection(err.message));
+    redis.on('end', () => live.connection('connection closed'));
     // Down from the moment the connection drops, not from the first failed reconnect (~50 ms
     // later): an operator action accepted meanwhile would reach no other replica.
-    redis.on('close', () => this.#setUp('connection lost'));
+    redis.on('close', () => live.connection('connection lost'));
   }
 
-  /** Connects (a store down now is connected to later, on its own). */
+  /** Connects (a store down now is connected to later, on its own), and probes it from then. */
   connect(): Promise<void> {
+    // A read of the epoch: a PING that also notices the keys gone under this connection.
+    this.#liveness.probe(() =>
+      this.#run('probe', () => this.#redis.get(this.#keys.epoch)).then((epoch) =>
+        this.#epochAt(epoch ?? ''),
+      ),
+    );
     return this.#redis.connect();
   }
 
@@ -111,15 +123,60 @@ export class RedisStore<R> extends MemoryStore<R> implements SharedState {
       current = await this.#run('epoch', () => this.#redis.get(key));
     }
     if (current === null) {
-      this.#emptied = `the state store ${redisWhere(this.#config)} came back empty (its epoch is gone): decisions are refused until \`trajgate state rebuild --from JOURNAL…\` refills it from the gateways' journals`;
+      this.#lost();
       return false;
     }
     const rebuilt = this.#emptied !== null || (this.#epoch !== null && current !== this.#epoch);
     // A rebuilt store numbers its states afresh.
     if (rebuilt) this.#versions.clear();
     this.#epoch = current;
-    this.#emptied = null;
+    this.#setEmptied(null);
     return rebuilt;
+  }
+
+  /**
+   * The epoch read under a lease: gone (FLUSHALL, keys evicted) is a store that came back empty,
+   * another one a store rebuilt under this connection (its states read again: onReady). Before
+   * this gateway read one (checkEpoch at start), nothing to compare with.
+   */
+  #epochAt(epoch: string): void {
+    if (this.#epoch === null || epoch === this.#epoch) return;
+    if (epoch === '') {
+      this.#lost();
+      throw new TrajgateError('E_STORE_DOWN', this.#emptied as string);
+    }
+    this.#versions.clear();
+    this.#epoch = epoch;
+    queueMicrotask(() => this.#onReady.forEach((listener) => listener()));
+  }
+
+  #lost(): void {
+    this.#setEmptied(
+      `the state store ${redisWhere(this.#config)} came back empty (its epoch is gone): decisions are refused until \`trajgate state rebuild --from JOURNAL…\` refills it from the gateways' journals`,
+    );
+  }
+
+  /**
+   * Whether the Redis server was restarted (its run_id changed) since this gateway last read
+   * it. It may have come back from an older dump, its states at lower versions than the mirror's:
+   * the versions are forgotten so that the next reads take what the store holds.
+   */
+  async restarted(): Promise<boolean> {
+    // A Redis whose INFO is disabled (renamed away) is taken as not restarted.
+    const info = await this.#run('epoch', () => this.#redis.info('server')).catch(() => '');
+    const runId = /^run_id:(\w+)/m.exec(info)?.[1];
+    if (runId === undefined) return false;
+    const restarted = this.#runId !== null && runId !== this.#runId;
+    this.#runId = runId;
+    if (restarted) {
+      this.#versions.clear();
+      this.#rulesVersion = '';
+    }
+    return restarted;
+  }
+
+  get refreshed(): number {
+    return this.#refreshed;
   }
 
   get keys(): StoreKeys {
@@ -127,8 +184,7 @@ export class RedisStore<R> extends MemoryStore<R> implements SharedState {
   }
 
   health(): StoreHealth {
-    const error = this.#error ?? this.#emptied;
-    return { up: error === null, error };
+    return this.#liveness.health();
   }
 
   lease(id: string): Promise<Lease> {
@@ -180,11 +236,14 @@ export class RedisStore<R> extends MemoryStore<R> implements SharedState {
   async refresh(id: string): Promise<boolean> {
     if (this.#leases.busy(id)) return false;
     const k = this.#keys;
-    const [text, rules] = await this.#run('refresh', () =>
-      this.#redis.mget(k.session(id), k.rulesVersion),
+    const [text, rules, epoch] = await this.#run('refresh', () =>
+      this.#redis.mget(k.session(id), k.rulesVersion, k.epoch),
     );
     if (this.#leases.busy(id)) return false;
+    // Keys gone under a live connection: no state read is to be taken for the truth (fresh).
+    this.#epochAt(epoch ?? '');
     this.#adoptText(id, text ?? '');
+    this.#refreshed++;
     await this.#rulesAt(rules ?? '');
     return true;
   }
@@ -270,6 +329,7 @@ export class RedisStore<R> extends MemoryStore<R> implements SharedState {
 
   close(): void {
     this.#closed = true;
+    this.#liveness.stop();
     this.#redis.disconnect();
   }
 
@@ -320,10 +380,11 @@ export class RedisStore<R> extends MemoryStore<R> implements SharedState {
     return {
       take: (id, token) =>
         this.#run('lease', () =>
-          this.#redis.tgLease(k.lock(id), k.session(id), k.rulesVersion, token, LEASE_MS),
+          this.#redis.tgLease(k.lock(id), k.session(id), k.rulesVersion, k.epoch, token, LEASE_MS),
         ),
-      adopt: async (id, text, rules) => {
-        this.#adoptText(id, text);
+      adopt: async (id, text, rules, epoch) => {
+        this.#epochAt(epoch);
+        this.#adoptText(id, text, true);
         await this.#rulesAt(rules);
       },
       write: async (id, token, dirty, shared) => {
@@ -348,7 +409,8 @@ export class RedisStore<R> extends MemoryStore<R> implements SharedState {
     };
   }
 
-  #adoptText(id: string, text: string): void {
+  /** `leased`: read under the session's lease, so what the store holds, whatever its version. */
+  #adoptText(id: string, text: string, leased = false): void {
     if (text === '') {
       this.#versions.set(id, 0);
       this.adopt(id, fresh());
@@ -366,7 +428,7 @@ export class RedisStore<R> extends MemoryStore<R> implements SharedState {
     }
     const state = decodeSession(parsed.state, where);
     // A read without the lease that a write of this gateway overtook: the mirror is newer.
-    if ((parsed.v as number) < (this.#versions.get(id) ?? 0)) return;
+    if (!leased && (parsed.v as number) < (this.#versions.get(id) ?? 0)) return;
     this.adopt(id, state);
     this.#versions.set(id, parsed.v as number);
   }
@@ -377,17 +439,19 @@ export class RedisStore<R> extends MemoryStore<R> implements SharedState {
     try {
       const result = await command();
       this.#monitor.storeOp(op, (performance.now() - started) / 1000);
+      this.#liveness.answered();
       return result;
     } catch (err) {
       this.#monitor.storeError(op);
+      this.#liveness.failed(err);
       // While disconnected, why the connection is down says more than the refused command.
-      throw storeDown(this.#config, this.#error === null ? err : new Error(this.#error));
+      const down = this.#liveness.disconnected;
+      throw storeDown(this.#config, down === null ? err : new Error(down));
     }
   }
 
-  #setUp(error: string | null): void {
-    if (error === null && this.#error !== null) this.#monitor.storeUp(true);
-    if (error !== null && this.#error === null) this.#monitor.storeUp(false);
-    this.#error = error;
+  #setEmptied(why: string | null): void {
+    this.#emptied = why;
+    this.#liveness.emptied(why);
   }
 }

@@ -206,25 +206,40 @@ export class Replication {
 
   /**
    * Reads the operators' rules, every session's state and, the first time, the sessions' recent
-   * events; then lets go the requests held here for sessions no longer paused (a resume whose
-   * message was lost while the store was down).
+   * events; then acts on the pauses that changed meanwhile: requests held here and tunnels
+   * frozen for sessions no longer paused are let go (a resume whose message was lost while the
+   * store was down, or a store restored from an older dump), tunnels of sessions paused
+   * meanwhile are frozen. A Redis restarted from a dump is the truth about every session this
+   * gateway knows: one it does not hold starts at zero.
    */
   async #catchUp(): Promise<void> {
     const { store, review, sessions, log } = this.#p;
     try {
+      const restarted = await store.restarted();
       await store.checkEpoch();
       // Emptied: nothing to read until a rebuild refills it (then this runs again).
       if (!store.health().up) return;
       await this.#syncRules();
+      const mirror = [...store.sessions()].map(([id]) => id);
+      const wasPaused = new Set(mirror.filter((id) => sessions.isPaused(id)));
       // All at once, not one round trip after another: a fleet has many sessions.
       const ids = await store.knownSessions();
-      await Promise.all(ids.map((id) => store.refresh(id)));
+      const read = restarted ? [...new Set([...ids, ...mirror])] : ids;
+      await Promise.all(read.map((id) => store.refresh(id)));
       const unseen = this.#loaded ? [] : ids.filter((id) => review.activity(id) === null);
       const recent = await Promise.all(unseen.map((id) => store.recentOf(id)));
       store.asRemote(() => recent.flat().forEach((r) => review.restore(r as JournalRecord)));
       this.#loaded = true;
-      for (const id of sessions.holding()) {
-        if (!sessions.isPaused(id)) sessions.resumedElsewhere({ session: id });
+      const lifted = [...new Set([...sessions.holding(), ...wasPaused])].filter(
+        (id) => !sessions.isPaused(id),
+      );
+      for (const id of lifted) sessions.resumedElsewhere({ session: id });
+      for (const id of read) if (sessions.isPaused(id) && !wasPaused.has(id)) sessions.paused(id);
+      if (restarted) {
+        log.warn(
+          { sessions: read.length, unpaused: lifted.length },
+          'state store: Redis was restarted (its run_id changed); this gateway read every session again from it',
+        );
       }
     } catch (err) {
       log.warn({ err }, 'state store: catching up failed; retried when it answers again');

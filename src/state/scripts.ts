@@ -4,12 +4,14 @@
  */
 
 /**
- * KEYS: lock, state, rules version. ARGV: token, ttl ms. → {1, state or '', rules version or
- * ''} taken, or {0, ms left}.
+ * KEYS: lock, state, rules version, epoch. ARGV: token, ttl ms. → {1, state or '', rules
+ * version or '', epoch or ''} taken, or {0, ms left}. The epoch tells a store whose keys went
+ * (FLUSHALL, evicted) or were rebuilt under a live connection.
  */
 export const LEASE_SCRIPT = `
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
-  return {1, redis.call('GET', KEYS[2]) or '', redis.call('GET', KEYS[3]) or ''}
+  return {1, redis.call('GET', KEYS[2]) or '', redis.call('GET', KEYS[3]) or '',
+    redis.call('GET', KEYS[4]) or ''}
 end
 return {0, redis.call('PTTL', KEYS[1])}
 `;
@@ -64,9 +66,10 @@ export interface Scripts {
     lock: string,
     state: string,
     rules: string,
+    epoch: string,
     token: string,
     ttl: number,
-  ): Promise<[number, string, string?]>;
+  ): Promise<[number, string, string?, string?]>;
   tgRelease(
     lock: string,
     state: string,

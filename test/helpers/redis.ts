@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { copyFileSync, rmSync } from 'node:fs';
 import type { ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
@@ -9,7 +10,7 @@ export const REDIS_SERVER = '/usr/bin/redis-server';
 
 /**
  * A real `redis-server` for one test file: no TCP port, a unix socket in a temp folder, no
- * persistence (a restart comes back empty). `kill` and `start` again reuse the same socket, as an
+ * persistence (a restart comes back empty, unless it restores a dump). `kill` and `start` again reuse the same socket, as an
  * operator restarting Redis in place would.
  */
 export interface TestRedis {
@@ -25,6 +26,10 @@ export interface TestRedis {
   /** SIGSTOP / SIGCONT: a Redis that hangs, then answers again with everything it held. */
   freeze(): void;
   thaw(): void;
+  /** SAVE, then a copy of the dump under a name of its own: what it held now, for `restore`. */
+  dump(): Promise<string>;
+  /** Kills it and starts it again from `dump` (an operator restoring a backup); empty after. */
+  restore(dump: string): Promise<void>;
   /** A client on the socket, closed after the file (for reading what replicas wrote). */
   client(): Redis;
 }
@@ -34,6 +39,7 @@ export async function startRedis(): Promise<TestRedis> {
   const socket = join(dir, 'redis.sock');
   let child: ChildProcess | null = null;
   const clients: Redis[] = [];
+  let dumps = 0;
 
   const start = (): Promise<void> =>
     new Promise((resolve, reject) => {
@@ -89,11 +95,28 @@ export async function startRedis(): Promise<TestRedis> {
     kill,
     freeze: () => void child?.kill('SIGSTOP'),
     thaw: () => void child?.kill('SIGCONT'),
-    client() {
-      const c = new Redis({ path: socket, lazyConnect: false, maxRetriesPerRequest: 1 });
-      c.on('error', () => {}); // an outage the test caused; its calls reject
-      clients.push(c);
-      return c;
+    client,
+    async dump() {
+      const c = client();
+      await c.save();
+      c.disconnect();
+      const copy = join(dir, `backup-${++dumps}.rdb`);
+      copyFileSync(join(dir, 'dump.rdb'), copy);
+      return copy;
+    },
+    async restore(dump) {
+      await kill();
+      copyFileSync(dump, join(dir, 'dump.rdb'));
+      await start();
+      // Loaded: a later `start` comes back empty again.
+      rmSync(join(dir, 'dump.rdb'));
     },
   };
+
+  function client(): Redis {
+    const c = new Redis({ path: socket, lazyConnect: false, maxRetriesPerRequest: 1 });
+    c.on('error', () => {}); // an outage the test caused; its calls reject
+    clients.push(c);
+    return c;
+  }
 }
