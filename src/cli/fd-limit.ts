@@ -1,4 +1,3 @@
-import type { Config } from '../config/load.js';
 import { connectionsFor, FILES_PER_CONNECTION, OWN_FILES } from '../ingress/open-files.js';
 
 /**
@@ -6,7 +5,10 @@ import { connectionsFor, FILES_PER_CONNECTION, OWN_FILES } from '../ingress/open
  * when `limits.maxConnections` needs more files than the limit leaves: the proxy then refuses
  * connections at what the limit allows (503, `RLIMIT_NOFILE`) before reaching maxConnections.
  */
-export function fdLines(config: Pick<Config, 'limits'>, limit: number): string[] {
+export function fdLines(
+  config: { readonly limits: { readonly maxConnections: number } },
+  limit: number,
+): string[] {
   const max = config.limits.maxConnections;
   const needed = max * FILES_PER_CONNECTION + OWN_FILES;
   const shown = limit === Infinity ? 'unlimited' : String(limit);
