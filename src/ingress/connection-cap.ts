@@ -7,6 +7,8 @@ import { connectionsFor } from './open-files.js';
 
 /** How long a refused connection has to read its 503 and close before it is cut. */
 const LINGER_MS = 2_000;
+/** Refused connections answered at once; more are closed unanswered (within OWN_FILES' margin). */
+const LINGERING = 16;
 
 /** Which limit a connection met, and the reason it is given (its 503, and the log). */
 function full(open: number, max: number, files: number): { limit: Limit; reason: string } {
@@ -28,7 +30,7 @@ function full(open: number, max: number, files: number): { limit: Limit; reason:
  * Node's HTTP parser sees it (it has sent no request that could be journaled), and `refused`
  * is told. Node's own `server.maxConnections` would close it without a word. What it sent is
  * read and dropped while the answer goes out, so a reset does not destroy the answer (RFC 9112
- * § 9.6), and it is cut after LINGER_MS.
+ * § 9.6), and it is cut after LINGER_MS; beyond LINGERING of those, one is closed at once.
  */
 export function capConnections(
   server: Server,
@@ -41,6 +43,7 @@ export function capConnections(
   server.removeAllListeners('connection');
   const room = connectionsFor(files);
   let open = 0;
+  let lingering = 0;
   server.on('connection', (socket: Socket) => {
     const max = maxConnections();
     if (open < max && open < room) {
@@ -51,9 +54,18 @@ export function capConnections(
     }
     const { limit, reason } = full(open, max, files);
     refused(limit, reason);
+    // Under a flood, answers held open would take the files the cap keeps for connections.
+    if (lingering >= LINGERING) {
+      socket.destroy();
+      return;
+    }
+    lingering++;
     socket.on('error', () => socket.destroy());
     const cut = setTimeout(() => socket.destroy(), LINGER_MS).unref();
-    socket.once('close', () => clearTimeout(cut));
+    socket.once('close', () => {
+      lingering--;
+      clearTimeout(cut);
+    });
     writeRawRefusal(socket, plainRefusal(503, reason));
     socket.resume();
   });

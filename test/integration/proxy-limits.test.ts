@@ -1,4 +1,5 @@
 import type { Socket } from 'node:net';
+import { connect } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import type { RefusalRecord } from '../../src/journal/records.js';
 import { adminClient } from '../helpers/admin.js';
@@ -73,6 +74,32 @@ describe('limits.maxConnections', () => {
     );
     expect(answered).toBe(200);
     expect(upstream.seen.some((r) => r.url === '/e')).toBe(true);
+  });
+});
+
+describe('a flood over limits.maxConnections', () => {
+  it('16 refused connections at once get their 503; one more is closed unanswered', async () => {
+    const g = await start({ limits: { maxConnections: 1 } });
+    const port = g.gw.proxy.port;
+    expect(keep(await openRaw(port, get('/held'))).status).toBe(200);
+    // Half-open clients: they read the 503 but never close, so the gateway holds each answer.
+    const refused = async () => {
+      const s = connect({ host: '127.0.0.1', port, allowHalfOpen: true });
+      s.on('error', () => {});
+      keep({ socket: s, status: 0, headers: {}, rest: '' });
+      let got = '';
+      s.on('data', (d: Buffer) => (got += d.toString()));
+      await new Promise((resolve) => {
+        s.once('end', resolve);
+        s.once('close', resolve);
+      });
+      return got;
+    };
+    // All at once, so the first answers are still held (2 s) when the last arrives.
+    const got = await Promise.all(Array.from({ length: 17 }, refused));
+    expect(got.filter((t) => /^HTTP\/1\.1 503 /.test(t))).toHaveLength(16);
+    expect(got.filter((t) => t === '')).toHaveLength(1);
+    expect(await refusalsAt(g, 'limits.maxConnections')).toBe(17);
   });
 });
 
