@@ -38,8 +38,9 @@ export class Listeners {
 
   /**
    * Takes `server` to listen as `name`; the drain follows its responses from now on. Once it
-   * listens, an error it emits is a connection it could not accept (EMFILE at the fd limit):
-   * Node has closed that connection and goes on accepting; the log and a metric say so.
+   * listens, an error it emits is a connection it could not accept (EMFILE, ENFILE: at the file
+   * limit libuv closes such a connection itself, and says so only when it cannot); it goes on
+   * accepting, and the log and a metric say so. The proxy's cap refuses first (connection-cap).
    */
   add(name: ListenerName, server: Server): void {
     this.drain.attach(server);
