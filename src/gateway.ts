@@ -19,6 +19,7 @@ import { openAdmin, openLinks } from './gateway/admin.js';
 import { ConfigParts } from './gateway/config-parts.js';
 import { openIngress } from './gateway/ingress.js';
 import { Listeners } from './gateway/listeners.js';
+import { LimitLog } from './review/limit-log.js';
 import type { ReloadResult } from './gateway/reload.js';
 import { Reloader, reloadRefusal } from './gateway/reload.js';
 import { Teardown } from './gateway/teardown.js';
@@ -100,14 +101,24 @@ async function open(
   const { guard, review, held, journal, flows, egress, sessions } = trajectory;
   const drainTimeout = live('drain', { limits: ['drainTimeout'] }, initial);
   parts.add(drainTimeout.part);
-  const listeners = new Listeners({
-    log,
-    drainTimeout: () => drainTimeout.value.limits.drainTimeout,
-    releaseHeld: () => held.releaseAll(),
-    closeTunnels: (reason) => flows.closeAll(reason),
-  });
+  const limitLog = new LimitLog(log, trajectory.metrics);
+  teardown.push('limit log', () => limitLog.close());
+  const listeners = new Listeners(
+    {
+      log,
+      drainTimeout: () => drainTimeout.value.limits.drainTimeout,
+      releaseHeld: () => held.releaseAll(),
+      closeTunnels: (reason) => flows.closeAll(reason),
+    },
+    limitLog,
+  );
   const { links, key } = openLinks(initial, trajectory, { ...opening, listeners });
-  const ingress = await openIngress(initial, trajectory, { ...opening, listeners, key });
+  const ingress = await openIngress(initial, trajectory, {
+    ...opening,
+    listeners,
+    key,
+    limitLog,
+  });
   const reloader = new Reloader({ parts, journal, log, settle: () => ingress.settle() });
   const admin = openAdmin(initial, trajectory, {
     log,

@@ -2,6 +2,8 @@ import { parseArgs } from 'node:util';
 import type { Config } from '../config/load.js';
 import { defaultConfig, EMBEDDED_DEFAULT, loadConfigFile } from '../config/load.js';
 import { startChecks } from './start-checks.js';
+import { fdLines } from './fd-limit.js';
+import { openFilesLimit } from '../ingress/open-files.js';
 import type { HostPort } from '../config/formats.js';
 import { formatHostPort } from '../config/formats.js';
 import { redisWhere } from '../state/connect.js';
@@ -40,6 +42,7 @@ export async function start(argv: string[], say: (line: string) => void): Promis
     );
   }
   say(`trajgate: proxy listening on http://${proxy}`);
+  for (const line of fdLines(config, openFilesLimit())) say(line);
   if (allowsNothing(config))
     say('trajgate: allows nothing yet: add network.allow (until then each request is reviewed)');
   if (config.tls.intercept.length > 0)

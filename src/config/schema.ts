@@ -39,6 +39,10 @@ const upgradeProtocol = z
 const name = (what: string) =>
   z.string().regex(NAME, `${what} must start with a letter and use only letters, digits, _ and -`);
 const count = z.number().int().min(1);
+/** A duration a Node timer runs for: past 2^31-1 ms one fires at once. */
+const timer = duration.pipe(
+  z.number().min(1, 'must be at least 1ms').max(2_147_483_647, 'must be under 24d'),
+);
 
 const boundary = z.strictObject({
   kinds: z.array(name('a kind')).min(1).optional(),
@@ -230,14 +234,18 @@ const fields = z.strictObject({
       headerBytes: z.number().int().min(1024).max(1_048_576).default(16_384),
       headerTimeout: duration.default(10_000),
       upstreamTimeout: duration.default(30_000),
-      // A gap, not a total: a long upload that keeps flowing is fine. Past 2^31-1 ms a Node
-      // timer fires at once.
-      bodyTimeout: duration
-        .pipe(z.number().min(1, 'must be at least 1ms').max(2_147_483_647, 'must be under 24d'))
-        .default(30_000),
+      // A gap, not a total: a long upload that keeps flowing is fine.
+      bodyTimeout: timer.default(30_000),
       connectTimeout: duration.default(10_000),
       tunnelIdle: duration.default(300_000),
       tunnelsPerSession: z.number().int().min(1).default(64),
+      // Each client connection holds ~2 fds (its own, its upstream's): 4096 stays inside a
+      // 10,000-fd limit with room for the journal and the other listeners (docs/deploy.md).
+      maxConnections: z.number().int().min(1).max(1_000_000).default(4096),
+      // Tunnels are connections too; the rest of maxConnections stays for plain requests.
+      maxTunnels: z.number().int().min(1).max(1_000_000).default(2048),
+      // How long the proxy listener keeps an idle keep-alive connection open.
+      keepAliveIdle: timer.default(5_000),
       drainTimeout: duration.default(10_000),
     })
     .prefault({}),

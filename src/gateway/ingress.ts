@@ -15,6 +15,7 @@ import { SessionOrder } from '../ingress/session-order.js';
 import { rejudgeFlows } from '../pipeline/flow-basis.js';
 import { Pipeline } from '../pipeline/pipeline.js';
 import { HandshakeLog } from '../review/handshakes.js';
+import type { LimitLog } from '../review/limit-log.js';
 import type { Listeners } from './listeners.js';
 import type { Opening, Trajectory } from './trajectory.js';
 
@@ -28,6 +29,9 @@ const BRIDGE_ROUTES = {
 
 /** How the bridge reaches its upstream: a reload's applies from the next call on. */
 const BRIDGE_UPSTREAM = { limits: ['upstreamTimeout'], tls: ['upstreamCa'] } as const;
+
+/** How long the proxy listener keeps an idle keep-alive connection. */
+const KEEP_ALIVE = { limits: ['keepAliveIdle'] } as const;
 
 const NONE: ReadonlySet<string> = new Set();
 
@@ -51,6 +55,7 @@ export async function openIngress(
     readonly listeners: Listeners;
     /** Tags MCP session ids with their agent (the link key). */
     readonly key: () => Buffer;
+    readonly limitLog: LimitLog;
   },
 ): Promise<Ingress> {
   const { log, parts, teardown, listeners } = deps;
@@ -87,6 +92,7 @@ export async function openIngress(
       identity,
       drain: listeners.drain,
       log,
+      limitLog: deps.limitLog,
       handshakeRefused: (tunnel, how, reason) =>
         handshakes.refused({
           session: tunnel.session,
@@ -130,9 +136,21 @@ export async function openIngress(
   }
   const bridge = live('bridge handlers', BRIDGE, config);
   parts.add(fixed('bridge routes', BRIDGE_ROUTES), bridge.part);
+  const proxyServer = createProxyServer(proxy);
+  // Node reads it each time a response ends, so a reload applies from the next one.
+  proxyServer.keepAliveTimeout = config.limits.keepAliveIdle;
+  parts.add(
+    part({
+      name: 'proxy keep-alive',
+      reads: KEEP_ALIVE,
+      configure: (next) => ({
+        install: () => void (proxyServer.keepAliveTimeout = next.limits.keepAliveIdle),
+      }),
+    }),
+  );
   return {
     pipeline,
-    proxy: createProxyServer(proxy),
+    proxy: proxyServer,
     bridge: createBridgeServer({
       config: bridge.value,
       pipeline,

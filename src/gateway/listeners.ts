@@ -6,6 +6,7 @@ import { formatHostPort } from '../config/formats.js';
 import type { Cut } from '../ingress/drain.js';
 import { Drain, drained } from '../ingress/drain.js';
 import { osError } from '../os-error.js';
+import type { LimitLog } from '../review/limit-log.js';
 
 export type ListenerName = 'proxy' | 'bridge' | 'admin';
 
@@ -30,12 +31,23 @@ export class Listeners {
   readonly #at = new Map<ListenerName, HostPort>();
   #cut: Cut | null = null;
 
-  constructor(private readonly steps: DrainSteps) {}
+  constructor(
+    private readonly steps: DrainSteps,
+    private readonly limits: Pick<LimitLog, 'acceptFailed'>,
+  ) {}
 
-  /** Takes `server` to listen as `name`; the drain follows its responses from now on. */
+  /**
+   * Takes `server` to listen as `name`; the drain follows its responses from now on. Once it
+   * listens, an error it emits is a connection it could not accept (EMFILE, ENFILE: at the file
+   * limit libuv closes such a connection itself, and says so only when it cannot); it goes on
+   * accepting, and the log and a metric say so. The proxy's cap refuses first (connection-cap).
+   */
   add(name: ListenerName, server: Server): void {
     this.drain.attach(server);
     this.#servers.set(name, server);
+    server.on('error', (err: NodeJS.ErrnoException) => {
+      if (this.#at.has(name)) this.limits.acceptFailed(`listen.${name}`, err);
+    });
   }
 
   /** Listens on each address in turn; the first that cannot throws E_LISTEN naming its key. */
@@ -78,14 +90,16 @@ export class Listeners {
 
 function listen(server: Server, at: HostPort, key: string): Promise<HostPort> {
   return new Promise((resolve, reject) => {
-    server.once('error', (err) => {
+    const failed = (err: Error) => {
       const privileged = `ports below 1024 need root or CAP_NET_BIND_SERVICE: choose a port of 1024 or more in ${key}`;
       const path = formatHostPort(at);
       reject(
         osError('E_LISTEN', err, { op: 'listen on', path, key, fixes: { EACCES: privileged } }),
       );
-    });
+    };
+    server.once('error', failed);
     server.listen(at.port, at.host, () => {
+      server.off('error', failed);
       const address = server.address() as AddressInfo;
       resolve({ host: at.host, port: address.port });
     });

@@ -33,7 +33,7 @@ export async function handleConnect(ctx: ProxyContext, raw: RawRequest): Promise
   const who = ctx.identity.fromProxyAuthorization(req.headers['proxy-authorization'], client);
   if (!who.ok) return refuse(407, who.reason, undefined, PROXY_AUTHENTICATE);
   const release = tunnelSlot(ctx, who.session);
-  if (typeof release === 'string') return refuse(429, release, who.session);
+  if (typeof release !== 'function') return refuse(release.status, release.reason, who.session);
   if (head.length > 0) socket.unshift(head);
   try {
     const ask: NetworkAsk = {

@@ -14,18 +14,22 @@ import type { Config } from '../config/load.js';
 import type { Pipeline } from '../pipeline/pipeline.js';
 import type { Presence } from '../action/hold.js';
 import type { Identity } from './identity.js';
+import type { LimitLog } from '../review/limit-log.js';
+import type { OpenTunnels } from './tunnel-track.js';
 
 /** What the proxy's handlers share. */
 export interface ProxyContext {
   readonly pipeline: Pipeline;
   readonly identity: Identity;
   readonly forwarder: Forwarder;
-  readonly limits: Omit<Config['limits'], 'drainTimeout'>;
+  readonly limits: Omit<Config['limits'], 'drainTimeout' | 'keepAliveIdle'>;
   /** `network.upgrades`: the protocols an HTTP Upgrade may switch to, lower-cased. */
   readonly upgrades: readonly string[];
   readonly log: Logger;
-  /** Open tunnels per session, for `limits.tunnelsPerSession`. */
-  readonly tunnels: Map<string, number>;
+  /** Tunnels open, for `limits.maxTunnels` and `limits.tunnelsPerSession`. */
+  readonly tunnels: OpenTunnels;
+  /** Counts and logs refusals at a limit. */
+  readonly limitLog: LimitLog;
   /** Where and how to capture bodies; null unless `capture.bodies`. */
   readonly capture: CaptureOptions | null;
   /** TLS interception, for CONNECT targets matching `tls.intercept`; null when none. */

@@ -18,6 +18,8 @@ import type { Identity } from './identity.js';
 import type { Tunnel } from './inner-http.js';
 import { InnerHttp } from './inner-http.js';
 import { Interceptor } from './intercept.js';
+import type { LimitLog } from '../review/limit-log.js';
+import type { OpenTunnels } from './tunnel-track.js';
 
 /** What the handlers read at each request. */
 const HANDLERS = {
@@ -29,6 +31,8 @@ const HANDLERS = {
     'connectTimeout',
     'tunnelIdle',
     'tunnelsPerSession',
+    'maxTunnels',
+    'maxConnections',
   ],
   network: ['upgrades'],
 } as const satisfies Shape;
@@ -56,6 +60,7 @@ export interface ProxyDeps {
   readonly flows: FlowRegistry;
   readonly drain: Drain;
   readonly log: Logger;
+  readonly limitLog: LimitLog;
   /** The agent refused the TLS handshake of an intercepted tunnel (`how`: its alert). */
   handshakeRefused(tunnel: Tunnel, how: string, reason: string): void;
 }
@@ -73,7 +78,8 @@ export class ProxyParts implements ProxyContext {
   readonly flows: FlowRegistry;
   readonly drain: Drain;
   readonly inner: InnerHttp;
-  readonly tunnels = new Map<string, number>();
+  readonly tunnels: OpenTunnels = { bySession: new Map(), total: 0 };
+  readonly limitLog: LimitLog;
   readonly #deps: ProxyDeps;
   readonly #handlers: Slice<typeof HANDLERS>;
   #forwarder: Forwarder;
@@ -83,7 +89,7 @@ export class ProxyParts implements ProxyContext {
   constructor(deps: ProxyDeps, config: Config) {
     this.#deps = deps;
     ({ pipeline: this.pipeline, identity: this.identity, log: this.log } = deps);
-    ({ flows: this.flows, drain: this.drain } = deps);
+    ({ flows: this.flows, drain: this.drain, limitLog: this.limitLog } = deps);
     this.#handlers = pick(config, HANDLERS);
     this.inner = new InnerHttp(this.#handlers, deps.drain, {
       serve: (req, res, url, tunnel) =>

@@ -5,6 +5,8 @@ import { performance } from 'node:perf_hooks';
 import type { Duplex } from 'node:stream';
 import { dropIfAnswered, writeRawRefusal } from '../action/respond.js';
 import { handleConnect } from './connect.js';
+import { capConnections } from './connection-cap.js';
+import { openFilesLimit } from './open-files.js';
 import type { ProxyContext } from './context.js';
 import { handleHttp } from './http.js';
 import { clientAddress } from './identity.js';
@@ -18,7 +20,8 @@ import { handleUpgrade } from './upgrade.js';
  * request-smuggling shapes: conflicting Content-Length, Transfer-Encoding with a final coding
  * other than chunked (RFC 9112 § 6.3); those arrive here as client errors, each answered with
  * a status and a reason and journaled. A handler that throws is logged and answered 500; the
- * process never goes down for one request.
+ * process never goes down for one request. Its keep-alive idle time is set by its part
+ * (`limits.keepAliveIdle`, gateway/ingress.ts); its connections are capped (connection-cap.ts).
  */
 export function createProxyServer(ctx: ProxyContext): Server {
   const server = createServer({
@@ -26,10 +29,16 @@ export function createProxyServer(ctx: ProxyContext): Server {
     headersTimeout: ctx.limits.headerTimeout,
     requestTimeout: 0,
     connectionsCheckingInterval: Math.min(1_000, ctx.limits.headerTimeout),
-    keepAliveTimeout: 5_000,
     // Host is checked in handleHttp, where a refusal is journaled (Node's own 400 is not).
     requireHostHeader: false,
   });
+  // `ctx.limits` is replaced whole by a reload: read at each accept.
+  capConnections(
+    server,
+    () => ctx.limits.maxConnections,
+    openFilesLimit(),
+    (limit, reason) => ctx.limitLog.refused(limit, reason),
+  );
   const crashed = (err: unknown, what: string) => ctx.log.error({ err }, `proxy: ${what} failed`);
   const onRequest = (req: IncomingMessage, res: ServerResponse) => {
     const handled = handleHttp(ctx, req, res);

@@ -54,20 +54,43 @@ export function gone(socket: Duplex, rid: number | null): Ended {
   return { ...closedWhileHeld, rid };
 }
 
+/** Tunnels open, in all and per session, for `limits.maxTunnels` and `tunnelsPerSession`. */
+export interface OpenTunnels {
+  readonly bySession: Map<string, number>;
+  total: number;
+}
+
+/** Why a tunnel got no slot: the status it is answered, and the reason. */
+export interface NoSlot {
+  readonly status: number;
+  readonly reason: string;
+}
+
 /**
- * Takes one of the session's `limits.tunnelsPerSession` slots: returns its release, or the
- * reason none is free.
+ * Takes a slot of `limits.maxTunnels` and one of the session's `limits.tunnelsPerSession`:
+ * returns its release, or why none is free (counted and logged as a refusal at that limit). A
+ * full gateway is 503 (it may free up); a session with all of its own open is 429 (RFC 6585).
  */
-export function tunnelSlot(ctx: ProxyContext, session: string): (() => void) | string {
-  const open = ctx.tunnels.get(session) ?? 0;
-  if (open >= ctx.limits.tunnelsPerSession) {
-    return `too many open tunnels for this session (limit ${ctx.limits.tunnelsPerSession})`;
+export function tunnelSlot(ctx: ProxyContext, session: string): (() => void) | NoSlot {
+  const { tunnels, limits } = ctx;
+  const open = tunnels.bySession.get(session) ?? 0;
+  if (open >= limits.tunnelsPerSession) {
+    const reason = `too many open tunnels for this session (limit ${limits.tunnelsPerSession}): close one, or raise limits.tunnelsPerSession`;
+    ctx.limitLog.refused('limits.tunnelsPerSession', `session ${session}: ${reason}`);
+    return { status: 429, reason };
   }
-  ctx.tunnels.set(session, open + 1);
+  if (tunnels.total >= limits.maxTunnels) {
+    const reason = `${limits.maxTunnels} tunnels are open, limits.maxTunnels: retry later, or raise limits.maxTunnels`;
+    ctx.limitLog.refused('limits.maxTunnels', reason);
+    return { status: 503, reason };
+  }
+  tunnels.bySession.set(session, open + 1);
+  tunnels.total++;
   return () => {
-    const left = (ctx.tunnels.get(session) ?? 1) - 1;
-    if (left === 0) ctx.tunnels.delete(session);
-    else ctx.tunnels.set(session, left);
+    tunnels.total--;
+    const left = (tunnels.bySession.get(session) ?? 1) - 1;
+    if (left === 0) tunnels.bySession.delete(session);
+    else tunnels.bySession.set(session, left);
   };
 }
 

@@ -39,7 +39,7 @@ export async function handleUpgrade(ctx: ProxyContext, raw: RawRequest): Promise
     );
   }
   const release = tunnelSlot(ctx, session);
-  if (typeof release === 'string') return refuse(429, release, session);
+  if (typeof release !== 'function') return refuse(release.status, release.reason, session);
   if (head.length > 0) socket.unshift(head);
   try {
     const method = req.method ?? 'GET';

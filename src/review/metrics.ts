@@ -24,6 +24,7 @@ export class Metrics {
   readonly upstreamErrors: Counter<'status'>;
   readonly webhookFailures: Counter;
   readonly journalFailures: Counter;
+  readonly limitRefusals: Counter<'limit'>;
   readonly webhookDropped: Counter;
   readonly sessionsEvicted: Counter;
   readonly webhookQueued: Gauge;
@@ -75,6 +76,12 @@ export class Metrics {
     this.journalFailures = new Counter({
       name: 'trajgate_journal_failures_total',
       help: 'Journal writes that failed (each refused what it would have recorded with 503)',
+      registers,
+    });
+    this.limitRefusals = new Counter({
+      name: 'trajgate_limit_refusals_total',
+      help: 'Connections and tunnels refused at a limit, by limit (a limits.* key, or RLIMIT_NOFILE / ENFILE when accept failed)',
+      labelNames: ['limit'],
       registers,
     });
     this.journalWrite = new WriteTimes(

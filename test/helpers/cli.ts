@@ -80,8 +80,13 @@ export async function exportHar(
 }
 
 /** Starts the built CLI in the background; `waitFor` resolves when stderr shows the text. */
-export function spawnCli(args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}) {
-  const child: ChildProcess = spawn(process.execPath, [CLI, ...args], {
+export function spawnCli(
+  args: string[],
+  options: { cwd?: string; env?: NodeJS.ProcessEnv; via?: readonly string[] } = {},
+) {
+  // `via`: a command the CLI runs under, e.g. ['prlimit', '--nofile=120:120', '--'].
+  const [command, ...before] = [...(options.via ?? []), process.execPath];
+  const child: ChildProcess = spawn(command as string, [...before, CLI, ...args], {
     cwd: options.cwd,
     env: { ...process.env, ...options.env },
     stdio: ['ignore', 'pipe', 'pipe'],
