@@ -15,7 +15,12 @@ import type { Pipeline } from '../pipeline/pipeline.js';
 import type { Presence } from '../action/hold.js';
 import type { Identity } from './identity.js';
 import type { LimitLog } from '../review/limit-log.js';
-import type { OpenTunnels } from './tunnel-track.js';
+
+/** Tunnels open, in all and per session, for `limits.maxTunnels` and `tunnelsPerSession`. */
+export interface OpenTunnels {
+  readonly bySession: Map<string, number>;
+  total: number;
+}
 
 /** What the proxy's handlers share. */
 export interface ProxyContext {

@@ -10,7 +10,7 @@ import type { Config } from '../config/load.js';
 import type { Part, Shape, Slice } from '../config/parts.js';
 import { part, pick, replaced } from '../config/parts.js';
 import type { Pipeline } from '../pipeline/pipeline.js';
-import type { ProxyContext } from './context.js';
+import type { OpenTunnels, ProxyContext } from './context.js';
 import { tunnelRefusal } from './context.js';
 import type { Drain } from './drain.js';
 import { serveHttp } from './http.js';
@@ -19,7 +19,6 @@ import type { Tunnel } from './inner-http.js';
 import { InnerHttp } from './inner-http.js';
 import { Interceptor } from './intercept.js';
 import type { LimitLog } from '../review/limit-log.js';
-import type { OpenTunnels } from './tunnel-track.js';
 
 /** What the handlers read at each request. */
 const HANDLERS = {

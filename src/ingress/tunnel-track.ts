@@ -54,12 +54,6 @@ export function gone(socket: Duplex, rid: number | null): Ended {
   return { ...closedWhileHeld, rid };
 }
 
-/** Tunnels open, in all and per session, for `limits.maxTunnels` and `tunnelsPerSession`. */
-export interface OpenTunnels {
-  readonly bySession: Map<string, number>;
-  total: number;
-}
-
 /** Why a tunnel got no slot: the status it is answered, and the reason. */
 export interface NoSlot {
   readonly status: number;
