@@ -10,6 +10,8 @@ const SESSIONS_DEFAULT = 100;
 
 export const RANKS: Record<SessionState, Rank> = { active: 0, flagged: 1, paused: 2 };
 const STATES = Object.keys(RANKS) as SessionState[];
+/** Sessions placed per turn of the event loop when no read waits (a few ms at most). */
+const PLACED_PER_TURN = 2000;
 
 /** What `GET /api/sessions` asks for. */
 export interface SessionsQuery {
@@ -89,7 +91,7 @@ export class SessionList {
 
   touch(id: string): void {
     this.#dirty.add(id);
-    this.#scheduled ??= setImmediate(() => this.flush()).unref();
+    this.#scheduled ??= setImmediate(() => this.#flushSome()).unref();
   }
 
   /** Forgets the session at once (an evicted session). */
@@ -98,15 +100,29 @@ export class SessionList {
     this.#order.remove(id);
   }
 
+  /** Places every marked session (before a read). */
   flush(): void {
     if (this.#scheduled !== null) clearImmediate(this.#scheduled);
     this.#scheduled = null;
+    this.#place(Infinity);
+  }
+
+  /** A turn's share: after a start (every session marked) the rest waits for the next turn. */
+  #flushSome(): void {
+    this.#scheduled = null;
+    this.#place(PLACED_PER_TURN);
+    if (this.#dirty.size > 0) this.#scheduled = setImmediate(() => this.#flushSome()).unref();
+  }
+
+  #place(most: number): void {
+    let placed = 0;
     for (const id of this.#dirty) {
+      if (placed++ >= most) return;
+      this.#dirty.delete(id);
       const key = this.keyOf(id);
       if (key === null) this.#order.remove(id);
       else this.#order.set(id, key);
     }
-    this.#dirty.clear();
   }
 
   page(q: SessionsQuery): SessionsPage {
