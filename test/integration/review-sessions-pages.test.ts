@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AdminClient } from '../helpers/admin.js';
 import { adminClient, agentAuth, viaProxy } from '../helpers/admin.js';
 import { runCliAsync } from '../helpers/cli.js';
+import { fileGateway } from '../helpers/file-gateway.js';
 import type { TestGateway } from '../helpers/gateway.js';
 import { startTestGateway } from '../helpers/gateway.js';
 import { tempDir } from '../helpers/tmp.js';
@@ -162,5 +163,33 @@ describe('GET /api/sessions pages', () => {
     const listed = JSON.parse(run.stdout).sessions as View[];
     expect(listed.map((v) => v.id).sort()).toEqual(IDS);
     expect(listed.slice(0, 4).map((v) => v.state)).toEqual(Array(4).fill('paused'));
+  });
+});
+
+describe('GET /api/sessions after a reload', () => {
+  it('lists agents a reload adds; one removed leaves unless it did something', async () => {
+    const agents = (ids: string[]) => ({
+      agents: ids.map((id) => ({ id, token: token(id) })),
+      network: { allowPrivate: ['127.0.0.1/32'] },
+    });
+    const f = await fileGateway(ADMIN, agents(['r1', 'r2', 'r3']));
+    const client = adminClient(f.gw.admin.port, ADMIN);
+    const ids = async () =>
+      (await client.get('/api/sessions')).json.sessions.map((v: View) => v.id).sort();
+    expect(await ids()).toEqual(['r1', 'r2', 'r3']);
+    const res = await viaProxy(
+      `http://127.0.0.1:${f.gw.proxy.port}`,
+      `${up.url}/r2`,
+      agentAuth('r2', token('r2')),
+    );
+    expect(res.status).toBe(403);
+    f.write(agents(['r3', 'r4']));
+    expect((await client.post('/api/reload', {})).status).toBe(200);
+    expect(await ids()).toEqual(['r2', 'r3', 'r4']);
+    expect((await client.get('/api/sessions')).json.counts).toEqual({
+      paused: 0,
+      flagged: 1,
+      active: 2,
+    });
   });
 });
