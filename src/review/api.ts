@@ -50,6 +50,7 @@ export class Api {
   readonly #list = new SessionList((id) => this.#key(id));
   /** The configured agents the list was last told of: each is listed, active or not. */
   #agents: ApiConfig['agents'] = null;
+  #agentIds: ReadonlySet<string> = new Set();
   /** Approvals, deny patterns, revokes and events by seq (api-rules.ts). */
   readonly rules: ApiRules;
 
@@ -236,7 +237,7 @@ export class Api {
   #key(id: string): Key | null {
     const state = this.guard.session(id);
     const activity = this.review.activity(id);
-    if (!state && !activity && !this.config.agents?.some((a) => a.id === id)) return null;
+    if (!state && !activity && !this.#agentIds.has(id)) return null;
     const rank = state?.pausedAt != null ? 2 : (activity?.flagged ?? 0) > 0 ? 1 : 0;
     return { rank, at: activity?.lastActivity ?? 0 };
   }
@@ -247,13 +248,12 @@ export class Api {
     if (now === this.#agents) return;
     for (const a of [...(this.#agents ?? []), ...(now ?? [])]) this.#list.touch(a.id);
     this.#agents = now;
+    this.#agentIds = new Set(now?.map((a) => a.id));
   }
 
   #known(id: string): void {
-    const known =
-      this.guard.session(id) !== undefined ||
-      this.review.activity(id) !== null ||
-      (this.config.agents ?? []).some((a) => a.id === id);
-    if (!known) throw new TrajgateError('E_UNKNOWN_SESSION', `no session ${JSON.stringify(id)}`);
+    this.#agentsChanged();
+    if (this.#key(id) === null)
+      throw new TrajgateError('E_UNKNOWN_SESSION', `no session ${JSON.stringify(id)}`);
   }
 }
