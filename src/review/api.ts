@@ -63,9 +63,14 @@ export class Api {
   ) {
     this.rules = new ApiRules(config, guard, sessions, index);
     review.onChange((id) => this.#list.touch(id));
-    for (const id of review.sessions()) this.#list.touch(id);
-    for (const [id] of guard.sessions()) this.#list.touch(id);
-    this.#agentsChanged();
+    this.#readAgents();
+    this.#list.load(
+      new Set([
+        ...review.sessions(),
+        ...[...guard.sessions()].map(([id]) => id),
+        ...this.#agentIds,
+      ]),
+    );
   }
 
   /** Forgets a session from the list at once (an evicted session). */
@@ -244,11 +249,17 @@ export class Api {
 
   /** After a reload: agents added are listed, those removed leave unless something is known. */
   #agentsChanged(): void {
-    const now = this.config.agents;
-    if (now === this.#agents) return;
-    for (const a of [...(this.#agents ?? []), ...(now ?? [])]) this.#list.touch(a.id);
-    this.#agents = now;
-    this.#agentIds = new Set(now?.map((a) => a.id));
+    const before = this.#agents;
+    if (!this.#readAgents()) return;
+    for (const a of [...(before ?? []), ...(this.#agents ?? [])]) this.#list.touch(a.id);
+  }
+
+  /** Whether the configured agents changed since last read. */
+  #readAgents(): boolean {
+    if (this.config.agents === this.#agents) return false;
+    this.#agents = this.config.agents;
+    this.#agentIds = new Set(this.#agents?.map((a) => a.id));
+    return true;
   }
 
   #known(id: string): void {

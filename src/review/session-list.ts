@@ -89,6 +89,16 @@ export class SessionList {
 
   constructor(private readonly keyOf: (id: string) => Key | null) {}
 
+  /** Places the sessions `ids` at once, in a list that holds none yet (a start). */
+  load(ids: Iterable<string>): void {
+    const keys: [string, Key][] = [];
+    for (const id of ids) {
+      const key = this.keyOf(id);
+      if (key !== null) keys.push([id, key]);
+    }
+    this.#order.load(keys);
+  }
+
   touch(id: string): void {
     this.#dirty.add(id);
     this.#scheduled ??= setImmediate(() => this.#flushSome()).unref();

@@ -58,6 +58,13 @@ class Blocks {
     this.size--;
   }
 
+  /** Fills an empty section with entries already in order. */
+  fill(sorted: readonly Entry[]): void {
+    for (let i = 0; i < sorted.length; i += BLOCK / 2)
+      this.#blocks.push(sorted.slice(i, i + BLOCK / 2));
+    this.size = sorted.length;
+  }
+
   /** The ids after `from` (from the start when null), at most `limit`, pushed onto `out`. */
   after(from: Entry | null, limit: number, out: string[]): void {
     let [b, i] = from === null ? [0, 0] : this.#locate(from, 1);
@@ -110,6 +117,15 @@ export class SessionOrder {
     if (old) this.#sections[old.rank].delete({ id, at: old.at });
     this.#sections[key.rank].insert({ id, at: key.at });
     this.#keys.set(id, { rank: key.rank, at: key.at });
+  }
+
+  /** Fills the order at once (a start, when it is empty): one sort, not a move per session. */
+  load(keys: Iterable<readonly [string, Key]>): void {
+    if (this.#keys.size > 0) throw new Error('SessionOrder.load: the order is not empty');
+    for (const [id, key] of keys) this.#keys.set(id, { rank: key.rank, at: key.at });
+    const sections: Entry[][] = [[], [], []];
+    for (const [id, key] of this.#keys) sections[key.rank]?.push({ id, at: key.at });
+    sections.forEach((entries, rank) => this.#sections[rank as Rank].fill(entries.sort(compare)));
   }
 
   /** Forgets the session (evicted, or no longer known); false when it was not listed. */

@@ -70,6 +70,25 @@ describe('SessionOrder', () => {
     expect(walk(order, 50, new Set<Rank>([0, 2]))).toEqual(sorted(pausedAndActive));
   });
 
+  it('loaded at once (a start), the same order, and moves after it keep it', () => {
+    const keys = new Map<string, Key>();
+    const rand = lcg(11);
+    for (let i = 0; i < 5000; i++) keys.set(`s${i}`, { rank: rand(3) as Rank, at: rand(400) });
+    const order = new SessionOrder();
+    order.load(keys);
+    expect(walk(order, 100)).toEqual(sorted(keys));
+    for (let i = 0; i < 3000; i++) {
+      const id = `s${rand(6000)}`;
+      const key = { rank: rand(3) as Rank, at: 400 + i };
+      order.set(id, key);
+      keys.set(id, key);
+    }
+    order.remove('s1');
+    keys.delete('s1');
+    expect(walk(order, 100)).toEqual(sorted(keys));
+    expect(() => order.load(keys)).toThrow(/not empty/);
+  });
+
   it('pages of a list that changes between them: nothing that stayed is lost or repeated', () => {
     const order = new SessionOrder();
     for (let i = 0; i < 300; i++) order.set(`s${String(i).padStart(3, '0')}`, { rank: 0, at: i });
