@@ -284,6 +284,16 @@ export interface SessionView {
   readonly events: number;
 }
 
+/** `GET /api/sessions`: a page of the list, `next` the cursor of the next page (null: the last). */
+export interface SessionsAnswer {
+  readonly sessions: readonly SessionView[];
+  readonly next: string | null;
+  /** Sessions the filter (`state`, `agent`) matches, on every page. */
+  readonly total: number;
+  /** Sessions per state, whatever the filter. */
+  readonly counts: Readonly<Record<SessionState, number>>;
+}
+
 export interface HeldView {
   readonly id: number;
   /** The request's id (the seq of its first event record): what an approve-once names. */

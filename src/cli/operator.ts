@@ -8,6 +8,7 @@ import { adminTokenFile } from '../review/admin-token.js';
 import type { SessionView } from '../review/api.js';
 import type { ApprovalView, DenyView } from '../review/api-rules.js';
 import type { EventAnswer, EventsPage, ResumeAnswer } from '../wire.js';
+import { allSessions } from './all-sessions.js';
 import { approveOnce } from './approve-once.js';
 import { usageOf } from './help.js';
 import { eventsTable, pausedAgainLine, sessionsTable, withHints } from './operator-tables.js';
@@ -54,7 +55,7 @@ export async function operator(
   let result: unknown;
   switch (command) {
     case 'sessions':
-      result = await client.call('GET', '/api/sessions');
+      result = { sessions: await allSessions(client.call) };
       if (!values.json) write(sessionsTable((result as { sessions: SessionView[] }).sessions));
       break;
     case 'events': {

@@ -108,10 +108,11 @@ export interface SharedState {
    */
   peek(id: string): Promise<boolean>;
   /**
-   * Counts the states read in outside a decision (another gateway's change, a store restored):
-   * a view cached on what this gateway journaled is stale once it moves.
+   * Calls `listener` with each session whose state was read in outside a decision (another
+   * gateway's change, a store restored): a view ordered on what this gateway journaled must
+   * place it again.
    */
-  readonly refreshed: number;
+  onRefreshed(listener: (id: string) => void): void;
 }
 
 export interface Lease {

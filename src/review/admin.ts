@@ -55,7 +55,12 @@ export function createAdminServer(deps: {
   const session = (tail: string) => new RegExp(`^/api/sessions/([^/]+)${tail}$`);
   const routes: Route[] = [
     { method: 'GET', pattern: /^\/api\/health$/, handler: () => healthView(deps) },
-    { method: 'GET', pattern: /^\/api\/sessions$/, queued: true, handler: () => api.list() },
+    {
+      method: 'GET',
+      pattern: /^\/api\/sessions$/,
+      queued: true,
+      handler: (_r, _b, _id, q) => api.list(q),
+    },
     {
       method: 'GET',
       pattern: session(''),

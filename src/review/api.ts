@@ -10,12 +10,21 @@ import type { SessionIndex } from '../journal/session-index.js';
 import { ApiRules, approvalView, denyView, operate } from './api-rules.js';
 import { sessionCapture } from './captures.js';
 import { RawJson } from '../http/json.js';
+import { intParam } from '../http/query.js';
+import { SessionList, sessionsQuery } from './session-list.js';
+import type { Key } from './session-order.js';
 import type { Review } from './review.js';
 import type { Resumed, Sessions } from './sessions.js';
-import type { ApprovalView, PausedAgain, SessionDetail, SessionView } from '../wire.js';
+import type {
+  ApprovalView,
+  PausedAgain,
+  SessionDetail,
+  SessionsAnswer,
+  SessionView,
+} from '../wire.js';
 
 /** The sessions list's and a session's answers (their shapes are in ../wire.d.ts). */
-export type { SessionDetail, SessionView };
+export type { SessionDetail, SessionsAnswer, SessionView };
 
 /** How long a resume waits for what it let go to be judged again before it answers. */
 const REJUDGE_MS = 2_000;
@@ -38,7 +47,10 @@ export type ApiConfig = Slice<typeof API>;
 
 /** The admin API's behaviour, apart from HTTP: what each route reads or does. */
 export class Api {
-  #listed: { key: string; body: RawJson } | null = null;
+  readonly #list = new SessionList((id) => this.#key(id));
+  /** The configured agents the list was last told of: each is listed, active or not. */
+  #agents: ApiConfig['agents'] = null;
+  #agentIds: ReadonlySet<string> = new Set();
   /** Approvals, deny patterns, revokes and events by seq (api-rules.ts). */
   readonly rules: ApiRules;
 
@@ -50,30 +62,34 @@ export class Api {
     private readonly index: SessionIndex,
   ) {
     this.rules = new ApiRules(config, guard, sessions, index);
+    review.onChange((id) => this.#list.touch(id));
+    guard.shared?.onRefreshed((id) => this.#list.touch(id));
+    this.#readAgents();
+    this.#list.load(
+      new Set([
+        ...review.sessions(),
+        ...[...guard.sessions()].map(([id]) => id),
+        ...this.#agentIds,
+      ]),
+    );
+  }
+
+  /** Forgets a session from the list at once (an evicted session). */
+  forget(id: string): void {
+    this.#list.remove(id);
   }
 
   /**
-   * `{"sessions":[…]}`, paused first, then flagged, then the most recently active; built again only when
-   * something was journaled, a held request ended or a state was read from the shared store
-   * since the last call (polling is cheap).
+   * A page of the sessions list (`sessionsQuery`): paused first, then flagged, then the most
+   * recently active, read from the list kept in order as records are committed, so a call costs
+   * what it returns; `next` pages on, `total` counts what the filter matches.
    */
-  list(): RawJson {
-    const key = `${this.index.records}:${this.sessions.heldCount()}:${this.guard.shared?.refreshed ?? 0}`;
-    if (this.#listed?.key === key) return this.#listed.body;
-    const ids = new Set<string>([
-      ...this.review.sessions(),
-      ...[...this.guard.sessions()].map(([id]) => id),
-      ...(this.config.agents ?? []).map((a) => a.id),
-    ]);
-    const sessions = [...ids]
-      .map((id) => this.#view(id))
-      .sort(
-        (a, b) =>
-          RANK[b.state] - RANK[a.state] ||
-          (b.lastActivity ?? '').localeCompare(a.lastActivity ?? ''),
-      );
-    this.#listed = { key, body: new RawJson(Buffer.from(JSON.stringify({ sessions }))) };
-    return this.#listed.body;
+  list(query: URLSearchParams): SessionsAnswer {
+    const q = sessionsQuery(query);
+    this.#agentsChanged();
+    const page = this.#list.page(q);
+    const sessions = page.ids.map((id) => this.#view(id));
+    return { sessions, next: page.next, total: page.total, counts: page.counts };
   }
 
   detail(id: string): SessionDetail {
@@ -207,7 +223,7 @@ export class Api {
       counts[b] = (counts[b] ?? 0) + n;
     }
     const activity = this.review.activity(id);
-    const { flagged } = this.review.flags(id);
+    const flagged = activity?.flagged ?? 0;
     const paused = state?.pausedAt != null;
     return {
       id,
@@ -223,32 +239,33 @@ export class Api {
     };
   }
 
+  /** Where the session sorts; null when nothing is known of it (it leaves the list). */
+  #key(id: string): Key | null {
+    const state = this.guard.session(id);
+    const activity = this.review.activity(id);
+    if (!state && !activity && !this.#agentIds.has(id)) return null;
+    const rank = state?.pausedAt != null ? 2 : (activity?.flagged ?? 0) > 0 ? 1 : 0;
+    return { rank, at: activity?.lastActivity ?? 0 };
+  }
+
+  /** After a reload: agents added are listed, those removed leave unless something is known. */
+  #agentsChanged(): void {
+    const before = this.#agents;
+    if (!this.#readAgents()) return;
+    for (const a of [...(before ?? []), ...(this.#agents ?? [])]) this.#list.touch(a.id);
+  }
+
+  /** Whether the configured agents changed since last read. */
+  #readAgents(): boolean {
+    if (this.config.agents === this.#agents) return false;
+    this.#agents = this.config.agents;
+    this.#agentIds = new Set(this.#agents?.map((a) => a.id));
+    return true;
+  }
+
   #known(id: string): void {
-    const known =
-      this.guard.session(id) !== undefined ||
-      this.review.activity(id) !== null ||
-      (this.config.agents ?? []).some((a) => a.id === id);
-    if (!known) throw new TrajgateError('E_UNKNOWN_SESSION', `no session ${JSON.stringify(id)}`);
+    this.#agentsChanged();
+    if (this.#key(id) === null)
+      throw new TrajgateError('E_UNKNOWN_SESSION', `no session ${JSON.stringify(id)}`);
   }
-}
-
-const RANK: Record<SessionView['state'], number> = { active: 0, flagged: 1, paused: 2 };
-
-function intParam(
-  query: URLSearchParams,
-  name: string,
-  fallback: number,
-  min: number,
-  max: number,
-): number {
-  const text = query.get(name);
-  if (text === null) return fallback;
-  const n = Number(text);
-  if (!Number.isSafeInteger(n) || n < min || n > max) {
-    throw new TrajgateError(
-      'E_BAD_FIELD',
-      `query "${name}" must be a whole number from ${min} to ${max}, got ${JSON.stringify(text)}`,
-    );
-  }
-  return n;
 }

@@ -49,6 +49,8 @@ const ANSWERS: ReadonlySet<string> = new Set(['approve', 'resume', 'deny', 'deny
 
 export type PauseListener = (record: PauseRecord) => void;
 export type ReviewListener = (event: EventRecord) => void;
+/** A session's trail changed (activity, flags, pause): the sessions list places it again. */
+export type ChangeListener = (session: string) => void;
 
 /**
  * The operator's view of the trajectory: each session's latest events (a ring of
@@ -63,6 +65,7 @@ export class Review {
   readonly #log: Logger;
   readonly #onPause: PauseListener[] = [];
   readonly #onReview: ReviewListener[] = [];
+  readonly #onChange: ChangeListener[] = [];
 
   constructor(
     config: { readonly policy: Pick<Config['policy'], 'recentEvents'> },
@@ -80,6 +83,10 @@ export class Review {
 
   onReview(listener: ReviewListener): void {
     this.#onReview.push(listener);
+  }
+
+  onChange(listener: ChangeListener): void {
+    this.#onChange.push(listener);
   }
 
   /** Every event record, as it is journaled or read back (kept as it is, not copied). */
@@ -128,6 +135,7 @@ export class Review {
     if (!trail) return;
     trail.flags = [];
     trail.flagged = 0;
+    this.#emit(this.#onChange, session);
   }
 
   /** REVIEWs since the last operator action: how many, and the newest FLAGS, oldest first. */
@@ -202,6 +210,7 @@ export class Review {
       // An approve-once (its rids named) leaves the session paused, and its pause record too.
       const trail = this.#trails.get(record.session);
       if (trail) trail.pause = null;
+      this.#emit(this.#onChange, record.session);
     }
   }
 
@@ -235,12 +244,15 @@ export class Review {
         refusedHandshakes: t.refusedHandshakes ?? 0,
         handshakes: [...(t.handshakes ?? [])],
       });
+      this.#emit(this.#onChange, session);
     }
   }
 
   /** An evict record: the session's trail goes (its recent events go with the guard's state). */
   forget(session: string): void {
     this.#trails.delete(session);
+    // The sessions list drops it once nothing else knows it (placed after this turn).
+    this.#emit(this.#onChange, session);
   }
 
   /** Sessions with a trail: what the views list. */
@@ -251,6 +263,7 @@ export class Review {
   resumed(session: string): void {
     const trail = this.#trails.get(session);
     if (trail) trail.pause = null;
+    this.#emit(this.#onChange, session);
   }
 
   recent(session: string): EventRecord[] {
@@ -261,16 +274,21 @@ export class Review {
     return this.#trails.get(session)?.pause ?? null;
   }
 
-  activity(session: string): { lastActivity: number; events: number } | null {
+  /** What the sessions list shows of the trail (no copies: read per row). */
+  activity(session: string): { lastActivity: number; events: number; flagged: number } | null {
     const trail = this.#trails.get(session);
-    return trail ? { lastActivity: trail.lastActivity, events: trail.events } : null;
+    return trail
+      ? { lastActivity: trail.lastActivity, events: trail.events, flagged: trail.flagged }
+      : null;
   }
 
   sessions(): IterableIterator<string> {
     return this.#trails.keys();
   }
 
+  /** The session's trail (made when new), about to change. */
   #trail(session: string): Trail {
+    this.#emit(this.#onChange, session);
     let trail = this.#trails.get(session);
     if (!trail) {
       trail = {

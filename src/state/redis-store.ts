@@ -44,7 +44,7 @@ export class RedisStore<R> extends MemoryStore<R> implements SharedState {
   #history = false;
   readonly #onReady: (() => void)[] = [];
   #rulesVersion = '';
-  #refreshed = 0;
+  readonly #onRefreshed: ((id: string) => void)[] = [];
   #reloadRules: () => Promise<void> = () => Promise.resolve();
 
   constructor(
@@ -175,8 +175,8 @@ export class RedisStore<R> extends MemoryStore<R> implements SharedState {
     return restarted;
   }
 
-  get refreshed(): number {
-    return this.#refreshed;
+  onRefreshed(listener: (id: string) => void): void {
+    this.#onRefreshed.push(listener);
   }
 
   get keys(): StoreKeys {
@@ -243,7 +243,7 @@ export class RedisStore<R> extends MemoryStore<R> implements SharedState {
     // Keys gone under a live connection: no state read is to be taken for the truth (fresh).
     this.#epochAt(epoch ?? '');
     this.#adoptText(id, text ?? '');
-    this.#refreshed++;
+    for (const listener of this.#onRefreshed) listener(id);
     await this.#rulesAt(rules ?? '');
     return true;
   }

@@ -85,7 +85,8 @@ describe('operator commands', () => {
       counts: { network: 2 },
       held: 1,
     });
-    expect(parsed).toEqual((await api.get('/api/sessions')).json);
+    // Every session, pages followed, as `{"sessions":[…]}` like the API's first page here.
+    expect(parsed).toEqual({ sessions: (await api.get('/api/sessions')).json.sessions });
   });
 
   it('events SESSION: newest first, --limit and --before; a table with a header', async () => {

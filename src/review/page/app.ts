@@ -6,7 +6,7 @@ import { byId, clock, setText } from './dom.js';
 import { hideHealth, loadHealth } from './health.js';
 import { SessionPage } from './session.js';
 import { SessionsList } from './sessions.js';
-import type { SessionView } from '../../wire.js';
+import type { SessionsAnswer, SessionView } from '../../wire.js';
 
 const POLL_MS = 1_000;
 const RETRY_MS = 2_000;
@@ -125,8 +125,19 @@ function problem(text: string): void {
   setText(banner, text);
 }
 
+/** Pages of the list (`next`) read one after the other; a session that moved is shown once. */
+const PAGES = 1000;
+
 async function loadSessions(): Promise<void> {
-  const { sessions } = await call<{ sessions: SessionView[] }>('GET', '/api/sessions');
+  const seen = new Map<string, SessionView>();
+  let next: string | null = null;
+  for (let i = 0; i < PAGES && (i === 0 || next !== null); i++) {
+    const path: string = `/api/sessions?limit=500${next === null ? '' : `&cursor=${encodeURIComponent(next)}`}`;
+    const page: SessionsAnswer = await call<SessionsAnswer>('GET', path);
+    for (const s of page.sessions) if (!seen.has(s.id)) seen.set(s.id, s);
+    next = page.next;
+  }
+  const sessions = [...seen.values()];
   list.update(sessions);
   const paused = sessions.filter((s) => s.state === 'paused').length;
   pausedLink.hidden = paused === 0;
