@@ -202,7 +202,7 @@ describe('the idle sweep (gateway/idle-sweep.ts)', () => {
     expect([...restarted.review.sessions()]).toEqual([...g.review.sessions()]);
     expect([...restarted.guard.sessions()].map(([id]) => id)).toEqual(['b']);
     g.decide('a', 'read', '/tmp/agent-demo/c.txt', NOW);
-    expect(g.review.activity('a')).toEqual({ lastActivity: NOW, events: 1 });
+    expect(g.review.activity('a')).toEqual({ lastActivity: NOW, events: 1, flagged: 0 });
   });
 
   it("a rotation's snapshot holds only the sessions still remembered", () => {
