@@ -101,12 +101,19 @@ function normal(text: string): string[] {
   ];
   let t = text.replaceAll(join(dir, 'start.yaml'), 'trajgate.yaml').replaceAll(dir, '/tmp/demo');
   for (const [from, to] of ports) t = t.replace(new RegExp(`:${from}\\b`, 'g'), `:${to}`);
-  return t
-    .replace(/\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z/g, 'TIME')
-    .replace(/\b(\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d UTC\b/g, 'HH:MM:SS UTC')
-    .split('\n')
-    .map((l) => l.replace(/ +/g, ' ').trimEnd())
-    .filter((l) => l !== '');
+  return (
+    t
+      .replace(/\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z/g, 'TIME')
+      .replace(/\b(\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d UTC\b/g, 'HH:MM:SS UTC')
+      // The host's open-files limit, and so the connections it leaves room for.
+      .replace(
+        /open files limit \S+ \(ulimit -n\); allows \d+/,
+        'open files limit N (ulimit -n); allows N',
+      )
+      .split('\n')
+      .map((l) => l.replace(/ +/g, ' ').trimEnd())
+      .filter((l) => l !== '')
+  );
 }
 
 /** The lines the README shows, `…` matching any text. */
