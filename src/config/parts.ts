@@ -86,6 +86,25 @@ export function replaced<S extends Shape>(held: Slice<S>, next: Slice<S>): Chang
   return { install: () => void Object.assign(held, next) };
 }
 
+/**
+ * A change that builds what the next slice needs before anything changes (a build that throws
+ * refuses the reload), then installs it; `discard` drops it when the reload is refused after.
+ */
+export function built<T>(
+  build: () => T | Promise<T>,
+  install: (made: T) => void,
+  discard?: (made: T) => void,
+): Change {
+  let made: { readonly value: T } | null = null;
+  return {
+    prepare: async () => void (made = { value: await build() }),
+    install: () => install((made as { readonly value: T }).value),
+    discard: () => {
+      if (made !== null) discard?.(made.value);
+    },
+  };
+}
+
 /** The keys `shape` names, as dotted names (`limits.connectTimeout`, `agents`). */
 export function keyNames(shape: Shape): string[] {
   return Object.entries(shape).flatMap(([key, fields]) =>

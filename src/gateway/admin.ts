@@ -1,9 +1,8 @@
 import type { Server } from 'node:http';
 import type { Logger } from 'pino';
 import type { Config } from '../config/load.js';
-import { live, part, pick } from '../config/parts.js';
+import { built, live, part, pick } from '../config/parts.js';
 import { createAdminServer } from '../review/admin.js';
-import type { AdminTokens } from '../review/admin-token.js';
 import { ADMIN, AdminKeys, adminTokens } from '../review/admin-token.js';
 import { API, Api } from '../review/api.js';
 import { decideHandler } from '../review/decide-page.js';
@@ -77,14 +76,12 @@ export function openAdmin(
     part({
       name: 'admin tokens',
       reads: ADMIN,
-      configure: (next) => {
-        let read: AdminTokens['tokens'] = [];
-        return {
+      configure: (next) =>
+        built(
           // A token generated beside the journal is read (or made) now.
-          prepare: () => void (read = adminTokens(next).tokens),
-          install: () => keys.replace(read),
-        };
-      },
+          () => adminTokens(next).tokens,
+          (tokens) => keys.replace(tokens),
+        ),
     }),
     api.part,
   );

@@ -3,7 +3,7 @@ import { authority } from '../action/forward.js';
 import { ReverseProxy } from '../action/reverse-proxy.js';
 import { upstreamTrust } from '../action/trust.js';
 import type { Config } from '../config/load.js';
-import { fixed, live, part } from '../config/parts.js';
+import { built, fixed, live, part } from '../config/parts.js';
 import { toolMap } from '../event/tool-map.js';
 import { createBridgeServer } from '../ingress/bridge.js';
 import { BRIDGE } from '../ingress/bridge-calls.js';
@@ -123,14 +123,11 @@ export async function openIngress(
       part({
         name: 'bridge upstream',
         reads: BRIDGE_UPSTREAM,
-        configure: (next) => {
-          let trust: readonly string[] = [];
-          return {
-            prepare: () => void (trust = upstreamTrust(next.tls.upstreamCa)()),
-            install: () =>
-              reverseProxy.configure({ timeoutMs: next.limits.upstreamTimeout, trust }),
-          };
-        },
+        configure: (next) =>
+          built(
+            () => upstreamTrust(next.tls.upstreamCa)(),
+            (trust) => reverseProxy.configure({ timeoutMs: next.limits.upstreamTimeout, trust }),
+          ),
       }),
     );
   }

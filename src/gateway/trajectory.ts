@@ -5,8 +5,7 @@ import { FlowRegistry } from '../action/flow-registry.js';
 import { HeldRequests } from '../action/hold.js';
 import type { Config } from '../config/load.js';
 import type { Slice } from '../config/parts.js';
-import { fixed, live, part, pick } from '../config/parts.js';
-import type { GuardPolicy } from '../guard/compiled-policy.js';
+import { built, fixed, live, part, pick } from '../config/parts.js';
 import { compilePolicy, POLICY } from '../guard/compile.js';
 import { Guard } from '../guard/guard.js';
 import { HookCalls } from '../ingress/hook-calls.js';
@@ -96,13 +95,11 @@ export async function openTrajectory(
     part({
       name: 'guard policy',
       reads: POLICY,
-      configure: (next) => {
-        let policy: GuardPolicy | null = null;
-        return {
-          prepare: () => void (policy = compilePolicy(next)),
-          install: () => guard.replacePolicy(policy as GuardPolicy),
-        };
-      },
+      configure: (next) =>
+        built(
+          () => compilePolicy(next),
+          (policy) => guard.replacePolicy(policy),
+        ),
     }),
     fixed('review trails', { policy: ['recentEvents'] }),
   );

@@ -8,7 +8,7 @@ import { authority, Forwarder } from '../action/forward.js';
 import { upstreamTrust } from '../action/trust.js';
 import type { Config } from '../config/load.js';
 import type { Part, Shape, Slice } from '../config/parts.js';
-import { part, pick, replaced } from '../config/parts.js';
+import { built, part, pick, replaced } from '../config/parts.js';
 import type { Pipeline } from '../pipeline/pipeline.js';
 import type { OpenTunnels, ProxyContext } from './context.js';
 import { tunnelRefusal } from './context.js';
@@ -116,29 +116,25 @@ export class ProxyParts implements ProxyContext {
       part({
         name: 'forwarder pools',
         reads: POOLS,
-        configure: (next) => {
-          let pool: Forwarder | null = null;
-          return {
-            prepare: () => void (pool = forwarder(next, this.#deps.egress)),
-            install: () => {
+        configure: (next) =>
+          built(
+            () => forwarder(next, this.#deps.egress),
+            (pool) => {
               // The old pools close once their requests finish (undici's Agent.close).
               void this.#forwarder.close();
-              this.#forwarder = pool as Forwarder;
+              this.#forwarder = pool;
             },
-            discard: () => void pool?.close(),
-          };
-        },
+            (pool) => void pool.close(),
+          ),
       }),
       part({
         name: 'TLS interceptor',
         reads: INTERCEPT,
-        configure: (next) => {
-          let tls: Interceptor | null = null;
-          return {
-            prepare: async () => void (tls = await this.#interceptor(next)),
-            install: () => void (this.#intercept = tls),
-          };
-        },
+        configure: (next) =>
+          built(
+            () => this.#interceptor(next),
+            (tls) => void (this.#intercept = tls),
+          ),
       }),
       part({
         name: 'captures',

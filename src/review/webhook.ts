@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import { upstreamTrust } from '../action/trust.js';
 import type { HostPort } from '../config/formats.js';
 import type { Part, Shape, Slice } from '../config/parts.js';
-import { part } from '../config/parts.js';
+import { built, part } from '../config/parts.js';
 import type { DecisionLinks } from './decision-links.js';
 import type { Metrics } from './metrics.js';
 import { Notices, pageBase } from './notices.js';
@@ -67,23 +67,21 @@ export class Webhook {
     return part({
       name: 'webhook',
       reads: WEBHOOK,
-      configure: (next) => {
-        let built: Notifier | null = null;
-        return {
+      configure: (next) =>
+        built(
           // The receiver's CAs are read now: one that cannot be read refuses the reload.
-          prepare: () => void (built = this.#build(next)),
-          install: () => {
+          () => this.#build(next),
+          (notifier) => {
             const old = this.#notifier;
             if (old !== null) {
               this.#retiring.add(old);
               void old.retire().finally(() => this.#retiring.delete(old));
             }
-            this.#notifier = built;
+            this.#notifier = notifier;
             this.#config = next;
           },
-          discard: () => void built?.close(),
-        };
-      },
+          (notifier) => void notifier?.close(),
+        ),
     });
   }
 
