@@ -15,6 +15,8 @@ const MAX_DELAY = 2 ** 31 - 1;
  */
 export class FlowRegistry {
   readonly #bySession = new Map<string, SessionFlows>();
+  /** Requests being judged, by session: no flow yet while a lookup or a lease is awaited. */
+  readonly #judging = new Map<string, number>();
   #generation = 0;
   /** Told of a flow's bytes sent up while it runs (set by the pipeline: volume rules). */
   onSent: ((flow: Flow) => void) | null = null;
@@ -66,6 +68,26 @@ export class FlowRegistry {
   /** Whether the session has a live flow. */
   has(session: string): boolean {
     return this.#bySession.has(session);
+  }
+
+  /**
+   * Runs `judge` (a request's judgement, to its ruling) with the session counted as judging:
+   * the caller opens the ruling's flow, holds or refuses it in the same turn it settles.
+   */
+  async judging<T>(session: string, judge: () => Promise<T>): Promise<T> {
+    this.#judging.set(session, (this.#judging.get(session) ?? 0) + 1);
+    try {
+      return await judge();
+    } finally {
+      const left = (this.#judging.get(session) ?? 1) - 1;
+      if (left === 0) this.#judging.delete(session);
+      else this.#judging.set(session, left);
+    }
+  }
+
+  /** Whether a request of the session is being judged now. */
+  isJudging(session: string): boolean {
+    return this.#judging.has(session);
   }
 
   /** The session's live flows. */

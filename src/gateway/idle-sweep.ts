@@ -87,6 +87,7 @@ export class IdleSweep {
         ownRules: approved.has(session) || denied.has(session),
         held: held.holds(session),
         flows: flows.has(session),
+        judging: flows.isJudging(session),
         lastActivity: review.activity(session)?.lastActivity ?? now,
       };
       if (keptBecause(facts, rules, now, this.#idleMs) !== null) continue;

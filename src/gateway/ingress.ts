@@ -30,7 +30,7 @@ const BRIDGE_ROUTES = {
 /** How the bridge reaches its upstream: a reload's applies from the next call on. */
 const BRIDGE_UPSTREAM = { limits: ['upstreamTimeout'], tls: ['upstreamCa'] } as const;
 
-/** How long the proxy listener keeps an idle keep-alive connection. */
+/** How long an idle keep-alive connection stays: the proxy listener's, and HTTP read in tunnels. */
 const KEEP_ALIVE = { limits: ['keepAliveIdle'] } as const;
 
 const NONE: ReadonlySet<string> = new Set();
@@ -140,8 +140,11 @@ export async function openIngress(
     part({
       name: 'proxy keep-alive',
       reads: KEEP_ALIVE,
-      configure: (next) => ({
-        install: () => void (proxyServer.keepAliveTimeout = next.limits.keepAliveIdle),
+      configure: ({ limits }) => ({
+        install: () => {
+          proxyServer.keepAliveTimeout = limits.keepAliveIdle;
+          proxy.inner.keepAlive(limits.keepAliveIdle);
+        },
       }),
     }),
   );

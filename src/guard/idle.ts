@@ -13,6 +13,8 @@ export interface IdleFacts {
   readonly held: boolean;
   /** Requests, tunnels or tool calls still in flight (action/flow-registry.ts). */
   readonly flows: boolean;
+  /** Requests being judged: no flow yet, their ruling awaits a lookup (or a lease). */
+  readonly judging: boolean;
   /** Its last activity (ms). */
   readonly lastActivity: number;
 }
@@ -20,11 +22,12 @@ export interface IdleFacts {
 /**
  * Why the session must be kept at `now`, or null when it may be forgotten: it is evicted only
  * when nothing it did could still raise a verdict. Paused and flagged sessions are kept, so are
- * ones with held requests, open flows, approvals or deny patterns of their own, a nonzero count
- * (forgetting it would let the agent cross its boundaries again from zero), a trajectory mark
- * still within its rule's reach or bytes sent still within a volume window. Pending failures do
- * not keep it: an outcome can only come through an open flow, and a runner's late result for a
- * forgotten call counts as a failure of the session (the stricter reading).
+ * ones with held requests, open flows, requests being judged, approvals or deny patterns of
+ * their own, a nonzero count (forgetting it would let the agent cross its boundaries again from
+ * zero), a trajectory mark still within its rule's reach or bytes sent still within a volume
+ * window. Pending failures do not keep it: an outcome can only come through an open flow, and a
+ * runner's late result for a forgotten call counts as a failure of the session (the stricter
+ * reading).
  */
 export function keptBecause(
   f: IdleFacts,
@@ -37,6 +40,7 @@ export function keptBecause(
   if (f.flagged > 0) return 'flagged';
   if (f.held) return 'held requests';
   if (f.flows) return 'open flows';
+  if (f.judging) return 'requests being judged';
   if (f.ownRules) return 'approvals of its own';
   if (now - f.lastActivity < idleMs) return 'active';
   if (s === undefined) return null;

@@ -3,16 +3,17 @@ import type { Socket } from 'node:net';
 /**
  * Request-header deadlines for connections handed to an HTTP server that does not listen
  * (Node enforces `headersTimeout` only on a listening server). Each watched socket must
- * complete a request head within `ms`; a socket that sent nothing since its last response
- * is merely idle and is closed quietly, one that sent part of a head is a slow client.
+ * complete a request head within `ms`: from the handshake, and between requests from the
+ * first byte of the next head (seen within a tick). A socket that sent nothing since its last
+ * response is idle, the server's keep-alive timeout to close (limits.keepAliveIdle).
  */
 export class HeaderDeadlines {
   readonly #ms: number;
-  readonly #late: (socket: Socket, partial: boolean) => void;
+  readonly #late: (socket: Socket) => void;
   readonly #watched = new Map<Socket, { until: number; bytes: number; first: boolean }>();
   #timer: NodeJS.Timeout | null = null;
 
-  constructor(ms: number, late: (socket: Socket, partial: boolean) => void) {
+  constructor(ms: number, late: (socket: Socket) => void) {
     this.#ms = ms;
     this.#late = late;
   }
@@ -45,10 +46,12 @@ export class HeaderDeadlines {
   #tick(): void {
     const now = Date.now();
     for (const [socket, w] of this.#watched) {
+      // Idle between requests: the next head's clock has not started.
+      if (!w.first && socket.bytesRead === w.bytes) w.until = now + this.#ms;
       if (w.until > now) continue;
       this.clear(socket);
       // Nothing at all after the handshake still counts: the tunnel was opened for a request.
-      this.#late(socket, w.first || socket.bytesRead > w.bytes);
+      this.#late(socket);
     }
   }
 }

@@ -46,7 +46,9 @@ export class InnerHttp {
   readonly #drain: Drain;
 
   constructor(
-    config: { readonly limits: Pick<Config['limits'], 'headerBytes' | 'headerTimeout'> },
+    config: {
+      readonly limits: Pick<Config['limits'], 'headerBytes' | 'headerTimeout' | 'keepAliveIdle'>;
+    },
     drain: Drain,
     hooks: InnerHooks,
   ) {
@@ -55,13 +57,13 @@ export class InnerHttp {
     this.#server = createServer({
       maxHeaderSize: config.limits.headerBytes,
       requestTimeout: 0,
-      keepAliveTimeout: 5_000,
+      keepAliveTimeout: config.limits.keepAliveIdle,
       // Host is checked against the tunnel below, where a refusal can be journaled.
       requireHostHeader: false,
     });
-    this.#deadlines = new HeaderDeadlines(config.limits.headerTimeout, (socket, partial) => {
+    this.#deadlines = new HeaderDeadlines(config.limits.headerTimeout, (socket) => {
       const tunnel = this.#tunnels.get(socket);
-      if (!partial || !tunnel) return socket.destroy();
+      if (!tunnel) return socket.destroy();
       writeRawRefusal(
         socket,
         hooks.refuse(tunnel, 408, `request headers not received in time${where(tunnel)}`),
@@ -101,6 +103,14 @@ export class InnerHttp {
     this.#tunnels.set(socket, tunnel);
     this.#deadlines.watch(socket, true);
     this.#server.emit('connection', socket);
+  }
+
+  /**
+   * A reload's `limits.keepAliveIdle`: Node reads it each time a response ends, so it applies
+   * from the next one, as on the proxy listener.
+   */
+  keepAlive(ms: number): void {
+    this.#server.keepAliveTimeout = ms;
   }
 
   close(): void {

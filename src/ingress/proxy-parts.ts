@@ -90,7 +90,7 @@ export class ProxyParts implements ProxyContext {
     ({ pipeline: this.pipeline, identity: this.identity, log: this.log } = deps);
     ({ flows: this.flows, drain: this.drain, limitLog: this.limitLog } = deps);
     this.#handlers = pick(config, HANDLERS);
-    this.inner = new InnerHttp(this.#handlers, deps.drain, {
+    this.inner = new InnerHttp(config, deps.drain, {
       serve: (req, res, url, tunnel) =>
         serveHttp(this, req, res, url, url.href, who(tunnel), performance.now()),
       refuse: (tunnel, status, reason, target) =>

@@ -123,7 +123,10 @@ export class Pipeline {
   judge(ask: Ask, rid?: number | null): Promise<Ruling>;
   async judge(ask: Ask, rid: number | null = null): Promise<Ruling> {
     const again = (rid: number, once: boolean) => this.#decide(ask, rid, once);
-    return this.#untilReleased(ask, () => this.#decide(ask, rid, false), again);
+    // Busy for the idle rule until its ruling: a lookup may keep it waiting with no flow yet.
+    return this.#basis.flows.judging(ask.session, () =>
+      this.#untilReleased(ask, () => this.#decide(ask, rid, false), again),
+    );
   }
 
   /**

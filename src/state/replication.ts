@@ -87,9 +87,9 @@ export class Replication {
       queueMicrotask(() => {
         const rule =
           record.type === 'approve' || record.type === 'deny-pattern'
-            ? store.saveRule(record.id ?? `${record.type[0]}${record.seq}`, shared)
+            ? store.commands.saveRule(record.id ?? `${record.type[0]}${record.seq}`, shared)
             : record.type === 'revoke'
-              ? store.dropRule(record.id)
+              ? store.commands.dropRule(record.id)
               : null;
         const share = () => store.share(session, line, message);
         (rule === null ? share() : rule.then(share)).then(resolve, reject);
@@ -185,7 +185,7 @@ export class Replication {
   /** Makes this gateway's operator approvals and deny patterns those the store holds. */
   async #syncRules(): Promise<void> {
     const { store, guard } = this.#p;
-    const rules = await store.rules();
+    const rules = await store.commands.rules();
     const now = Date.now();
     for (const rule of guard.approvals.all(now)) {
       if (rule.origin === 'operator' && !(rule.id in rules)) guard.revoke(rule.id);
@@ -223,11 +223,11 @@ export class Replication {
       const mirror = [...store.sessions()].map(([id]) => id);
       const wasPaused = new Set(mirror.filter((id) => sessions.isPaused(id)));
       // All at once, not one round trip after another: a fleet has many sessions.
-      const ids = await store.knownSessions();
+      const ids = await store.commands.knownSessions();
       const read = restarted ? [...new Set([...ids, ...mirror])] : ids;
       await Promise.all(read.map((id) => store.refresh(id)));
       const unseen = this.#loaded ? [] : ids.filter((id) => review.activity(id) === null);
-      const recent = await Promise.all(unseen.map((id) => store.recentOf(id)));
+      const recent = await Promise.all(unseen.map((id) => store.commands.recentOf(id)));
       store.asRemote(() => recent.flat().forEach((r) => review.restore(r as JournalRecord)));
       this.#loaded = true;
       const lifted = [...new Set([...sessions.holding(), ...wasPaused])].filter(

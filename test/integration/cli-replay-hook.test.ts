@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/cli.js';
+import { DRIFT_AFTER_FAILURE } from '../helpers/rules.js';
 import { tempDir } from '../helpers/tmp.js';
 
 /**
@@ -94,15 +95,8 @@ describe('trajgate replay --hook claude-code', () => {
         workspace: ws,
         journal: join(tmp, 'data/journal.jsonl'),
         policy: {
-          sequences: [
-            {
-              name: 'drift-after-failure',
-              after: { failed: true },
-              then: { crossing: 'network' },
-              within: '10 events',
-              verdict: 'PAUSE',
-            },
-          ],
+          // The recorded crossing comes more than 5 events after the failure.
+          sequences: [{ ...DRIFT_AFTER_FAILURE, within: '10 events' }],
         },
       }),
     );

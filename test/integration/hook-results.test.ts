@@ -3,6 +3,7 @@ import type { EventRecord, ResultRecord } from '../../src/journal/records.js';
 import type { TestGateway } from '../helpers/gateway.js';
 import { startTestGateway } from '../helpers/gateway.js';
 import { agentToken, postAsAgent } from '../helpers/ingest.js';
+import { DRIFT_AFTER_FAILURE } from '../helpers/rules.js';
 import { tempDir } from '../helpers/tmp.js';
 
 /**
@@ -12,17 +13,10 @@ import { tempDir } from '../helpers/tmp.js';
  */
 const ws = tempDir();
 const dir = tempDir();
-const DRIFT = {
-  name: 'drift-after-failure',
-  after: { failed: true },
-  then: { crossing: 'network' },
-  within: '5 events',
-  verdict: 'PAUSE',
-};
 const config = {
   workspace: ws,
   agents: ['forged', 'restart', 'control'].map((id) => ({ id, token: agentToken(id) })),
-  policy: { holdTimeout: '1s', pause: 'block', sequences: [DRIFT] },
+  policy: { holdTimeout: '1s', pause: 'block', sequences: [DRIFT_AFTER_FAILURE] },
 };
 // No DNS in tests: the names resolve to a public address.
 const lookup = async () => ['93.184.216.34'];

@@ -10,6 +10,7 @@ import { exportHar, runCliAsync } from '../helpers/cli.js';
 import type { TestGateway } from '../helpers/gateway.js';
 import { startTestGateway } from '../helpers/gateway.js';
 import { agentToken, postAsAgent } from '../helpers/ingest.js';
+import { DRIFT_AFTER_FAILURE } from '../helpers/rules.js';
 import { tempDir } from '../helpers/tmp.js';
 import { startUpstream } from '../helpers/upstream.js';
 
@@ -24,17 +25,10 @@ const up = await startUpstream();
 const ws = tempDir();
 const ADMIN = 'operator-admin-token-0123456789';
 const AGENTS = ['agent-1', 'agent-2', 'agent-3'];
-const DRIFT = {
-  name: 'drift-after-failure',
-  after: { failed: true },
-  then: { crossing: 'network' },
-  within: '5 events',
-  verdict: 'PAUSE',
-};
 const config = {
   workspace: ws,
   agents: AGENTS.map((id) => ({ id, token: agentToken(id) })),
-  policy: { pause: 'block', sequences: [DRIFT] },
+  policy: { pause: 'block', sequences: [DRIFT_AFTER_FAILURE] },
   network: { allow: [`127.0.0.1:${up.port}`], allowPrivate: ['127.0.0.1/32'] },
   admin: { token: ADMIN },
 };

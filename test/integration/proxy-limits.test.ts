@@ -10,6 +10,7 @@ import {
   connectTunnel,
   exchange,
   openRaw,
+  roundTrip,
   startEchoServer,
   startUpgradeServer,
 } from '../helpers/raw.js';
@@ -200,5 +201,27 @@ describe('a reload of the limits', () => {
     expect(second.headers['keep-alive']).toBe('timeout=7');
     first.socket.destroy();
     second.socket.destroy();
+  });
+
+  it('a lower maxConnections closes no open connection: they go on being served, new ones wait', async () => {
+    const network = { allow: [`127.0.0.1:${upstream.port}`], allowPrivate: ['127.0.0.1/32'] };
+    const f = await fileGateway(ADMIN, { network, limits: { maxConnections: 3 } });
+    const port = f.gw.proxy.port;
+    const open = [await openRaw(port, get('/a')), await openRaw(port, get('/b'))];
+    f.write({ network, limits: { maxConnections: 1 } });
+    expect((await f.gw.reload('test')).restartNeeded).toEqual([]);
+    expect((await exchange(port, get('/refused'))).status).toBe(503);
+    for (const c of open) {
+      const again = await roundTrip(c.socket, get('/again'), (got) => / 200 /.test(got));
+      expect(again.closed).toBe(false);
+      expect(again.got).toMatch(/^HTTP\/1\.1 200 /);
+    }
+    // Once enough have closed, a new one is accepted under the new cap.
+    for (const c of open) c.socket.destroy();
+    await waitFor(async () => {
+      const later = await openRaw(port, get('/later'));
+      later.socket.destroy();
+      return later.status === 200;
+    });
   });
 });

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
 import { runCli, SEED_EXAMPLE } from '../helpers/cli.js';
+import { DRIFT_AFTER_FAILURE } from '../helpers/rules.js';
 import { tempDir } from '../helpers/tmp.js';
 
 /**
@@ -130,8 +131,9 @@ describe("the seed article's example", () => {
     stringify({ version: 1, workspace: tmp, policy: { sequences: example.policy.sequences } }),
   );
 
-  it('the example config carries the three rules', () => {
+  it('the example config carries the three rules, drift-after-failure as the tests use it', () => {
     expect(example.policy.sequences.map((s) => s.name)).toEqual(RULES);
+    expect(example.policy.sequences[1]).toEqual(DRIFT_AFTER_FAILURE);
   });
 
   it.each([

@@ -48,6 +48,7 @@ const idle = (over: Partial<IdleFacts> = {}): IdleFacts => ({
   ownRules: false,
   held: false,
   flows: false,
+  judging: false,
   lastActivity: NOW - IDLE,
   ...over,
 });
@@ -69,6 +70,11 @@ describe('which idle sessions are kept (guard/idle.ts)', () => {
     ['flagged', idle({ flagged: 1 }), 'flagged'],
     ['a held request', idle({ held: true }), 'held requests'],
     ['an open flow', idle({ flows: true }), 'open flows'],
+    [
+      'a request being judged (its lookup awaited)',
+      idle({ judging: true }),
+      'requests being judged',
+    ],
     ['an approval of its own', idle({ ownRules: true }), 'approvals of its own'],
     ['a nonzero count', idle({ state: state((s) => s.counts.set('network', 1)) }), 'counts'],
     ['counts reset to zero', idle({ state: state((s) => s.counts.set('network', 0)) }), null],
