@@ -45,7 +45,7 @@ export class ListControls {
       { class: 'list-search', attrs: { role: 'search' } },
       h('label', { attrs: { for: 'list-q' }, text: 'Search ids' }),
       this.#q,
-      h('label', { attrs: { for: 'list-agent' }, text: 'Agent' }),
+      h('label', { attrs: { for: 'list-agent' }, text: 'Agent id' }),
       this.#agent,
       h('button', { class: 'btn', attrs: { type: 'submit' }, text: 'Search' }),
       this.#clear,
@@ -94,7 +94,9 @@ export class ListControls {
       tab.link.setAttribute('href', filterHash({ ...filter, state }));
       if (filter.state === state) tab.link.setAttribute('aria-current', 'page');
       else tab.link.removeAttribute('aria-current');
-      setText(tab.count, (state === null ? all : counts[state]).toLocaleString('en'));
+      const n = state === null ? all : counts[state];
+      setText(tab.count, n.toLocaleString('en'));
+      tab.link.classList.toggle('has-some', n > 0);
     }
     this.#prev.disabled = page.number === 1;
     this.#next.disabled = !page.more;
