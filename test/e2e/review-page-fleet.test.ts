@@ -74,7 +74,7 @@ describe('the review page with 20,000 sessions', () => {
     expect(g.gw.restored).toBe(N);
     const api = adminClient(g.gw.admin.port, ADMIN);
 
-    const { page, errors } = await openBrowser();
+    const { page, context, errors } = await openBrowser();
     await page.goto(pageUrl(g));
     const opened = Date.now();
     await signIn(page, ADMIN);
@@ -161,6 +161,25 @@ describe('the review page with 20,000 sessions', () => {
     ];
     expect(open.filter((p) => !allowed.includes(p) && !p.includes('/events?'))).toEqual([]);
     for (const path of allowed) expect(open.filter((p) => p === path)).toHaveLength(3);
+
+    // Hidden (as a background tab is), the page asks nothing after the poll in flight, while
+    // another tab polls three times; shown again, it polls at once.
+    const visibility = (state: string) =>
+      page.evaluate(`Object.defineProperty(document, 'visibilityState', {
+        configurable: true, get: () => '${state}' });
+        document.dispatchEvent(new Event('visibilitychange'))`);
+    const fromA: string[] = [];
+    page.on('request', (r) => void (apiPath(r) && fromA.push(apiPath(r) as string)));
+    await visibility('hidden');
+    const other = await context.newPage();
+    await other.goto(pageUrl(g));
+    await signIn(other, ADMIN);
+    for (let i = 0; i < 3; i++)
+      await other.waitForRequest((r) => r.url().endsWith('/api/health'), { timeout: 20_000 });
+    expect(fromA.filter((p) => p === '/api/health').length).toBeLessThanOrEqual(1);
+    const shown = page.waitForRequest((r) => r.url().endsWith('/api/health'), { timeout: 5_000 });
+    await visibility('visible');
+    await shown;
     expect(errors).toEqual([]);
   }, 120_000);
 });
