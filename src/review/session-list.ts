@@ -157,7 +157,7 @@ export class SessionList {
       const key = this.#order.key(q.agent);
       const listed = key !== undefined && q.ranks.has(key.rank) && (match?.(q.agent) ?? true);
       const ids = listed && q.cursor === null ? [q.agent] : [];
-      return { ids, next: null, total: listed ? 1 : 0, counts };
+      return { ids, next: null, total: match !== null ? null : listed ? 1 : 0, counts };
     }
     const scan = match === null ? Infinity : SEARCH_SCAN;
     const { ids, next } = this.#order.page(q.ranks, q.cursor, q.limit, match, scan);
