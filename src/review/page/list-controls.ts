@@ -43,10 +43,18 @@ export class ListControls {
     const form = h(
       'form',
       { class: 'list-search', attrs: { role: 'search' } },
-      h('label', { attrs: { for: 'list-q' }, text: 'Search ids' }),
-      this.#q,
-      h('label', { attrs: { for: 'list-agent' }, text: 'Agent id' }),
-      this.#agent,
+      h(
+        'span',
+        { class: 'field' },
+        h('label', { attrs: { for: 'list-q' }, text: 'Search ids' }),
+        this.#q,
+      ),
+      h(
+        'span',
+        { class: 'field' },
+        h('label', { attrs: { for: 'list-agent' }, text: 'Agent id' }),
+        this.#agent,
+      ),
       h('button', { class: 'btn', attrs: { type: 'submit' }, text: 'Search' }),
       this.#clear,
     );
