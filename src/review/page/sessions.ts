@@ -20,6 +20,26 @@ interface Row {
   countsKey: string;
 }
 
+/** What an empty page says: no sessions at all, a search going on, a page past the last, none. */
+const EMPTY = {
+  none: [
+    'No sessions yet',
+    'Sessions appear here as soon as an agent sends its first request through the proxy or the tool bridge.',
+  ],
+  searching: [
+    'Nothing found here yet',
+    'A search looks at 10,000 sessions a call: Next → searches on.',
+  ],
+  past: [
+    'No more sessions',
+    'Those that were here moved up or were forgotten: ← Previous goes back.',
+  ],
+  unmatched: [
+    'No sessions match',
+    'None is in this state or matches the search: change it or choose All.',
+  ],
+} as const;
+
 export const sessionHref = (id: string) => `#/session/${encodeURIComponent(id)}`;
 /** ` after #41` when a sequence rule paused it (an older gateway sends no pausedRule). */
 const after = (s: SessionView) =>
@@ -118,19 +138,16 @@ export class SessionsList {
     this.controls.update(filter, counts, { number: page, more });
     this.#empty.hidden = sessions.length > 0;
     this.#table.hidden = sessions.length === 0;
-    const none = counts.paused + counts.flagged + counts.active === 0;
-    setText(
-      this.#emptyTitle,
-      none ? 'No sessions yet' : more ? 'Nothing found here yet' : 'No sessions match',
-    );
-    setText(
-      this.#emptyText,
-      none
-        ? 'Sessions appear here as soon as an agent sends its first request through the proxy or the tool bridge.'
+    const [title, text] =
+      counts.paused + counts.flagged + counts.active === 0
+        ? EMPTY.none
         : more
-          ? 'A search looks at 10,000 sessions a call: Next → searches on.'
-          : 'Nothing on this page matches the filter: change it or choose All.',
-    );
+          ? EMPTY.searching
+          : page > 1
+            ? EMPTY.past
+            : EMPTY.unmatched;
+    setText(this.#emptyTitle, title);
+    setText(this.#emptyText, text);
     const seen = new Set<string>();
     for (const s of sessions) {
       seen.add(s.id);
