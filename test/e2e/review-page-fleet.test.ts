@@ -143,6 +143,13 @@ describe('the review page with 20,000 sessions', () => {
     await textOf(rows(page).first(), new RegExp(id(N - 51)));
     await textOf(page.locator('.pager-where'), /Page 2/);
 
+    // A search nothing matches: every session looked at, none shown.
+    await page.getByLabel('Search ids').fill('zzz');
+    await page.getByRole('button', { name: 'Search' }).click();
+    await textOf(page.locator('.empty-title'), /^No sessions match$/);
+    expect(await rows(page).count()).toBe(0);
+    await textOf(page.locator('#sessions-summary'), /^0 matches for “zzz” · /);
+
     // By agent: the one session of an agent, and the state filter kept with it.
     await page.getByLabel('Search ids').fill('');
     await page.getByLabel('Agent id', { exact: true }).fill(AGENTS[1]!.id);
