@@ -288,8 +288,8 @@ export interface SessionView {
 export interface SessionsAnswer {
   readonly sessions: readonly SessionView[];
   readonly next: string | null;
-  /** Sessions the filter (`state`, `agent`) matches, on every page. */
-  readonly total: number;
+  /** Sessions the filter (`state`, `agent`) matches; null with `q`: a search counts nothing. */
+  readonly total: number | null;
   /** Sessions per state, whatever the filter. */
   readonly counts: Readonly<Record<SessionState, number>>;
 }

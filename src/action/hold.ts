@@ -49,6 +49,8 @@ export class HeldRequests {
   readonly #rejudged = new Map<number, Set<() => void>>();
   #timeoutMs: number;
   #nextId = 1;
+  /** Requests held now, across all sessions. */
+  #count = 0;
 
   constructor(timeoutMs: number) {
     this.#timeoutMs = timeoutMs;
@@ -91,6 +93,7 @@ export class HeldRequests {
         deadline: since + this.#timeoutMs,
         settle: (release) => {
           if (!set.delete(entry)) return;
+          this.#count--;
           this.#ended.set(info.rid, release);
           if (this.#ended.size > ENDED) this.#ended.delete(this.#ended.keys().next().value!);
           clearTimeout(timer);
@@ -102,6 +105,7 @@ export class HeldRequests {
       };
       const timer = setTimeout(() => entry.settle('timeout'), this.#timeoutMs);
       set.add(entry);
+      this.#count++;
       const cancel = client.onGone(() => entry.settle('gone'));
     });
   }
@@ -111,11 +115,9 @@ export class HeldRequests {
     return this.#ended.get(rid);
   }
 
-  /** Requests held across all sessions. */
+  /** Requests held across all sessions (kept as they come and go: a scrape scans none). */
   count(): number {
-    let n = 0;
-    for (const set of this.#bySession.values()) n += set.size;
-    return n;
+    return this.#count;
   }
 
   of(session: string): Held[] {

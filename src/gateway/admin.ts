@@ -86,8 +86,11 @@ export function openAdmin(
     api.part,
   );
   const { store } = t;
+  const adminApi = new Api(api.value, t.guard, t.sessions, t.review, t.index);
+  // The list's sections count paused sessions as they change: a scrape scans none.
+  t.metrics.gauges({ paused: () => adminApi.views.count('paused') });
   const server = createAdminServer({
-    api: new Api(api.value, t.guard, t.sessions, t.review, t.index),
+    api: adminApi,
     metrics: t.metrics,
     health: t.health,
     store: () => store.view(),

@@ -103,11 +103,8 @@ export async function openTrajectory(
     }),
     fixed('review trails', { policy: ['recentEvents'] }),
   );
-  metrics.gauges({
-    held: () => held.count(),
-    paused: () => [...guard.sessions()].filter(([, s]) => s.pausedAt !== null).length,
-    sessions: () => review.size,
-  });
+  // Paused sessions are counted by the admin API's sessions list (openAdmin).
+  metrics.gauges({ held: () => held.count(), sessions: () => review.size });
   const index = new SessionIndex();
   const denials = new Denials();
   const calls = new HookCalls();

@@ -59,13 +59,13 @@ export function createAdminServer(deps: {
       method: 'GET',
       pattern: /^\/api\/sessions$/,
       queued: true,
-      handler: (_r, _b, _id, q) => api.list(q),
+      handler: (_r, _b, _id, q) => api.views.list(q),
     },
     {
       method: 'GET',
       pattern: session(''),
       queued: true,
-      handler: (_req, _by, id) => api.detail(id as string),
+      handler: (_req, _by, id) => api.views.detail(id as string),
     },
     {
       method: 'GET',

@@ -4,15 +4,13 @@ import type { Shape, Slice } from '../config/parts.js';
 import { TrajgateError } from '../errors.js';
 import { describeValue } from '../event/validate.js';
 import type { Guard } from '../guard/guard.js';
-import { boundaryOfKey } from '../guard/policy.js';
 import { eventsPage } from '../journal/event-pages.js';
 import type { SessionIndex } from '../journal/session-index.js';
-import { ApiRules, approvalView, denyView, operate } from './api-rules.js';
+import { ApiRules, operate } from './api-rules.js';
+import { SessionViews } from './api-sessions.js';
 import { sessionCapture } from './captures.js';
 import { RawJson } from '../http/json.js';
 import { intParam } from '../http/query.js';
-import { SessionList, sessionsQuery } from './session-list.js';
-import type { Key } from './session-order.js';
 import type { Review } from './review.js';
 import type { Resumed, Sessions } from './sessions.js';
 import type {
@@ -30,7 +28,6 @@ export type { SessionDetail, SessionsAnswer, SessionView };
 const REJUDGE_MS = 2_000;
 const pick = <T extends object, K extends keyof T>(o: T, keys: readonly K[]): Pick<T, K> =>
   Object.fromEntries(keys.filter((k) => o[k] !== undefined).map((k) => [k, o[k]])) as Pick<T, K>;
-const iso = (ms: number | null | undefined) => (ms ? new Date(ms).toISOString() : null);
 
 /** The most events one call of the events route returns (`next` pages on). */
 const EVENTS_LIMIT = 1000;
@@ -47,80 +44,25 @@ export type ApiConfig = Slice<typeof API>;
 
 /** The admin API's behaviour, apart from HTTP: what each route reads or does. */
 export class Api {
-  readonly #list = new SessionList((id) => this.#key(id));
-  /** The configured agents the list was last told of: each is listed, active or not. */
-  #agents: ApiConfig['agents'] = null;
-  #agentIds: ReadonlySet<string> = new Set();
+  /** The sessions list, a session's detail, counts by state (api-sessions.ts). */
+  readonly views: SessionViews;
   /** Approvals, deny patterns, revokes and events by seq (api-rules.ts). */
   readonly rules: ApiRules;
 
   constructor(
     private readonly config: ApiConfig,
-    private readonly guard: Guard,
+    guard: Guard,
     private readonly sessions: Sessions,
     private readonly review: Review,
     private readonly index: SessionIndex,
   ) {
     this.rules = new ApiRules(config, guard, sessions, index);
-    review.onChange((id) => this.#list.touch(id));
-    guard.shared?.onRefreshed((id) => this.#list.touch(id));
-    this.#readAgents();
-    this.#list.load(
-      new Set([
-        ...review.sessions(),
-        ...[...guard.sessions()].map(([id]) => id),
-        ...this.#agentIds,
-      ]),
-    );
-  }
-
-  /** Forgets a session from the list at once (an evicted session). */
-  forget(id: string): void {
-    this.#list.remove(id);
-  }
-
-  /**
-   * A page of the sessions list (`sessionsQuery`): paused first, then flagged, then the most
-   * recently active, read from the list kept in order as records are committed, so a call costs
-   * what it returns; `next` pages on, `total` counts what the filter matches.
-   */
-  list(query: URLSearchParams): SessionsAnswer {
-    const q = sessionsQuery(query);
-    this.#agentsChanged();
-    const page = this.#list.page(q);
-    const sessions = page.ids.map((id) => this.#view(id));
-    return { sessions, next: page.next, total: page.total, counts: page.counts };
-  }
-
-  detail(id: string): SessionDetail {
-    this.#known(id);
-    const now = Date.now();
-    return {
-      ...this.#view(id),
-      pause: this.review.pauseRecord(id),
-      heldRequests: this.sessions.held(id).map((h) => ({
-        id: h.id,
-        rid: h.rid,
-        what: h.what,
-        bytes: h.bytes,
-        since: new Date(h.since).toISOString(),
-        deadline: new Date(h.deadline).toISOString(),
-        waitedMs: now - h.since,
-        timeoutInMs: Math.max(0, h.deadline - now),
-      })),
-      recent: this.review.recent(id),
-      approvals: this.guard.approvals.list(id, now).map(approvalView),
-      reviews: this.review.flags(id).reviews,
-      denies: this.guard.denies.all(id).map(denyView),
-      allowlist: this.guard.policy.allowlistFor(id),
-      captures: this.config.capture.bodies,
-      handshakes: this.review.handshakes(id),
-    };
+    this.views = new SessionViews(config, guard, sessions, review);
   }
 
   /** The session's events, newest first, with their statuses: read through the index. */
   async events(id: string, query: URLSearchParams): Promise<RawJson> {
-    this.#known(id);
+    this.views.known(id);
     const limit = intParam(query, 'limit', 100, 1, EVENTS_LIMIT);
     const before = intParam(query, 'before', Number.MAX_SAFE_INTEGER, 1, Number.MAX_SAFE_INTEGER);
     return new RawJson(await eventsPage(this.config.journal.path, this.index, id, before, limit));
@@ -128,12 +70,12 @@ export class Api {
 
   /** One captured request of the session (`capture.bodies`), request and response. */
   capture(id: string, rid: string): CapturedExchange {
-    this.#known(id);
+    this.views.known(id);
     return sessionCapture(join(dirname(this.config.journal.path), 'captures'), id, rid);
   }
 
   approve(id: string | null, body: Record<string, unknown>, by: string): ApprovalView {
-    if (id !== null) this.#known(id);
+    if (id !== null) this.views.known(id);
     return this.rules.approve(id, body, by);
   }
 
@@ -143,7 +85,7 @@ export class Api {
 
   /** A deny pattern for the session (`id`) or every session (null). */
   addDeny(id: string | null, body: Record<string, unknown>, by: string) {
-    if (id !== null) this.#known(id);
+    if (id !== null) this.views.known(id);
     return this.rules.addDeny(id, body, by);
   }
 
@@ -157,7 +99,7 @@ export class Api {
     body: Record<string, unknown>,
     by: string,
   ): Promise<Resumed | { released: number; pausedAgain: PausedAgain | null }> {
-    this.#known(id);
+    this.views.known(id);
     for (const field of ['reset', 'keepMarks'] as const) {
       if (body[field] !== undefined && typeof body[field] !== 'boolean') {
         throw new TrajgateError(
@@ -211,61 +153,7 @@ export class Api {
   }
 
   deny(id: string, by: string): { released: number } {
-    this.#known(id);
+    this.views.known(id);
     return { released: operate(() => this.sessions.deny(id, { by })) };
-  }
-
-  #view(id: string): SessionView {
-    const state = this.guard.session(id);
-    const counts: Record<string, number> = {};
-    for (const [key, n] of state?.counts ?? []) {
-      const b = boundaryOfKey(key);
-      counts[b] = (counts[b] ?? 0) + n;
-    }
-    const activity = this.review.activity(id);
-    const flagged = activity?.flagged ?? 0;
-    const paused = state?.pausedAt != null;
-    return {
-      id,
-      state: paused ? 'paused' : flagged > 0 ? 'flagged' : 'active',
-      flagged,
-      counts,
-      pausedAt: iso(state?.pausedAt),
-      pausedBy: state?.pausedBy ?? null,
-      pausedRule: paused ? (this.review.pauseRecord(id)?.trigger.rule ?? null) : null,
-      held: this.sessions.held(id).length,
-      lastActivity: iso(activity?.lastActivity),
-      events: activity?.events ?? 0,
-    };
-  }
-
-  /** Where the session sorts; null when nothing is known of it (it leaves the list). */
-  #key(id: string): Key | null {
-    const state = this.guard.session(id);
-    const activity = this.review.activity(id);
-    if (!state && !activity && !this.#agentIds.has(id)) return null;
-    const rank = state?.pausedAt != null ? 2 : (activity?.flagged ?? 0) > 0 ? 1 : 0;
-    return { rank, at: activity?.lastActivity ?? 0 };
-  }
-
-  /** After a reload: agents added are listed, those removed leave unless something is known. */
-  #agentsChanged(): void {
-    const before = this.#agents;
-    if (!this.#readAgents()) return;
-    for (const a of [...(before ?? []), ...(this.#agents ?? [])]) this.#list.touch(a.id);
-  }
-
-  /** Whether the configured agents changed since last read. */
-  #readAgents(): boolean {
-    if (this.config.agents === this.#agents) return false;
-    this.#agents = this.config.agents;
-    this.#agentIds = new Set(this.#agents?.map((a) => a.id));
-    return true;
-  }
-
-  #known(id: string): void {
-    this.#agentsChanged();
-    if (this.#key(id) === null)
-      throw new TrajgateError('E_UNKNOWN_SESSION', `no session ${JSON.stringify(id)}`);
   }
 }

@@ -142,8 +142,8 @@ export class Metrics {
   }
 
   /** Reads the gauges from these parts from now on (they open after the metrics do). */
-  gauges(reads: GaugeReads): void {
-    this.#reads = reads;
+  gauges(reads: Partial<GaugeReads>): void {
+    this.#reads = { ...this.#reads, ...reads };
   }
 
   /** Counts a judged event. */

@@ -7,6 +7,10 @@ import { SessionOrder } from './session-order.js';
 /** The most sessions one call of `GET /api/sessions` returns, and how many when not asked. */
 export const SESSIONS_LIMIT = 500;
 const SESSIONS_DEFAULT = 100;
+/** Sessions one search (`q`) looks at per call, at most: about a millisecond's work. */
+export const SEARCH_SCAN = 10_000;
+/** The longest search (`q`), in characters. */
+const SEARCH_MAX = 200;
 
 export const RANKS: Record<SessionState, Rank> = { active: 0, flagged: 1, paused: 2 };
 const STATES = Object.keys(RANKS) as SessionState[];
@@ -20,18 +24,24 @@ export interface SessionsQuery {
   readonly limit: number;
   /** One session: the agent's (its id names its session), or a client address without agents. */
   readonly agent: string | null;
+  /** Sessions whose id holds this, in lower case (`q`); null: every session. */
+  readonly search: string | null;
 }
 
 export interface SessionsPage {
   readonly ids: string[];
   readonly next: string | null;
-  readonly total: number;
+  /** Null for a search: it counts only what it looked at. */
+  readonly total: number | null;
   readonly counts: Record<SessionState, number>;
 }
 
-/** `limit`, `cursor`, `state` (repeatable or comma-separated) and `agent`; 400 for anything else. */
+/**
+ * `limit`, `cursor`, `state` (repeatable or comma-separated), `agent` and `q`; 400 for anything
+ * else.
+ */
 export function sessionsQuery(query: URLSearchParams): SessionsQuery {
-  knownParams(query, ['limit', 'cursor', 'state', 'agent']);
+  knownParams(query, ['limit', 'cursor', 'state', 'agent', 'q']);
   const states = query.getAll('state').flatMap((s) => s.split(','));
   for (const s of states) {
     if (!(STATES as string[]).includes(s)) {
@@ -45,12 +55,20 @@ export function sessionsQuery(query: URLSearchParams): SessionsQuery {
   if (agents.length > 1 || agents[0] === '') {
     throw new TrajgateError('E_BAD_FIELD', 'query "agent" must name one agent (its id)');
   }
+  const q = query.getAll('q');
+  if (q.length > 1 || (q[0] !== undefined && (q[0] === '' || q[0].length > SEARCH_MAX))) {
+    throw new TrajgateError(
+      'E_BAD_FIELD',
+      `query "q" must be one text of 1 to ${SEARCH_MAX} characters (part of a session id), got ${q.length > 1 ? `${q.length} of them` : `${q[0]?.length} characters`}`,
+    );
+  }
   const cursor = query.get('cursor');
   return {
     ranks: new Set((states.length ? states : STATES).map((s) => RANKS[s as SessionState])),
     cursor: cursor === null ? null : decodeCursor(cursor),
     limit: intParam(query, 'limit', SESSIONS_DEFAULT, 1, SESSIONS_LIMIT),
     agent: agents[0] ?? null,
+    search: q[0]?.toLowerCase() ?? null,
   };
 }
 
@@ -104,12 +122,6 @@ export class SessionList {
     this.#scheduled ??= setImmediate(() => this.#flushSome()).unref();
   }
 
-  /** Forgets the session at once (an evicted session). */
-  remove(id: string): void {
-    this.#dirty.delete(id);
-    this.#order.remove(id);
-  }
-
   /** Places every marked session (before a read). */
   flush(): void {
     if (this.#scheduled !== null) clearImmediate(this.#scheduled);
@@ -139,19 +151,32 @@ export class SessionList {
     this.flush();
     const counts = { active: 0, flagged: 0, paused: 0 };
     for (const s of STATES) counts[s] = this.#order.count(RANKS[s]);
+    const search = q.search;
+    const match = search === null ? null : (id: string) => id.toLowerCase().includes(search);
     if (q.agent !== null) {
       const key = this.#order.key(q.agent);
-      const ids = key && q.ranks.has(key.rank) && q.cursor === null ? [q.agent] : [];
-      return { ids, next: null, total: key && q.ranks.has(key.rank) ? 1 : 0, counts };
+      const listed = key !== undefined && q.ranks.has(key.rank) && (match?.(q.agent) ?? true);
+      const ids = listed && q.cursor === null ? [q.agent] : [];
+      return { ids, next: null, total: match !== null ? null : listed ? 1 : 0, counts };
     }
-    const { ids, next } = this.#order.page(q.ranks, q.cursor, q.limit);
+    const scan = match === null ? Infinity : SEARCH_SCAN;
+    const { ids, next } = this.#order.page(q.ranks, q.cursor, q.limit, match, scan);
     // A row placed by a change no listener saw is placed again for the next read.
     for (const id of ids) {
       const now = this.keyOf(id);
       const was = this.#order.key(id);
       if (now?.rank !== was?.rank || now?.at !== was?.at) this.touch(id);
     }
-    const total = STATES.reduce((n, s) => n + (q.ranks.has(RANKS[s]) ? counts[s] : 0), 0);
+    const total =
+      match === null
+        ? STATES.reduce((n, s) => n + (q.ranks.has(RANKS[s]) ? counts[s] : 0), 0)
+        : null;
     return { ids, next: next && encodeCursor(next), total, counts };
+  }
+
+  /** Sessions in the state now (what the gauges read): the sections' sizes, no scan. */
+  count(state: SessionState): number {
+    this.flush();
+    return this.#order.count(RANKS[state]);
   }
 }

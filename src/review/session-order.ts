@@ -2,7 +2,8 @@
  * The sessions list's order, kept as sessions change: paused first, then flagged, then active,
  * each newest activity first (ties by id). One sorted list of blocks per state, so that a move
  * (new activity, a pause, a flag) costs a binary search and a splice of one block, and a page
- * after a cursor a binary search and the rows it returns, however many sessions there are.
+ * after a cursor a binary search and the rows it returns (a search: the sessions it looks at,
+ * bounded per call), however many sessions there are.
  */
 
 /** 2: paused, 1: flagged, 0: active (the list's sections, highest first). */
@@ -65,12 +66,12 @@ class Blocks {
     this.size = sorted.length;
   }
 
-  /** The ids after `from` (from the start when null), at most `limit`, pushed onto `out`. */
-  after(from: Entry | null, limit: number, out: string[]): void {
+  /** The entries after `from` (from the start when null), in order. */
+  *after(from: Entry | null): Generator<Entry> {
     let [b, i] = from === null ? [0, 0] : this.#locate(from, 1);
-    for (; b < this.#blocks.length && out.length < limit; b++, i = 0) {
+    for (; b < this.#blocks.length; b++, i = 0) {
       const block = this.#blocks[b] as Entry[];
-      for (; i < block.length && out.length < limit; i++) out.push((block[i] as Entry).id);
+      for (; i < block.length; i++) yield block[i] as Entry;
     }
   }
 
@@ -151,23 +152,30 @@ export class SessionOrder {
 
   /**
    * Up to `limit` ids of the sections `ranks` in list order, after `cursor` (from the start
-   * when null); `next`: the cursor of the last one, null when nothing follows.
+   * when null), those `match` keeps, looking at `scan` sessions at most; `next`: the cursor of
+   * the last one looked at, null when nothing follows.
    */
   page(
     ranks: ReadonlySet<Rank>,
     cursor: Cursor | null,
     limit: number,
+    match: ((id: string) => boolean) | null = null,
+    scan = Infinity,
   ): { ids: string[]; next: Cursor | null } {
     const ids: string[] = [];
-    // One more than asked for tells whether anything follows.
+    let last = cursor;
+    let seen = 0;
     for (const rank of [2, 1, 0] as const) {
       if (!ranks.has(rank) || (cursor !== null && rank > cursor.rank)) continue;
       const from = cursor !== null && rank === cursor.rank ? cursor : null;
-      this.#sections[rank].after(from, limit + 1, ids);
+      for (const entry of this.#sections[rank].after(from)) {
+        // Another session follows: the next page starts after the last one looked at.
+        if (ids.length === limit || seen === scan) return { ids, next: last };
+        seen++;
+        last = { rank, at: entry.at, id: entry.id };
+        if (match === null || match(entry.id)) ids.push(entry.id);
+      }
     }
-    if (ids.length <= limit) return { ids, next: null };
-    ids.length = limit;
-    const id = ids[limit - 1] as string;
-    return { ids, next: { id, ...(this.#keys.get(id) as Key) } };
+    return { ids, next: null };
   }
 }

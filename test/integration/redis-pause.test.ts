@@ -167,6 +167,18 @@ describe('pauses, resumes, denies and approvals across three replicas', () => {
       ).catch(() => undefined);
       expect(ids.sort(), r.name).toEqual(expect.arrayContaining(SESSIONS));
     }
+    // The paused gauge reads the list's counts: the shared pauses, on every replica.
+    for (const r of [A, B, C]) {
+      await waitFor(
+        async () => {
+          const { paused } = (await r.api.get('/api/sessions?limit=1')).json.counts;
+          const text = (await r.api.get('/metrics')).text;
+          return paused >= 1 && text.includes(`\ntrajgate_paused_sessions ${paused}\n`);
+        },
+        5_000,
+        `${r.name}: trajgate_paused_sessions is counts.paused`,
+      );
+    }
   });
 
   it('an approval on B and at once a resume on C, many times: every held request is let through', async () => {

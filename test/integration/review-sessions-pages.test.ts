@@ -119,6 +119,22 @@ describe('GET /api/sessions pages', () => {
     });
   });
 
+  it('q finds sessions by part of their id, any case; total null; /metrics counts agree', async () => {
+    const found = await walk('q=A02&limit=4');
+    expect(found.map((v) => v.id)).toEqual([
+      ...['a022', 'a021', 'a020'],
+      ...IDS.filter((id) => /^a02[3-9]$/.test(id)),
+    ]);
+    const one = await api.get('/api/sessions?q=a02');
+    expect(one.json).toMatchObject({ total: null, next: null });
+    expect(one.json.counts).toEqual({ paused: 3, flagged: 5, active: 592 });
+    const paused = await api.get('/api/sessions?q=02&state=paused');
+    expect(paused.json.sessions.map((v: View) => v.id)).toEqual(['a022', 'a021', 'a020']);
+    expect((await api.get('/api/sessions?q=zzz')).json).toMatchObject({ sessions: [] });
+    const metrics = await api.get('/metrics');
+    expect(metrics.text).toMatch(/^trajgate_paused_sessions 3$/m);
+  });
+
   it('a cursor stays valid while sessions move between pages', async () => {
     const moved = ['a100', 'a101', 'a200'];
     const views = await walk('limit=50', async (page) => {
@@ -146,6 +162,9 @@ describe('GET /api/sessions pages', () => {
     ['state=running', 'query "state" must be active, flagged, paused'],
     ['agent=', 'query "agent" must name one agent'],
     ['order=id', 'query "order" is not known here'],
+    ['q=', 'query "q" must be one text of 1 to 200 characters'],
+    [`q=${'x'.repeat(201)}`, 'query "q" must be one text of 1 to 200 characters'],
+    ['q=a&q=b', 'query "q" must be one text of 1 to 200 characters (part of a session id), got 2'],
   ])('%s → 400 E_BAD_FIELD naming the parameter', async (query, says) => {
     const res = await api.get(`/api/sessions?${query}`);
     expect(res.status).toBe(400);

@@ -43,3 +43,27 @@ describe('HeldRequests: releases a held request missed', () => {
     expect(held.ended(3)).toBe('deny');
   });
 });
+
+describe('HeldRequests.count', () => {
+  it('counts holds as they come and go (released, timed out, client gone), once each', async () => {
+    const held = new HeldRequests(50);
+    let leave: () => void = () => undefined;
+    const leaving: Presence = {
+      gone: false,
+      onGone: (fn) => ((leave = fn), () => undefined),
+    };
+    const a = held.hold(info(1), present);
+    const b = held.hold({ ...info(2), session: 't' }, leaving);
+    const c = held.hold({ ...info(3), session: 'u' }, present);
+    expect(held.count()).toBe(3);
+    held.release('s', 'resume');
+    held.release('s', 'resume'); // nothing left to let go: counted once
+    await expect(a).resolves.toBe('resume');
+    expect(held.count()).toBe(2);
+    leave();
+    await expect(b).resolves.toBe('gone');
+    expect(held.count()).toBe(1);
+    await expect(c).resolves.toBe('timeout');
+    expect(held.count()).toBe(0);
+  });
+});

@@ -133,7 +133,7 @@ describe('SessionOrder', () => {
 });
 
 describe('SessionList', () => {
-  it('places touched sessions at the next read, drops those no longer known, forgets at once', () => {
+  it('places touched sessions at the next read, drops those no longer known', () => {
     const keys = new Map<string, Key>([
       ['a', { rank: 0, at: 1 }],
       ['b', { rank: 0, at: 2 }],
@@ -152,7 +152,8 @@ describe('SessionList', () => {
       total: 1,
       counts: { active: 0, flagged: 0, paused: 1 },
     });
-    list.remove('a');
+    keys.delete('a');
+    list.touch('a');
     expect(list.page(q)).toMatchObject({ ids: [], total: 0 });
   });
 
@@ -202,7 +203,7 @@ describe('sessionsQuery', () => {
     ['cursor=xyz', /query "cursor" is not a cursor this gateway gave/],
     [`cursor=${Buffer.from('[3,1,"a"]').toString('base64url')}`, /query "cursor"/],
     [`cursor=${Buffer.from('[1,-1,"a"]').toString('base64url')}`, /query "cursor"/],
-    ['sort=id', /query "sort" is not known here \(known: limit, cursor, state, agent\)/],
+    ['sort=id', /query "sort" is not known here \(known: limit, cursor, state, agent, q\)/],
   ])('%s → E_BAD_FIELD naming the parameter', (query, message) => {
     expect(() => sessionsQuery(new URLSearchParams(query))).toThrow(message);
     try {
@@ -218,6 +219,7 @@ describe('sessionsQuery', () => {
       cursor: null,
       limit: 100,
       agent: null,
+      search: null,
     });
   });
 });

@@ -1,18 +1,24 @@
 // The review page: token form, routing between the sessions list and one session, and the
-// polling loop (every second; every two while the API is down) that keeps both live.
+// polling loop (every second; every two while the API is down; none while the tab is hidden)
+// that keeps live what is shown: the list's page, the open session, the journal's health.
 
-import { ApiFailure, call, Down, token, Unauthorized } from './api.js';
+import { ApiFailure, Down, token, Unauthorized } from './api.js';
 import { byId, clock, setText } from './dom.js';
 import { hideHealth, loadHealth } from './health.js';
+import { ListControls } from './list-controls.js';
+import { fetchPage, filterHash, NO_FILTER, Pages, parseFilter } from './list-pages.js';
+import type { Filter } from './list-pages.js';
 import { SessionPage } from './session.js';
 import { SessionsList } from './sessions.js';
-import type { SessionsAnswer, SessionView } from '../../wire.js';
 
 const POLL_MS = 1_000;
 const RETRY_MS = 2_000;
 
-/** `#/session/ID`, or `#/session/ID/event/SEQ` (that event selected: links in chat, pairs). */
-type Route = { kind: 'list' } | { kind: 'session'; id: string; event?: number };
+/**
+ * `#/session/ID`, or `#/session/ID/event/SEQ` (that event selected: links in chat, pairs); the
+ * list is `#/`, filtered with `#/?state=&agent=&q=`.
+ */
+type Route = { kind: 'list'; filter: Filter } | { kind: 'session'; id: string; event?: number };
 
 function currentRoute(): Route {
   const m = /^#\/session\/(.+?)(?:\/event\/(\d{1,15}))?$/.exec(location.hash);
@@ -24,7 +30,8 @@ function currentRoute(): Route {
       // a malformed id: the list
     }
   }
-  return { kind: 'list' };
+  const query = /^#\/?\?(.*)$/.exec(location.hash);
+  return { kind: 'list', filter: query ? parseFilter(query[1] as string) : NO_FILTER };
 }
 const routeKey = (r: Route) => (r.kind === 'list' ? 'list' : `session:${r.id}`);
 
@@ -39,7 +46,15 @@ const connText = byId('conn-text');
 const pausedLink = byId<HTMLAnchorElement>('nav-paused');
 const signOut = byId<HTMLButtonElement>('sign-out');
 
-const list = new SessionsList();
+const pages = new Pages();
+const list = new SessionsList(
+  new ListControls(
+    (filter) => (location.hash = filterHash(filter)),
+    (by) => {
+      if (by === 1 ? pages.forward() : pages.back()) wake();
+    },
+  ),
+);
 const sessionPage = new SessionPage({ refresh: () => wake(), unauthorized: () => refused() });
 
 let down: { since: number; attempts: number; last: number } | null = null;
@@ -81,11 +96,15 @@ function mount(): void {
   signOut.hidden = false;
   const r = currentRoute();
   if (r.kind === 'list') {
+    pages.setFilter(r.filter);
     if (view.firstChild !== list.element) view.replaceChildren(list.element);
     document.title = 'Sessions · trajgate review';
     return;
   }
   if (sessionPage.id !== r.id) sessionPage.show(r.id);
+  // Back to the list keeps its filter and page.
+  for (const back of sessionPage.element.querySelectorAll('a.back'))
+    back.setAttribute('href', filterHash(pages.filter));
   if (r.event !== undefined) sessionPage.focus(r.event);
   if (view.firstChild !== sessionPage.element) view.replaceChildren(sessionPage.element);
   document.title = `${r.id} · trajgate review`;
@@ -125,23 +144,17 @@ function problem(text: string): void {
   setText(banner, text);
 }
 
-/** Pages of the list (`next`) read one after the other; a session that moved is shown once. */
-const PAGES = 1000;
-
+/** The list's page as it is now (same filter and cursor); the top bar's paused count. */
 async function loadSessions(): Promise<void> {
-  const seen = new Map<string, SessionView>();
-  let next: string | null = null;
-  for (let i = 0; i < PAGES && (i === 0 || next !== null); i++) {
-    const path: string = `/api/sessions?limit=500${next === null ? '' : `&cursor=${encodeURIComponent(next)}`}`;
-    const page: SessionsAnswer = await call<SessionsAnswer>('GET', path);
-    for (const s of page.sessions) if (!seen.has(s.id)) seen.set(s.id, s);
-    next = page.next;
-  }
-  const sessions = [...seen.values()];
-  list.update(sessions);
-  const paused = sessions.filter((s) => s.state === 'paused').length;
+  const { filter, cursor } = pages;
+  const shown = await fetchPage(filter, cursor);
+  // Turned or filtered meanwhile: the next poll shows the page asked for.
+  if (pages.filter !== filter || pages.cursor !== cursor) return;
+  pages.next = shown.next;
+  list.update(shown, filter, pages.number);
+  const paused = shown.counts.paused;
   pausedLink.hidden = paused === 0;
-  setText(pausedLink, `${paused} paused`);
+  setText(pausedLink, `${paused.toLocaleString('en')} paused`);
 }
 
 /** One poll of what the current view shows; the delay before the next (-1: wait for a wake). */
@@ -198,8 +211,10 @@ async function loop(): Promise<never> {
     woken = false;
     const delay = await poll();
     if (woken) continue;
+    // A hidden tab asks nothing: it polls again once shown (visibilitychange wakes it).
+    const hidden = document.visibilityState === 'hidden';
     await new Promise<void>((resolve) => {
-      const timer = delay >= 0 ? setTimeout(resolve, delay) : undefined;
+      const timer = delay >= 0 && !hidden ? setTimeout(resolve, delay) : undefined;
       wakeUp = () => {
         clearTimeout(timer);
         resolve();
@@ -236,6 +251,10 @@ window.addEventListener('hashchange', () => {
     byId('main').focus({ preventScroll: true });
     wake();
   }
+});
+
+document.addEventListener('visibilitychange', () => {
+  if (document.visibilityState === 'visible') wake();
 });
 
 setInterval(() => {

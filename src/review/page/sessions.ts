@@ -1,8 +1,11 @@
-// The sessions list: one row per session, paused first, then flagged (a REVIEW since the last
+// The sessions list: one page of rows, paused first, then flagged (a REVIEW since the last
 // operator action). Rows are kept by session id and only
 // their changed text is touched on each poll, so live updates neither flicker nor shift.
 
 import { ago, clock, fill, h, plural, setText, stamp } from './dom.js';
+import type { ListControls } from './list-controls.js';
+import type { Filter, Shown } from './list-pages.js';
+import { PAGE_SIZE } from './list-pages.js';
 import type { SessionView } from '../../wire.js';
 
 interface Row {
@@ -17,6 +20,26 @@ interface Row {
   countsKey: string;
 }
 
+/** What an empty page says: no sessions at all, a search going on, a page past the last, none. */
+const EMPTY = {
+  none: [
+    'No sessions yet',
+    'Sessions appear here as soon as an agent sends its first request through the proxy or the tool bridge.',
+  ],
+  searching: [
+    'Nothing found here yet',
+    'A search looks at 10,000 sessions a call: Next → searches on.',
+  ],
+  past: [
+    'No more sessions',
+    'Those that were here moved up or were forgotten: ← Previous goes back.',
+  ],
+  unmatched: [
+    'No sessions match',
+    'None is in this state or matches the search: change it or choose All.',
+  ],
+} as const;
+
 export const sessionHref = (id: string) => `#/session/${encodeURIComponent(id)}`;
 /** ` after #41` when a sequence rule paused it (an older gateway sends no pausedRule). */
 const after = (s: SessionView) =>
@@ -28,10 +51,12 @@ export class SessionsList {
   readonly #tbody: HTMLTableSectionElement;
   readonly #table: HTMLTableElement;
   readonly #empty: HTMLElement;
+  readonly #emptyTitle: HTMLElement;
+  readonly #emptyText: HTMLElement;
   readonly #rows = new Map<string, Row>();
   #order = '';
 
-  constructor() {
+  constructor(private readonly controls: ListControls) {
     this.#summary = h('p', {
       class: 'list-summary',
       text: 'Loading…',
@@ -59,13 +84,13 @@ export class SessionsList {
       ),
       this.#tbody,
     );
+    this.#emptyTitle = h('p', { class: 'empty-title' });
+    this.#emptyText = h('p');
     this.#empty = h(
       'div',
       { class: 'empty', attrs: { hidden: '' } },
-      h('p', { class: 'empty-title', text: 'No sessions yet' }),
-      h('p', {
-        text: 'Sessions appear here as soon as an agent sends its first request through the proxy or the tool bridge.',
-      }),
+      this.#emptyTitle,
+      this.#emptyText,
     );
     this.element = h(
       'section',
@@ -76,7 +101,9 @@ export class SessionsList {
         h('h1', { attrs: { id: 'sessions-title' }, text: 'Sessions' }),
         this.#summary,
       ),
+      controls.filters,
       h('div', { class: 'card card-flush' }, this.#table, this.#empty),
+      controls.pager,
     );
   }
 
@@ -89,17 +116,38 @@ export class SessionsList {
     this.#empty.hidden = true;
   }
 
-  update(sessions: readonly SessionView[], now = Date.now()): void {
-    const paused = sessions.filter((s) => s.state === 'paused');
-    const flagged = sessions.filter((s) => s.state === 'flagged').length;
+  /** The page `shown` of the list for `filter`; `page`: its number, and whether one follows. */
+  update(shown: Shown, filter: Filter, page: number, now = Date.now()): void {
+    const { sessions, counts } = shown;
+    const flagged = counts.flagged;
     const held = sessions.reduce((n, s) => n + s.held, 0);
+    const more = shown.next !== null;
+    const several = page > 1 || more;
+    const from = (page - 1) * PAGE_SIZE + 1;
     setText(
       this.#summary,
-      `${plural(sessions.length, 'session')} · ${paused.length} paused · ${plural(held, 'held request')}` +
-        (flagged > 0 ? ` · ${flagged} flagged for review` : ''),
+      (filter.q === ''
+        ? plural(shown.total ?? 0, 'session')
+        : `${plural(sessions.length, 'match', 'matches')} for “${filter.q}”${more ? ' so far' : ''}`) +
+        ` · ${counts.paused} paused · ${plural(held, 'held request')}${several ? ' on this page' : ''}` +
+        (flagged > 0 ? ` · ${flagged} flagged for review` : '') +
+        (several && filter.q === '' && sessions.length > 0
+          ? ` · showing ${from.toLocaleString('en')}–${(from + sessions.length - 1).toLocaleString('en')}`
+          : ''),
     );
+    this.controls.update(filter, counts, { number: page, more });
     this.#empty.hidden = sessions.length > 0;
     this.#table.hidden = sessions.length === 0;
+    const [title, text] =
+      counts.paused + counts.flagged + counts.active === 0
+        ? EMPTY.none
+        : more
+          ? EMPTY.searching
+          : page > 1
+            ? EMPTY.past
+            : EMPTY.unmatched;
+    setText(this.#emptyTitle, title);
+    setText(this.#emptyText, text);
     const seen = new Set<string>();
     for (const s of sessions) {
       seen.add(s.id);
