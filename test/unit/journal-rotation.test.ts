@@ -18,12 +18,14 @@ import { applyRecord } from '../../src/journal/rebuild.js';
 import type { EventRecord, JournalRecord } from '../../src/journal/records.js';
 import { eventRecord } from '../../src/journal/records.js';
 import { SessionIndex } from '../../src/journal/session-index.js';
+import { isPart } from '../../src/journal/snapshot-read.js';
 import type { SnapshotState } from '../../src/review/snapshot.js';
 import { captureState, restoreState, snapshotOptions } from '../../src/review/snapshot.js';
 import { chainFiles, verifyChain } from '../../src/journal/verify.js';
 import type { JournalWriter } from '../../src/journal/writer.js';
 import { Denials } from '../../src/review/pause-ends.js';
 import { Review } from '../../src/review/review.js';
+import { letBuild } from '../helpers/snapshot.js';
 import { tempDir } from '../helpers/tmp.js';
 
 /**
@@ -106,20 +108,35 @@ function random(seed: number): () => number {
 
 /**
  * `steps` actions as the gateway takes them: decisions (pausing ones with their pause record in
- * one write), outcomes written later, approvals with expiries, deny patterns, revokes, resumes, denies.
+ * one write), outcomes written later, approvals with expiries, deny patterns, revokes, resumes,
+ * denies and (`evict`) evictions, among `sessions`. Between them a snapshot build goes on (a
+ * turn of the event loop, or until it is ready), so records land in the middle of builds.
  */
-function history(w: JournalWriter, p: Parts, steps: number, seed = 1): void {
+async function history(
+  w: JournalWriter,
+  p: Parts,
+  steps: number,
+  seed = 1,
+  { sessions = SESSIONS, evict = false }: { sessions?: readonly string[]; evict?: boolean } = {},
+): Promise<void> {
   const rnd = random(seed);
+  const turns = random(seed + 1000);
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)] as T;
   const last = new Map<string, number>();
   let ts = Date.parse('2026-01-01T00:00:00Z');
   const approvals: string[] = [];
   for (let i = 0; i < steps; i++) {
+    await letBuild(w, turns());
     ts += 1000;
-    const session = pick(SESSIONS);
+    const session = pick(sessions);
     const r = rnd();
     const paused = p.guard.session(session)?.pausedAt != null;
-    if (r < 0.6) {
+    if (evict && r < 0.04) {
+      w.append({ type: 'evict', session, idleSince: w.iso(ts), reason: 'test' });
+      p.guard.forget(session);
+      p.review.forget(session);
+      last.delete(session);
+    } else if (r < 0.6) {
       const [kind, target] = pick([
         ['network', 'https://docs.example.com/x'],
         ['network', `https://api${Math.floor(rnd() * 3)}.test/v1`],
@@ -189,14 +206,14 @@ function history(w: JournalWriter, p: Parts, steps: number, seed = 1): void {
 /** State after reading every file, oldest first, applying each line (no snapshot used). */
 function fullReplay(config: Config): Parts {
   const p = partsFor(config);
-  let first = 0;
-  for (const file of journalFiles(config.journal.path)) {
-    first ||= Number((JSON.parse(linesOf(file)[0] as string) as { seq: number }).seq);
+  journalFiles(config.journal.path).forEach((file, n) => {
+    let seen = 0;
     readJournal(
       file,
       (r) => {
         // Only a first file left by `keep` starts from a snapshot; later ones repeat the lines.
-        if (r.type === 'snapshot' && r.seq === first) restoreState(r.state, p);
+        if (r.type === 'snapshot' && n === 0 && seen === 0) restoreState(r.state, p);
+        seen++;
         if (r.type === 'snapshot') return;
         applyTo(p)(r);
         p.denials.observe(r, r.seq);
@@ -204,7 +221,7 @@ function fullReplay(config: Config): Parts {
       () => undefined,
       { repair: false },
     );
-  }
+  });
   return p;
 }
 
@@ -217,33 +234,41 @@ const json = (p: Parts, live = false) => {
   return state;
 };
 const linesOf = (path: string) => readFileSync(path, 'utf8').split('\n').slice(0, -1);
+/** A file's records: its lines less a snapshot's part lines (read as one with their head). */
+const recordsOf = (path: string) => linesOf(path).filter((l) => !isPart(l));
 
 describe('journal rotation with snapshots', () => {
-  it('a restart from the newest snapshot and the lines after it equals a full replay', () => {
+  it('a restart from the newest snapshot and the lines after it equals a full replay', async () => {
     const dir = tempDir();
     const config = configFor(dir, { path: './j/journal.jsonl', rotate: 16384, keep: 100_000 });
     const live = partsFor(config);
     const { writer } = open(config, live);
-    history(writer, live, 2500);
+    await history(writer, live, 2500);
     writer.close();
     const rotated = listRotated(config.journal.path);
     expect(rotated.length).toBeGreaterThan(10);
-    // Each rotated-to file begins with a snapshot chained from the previous file's last line.
+    // Each rotated-to file begins with a snapshot (parts, then their head) chained from the
+    // previous file's last line.
     const files = journalFiles(config.journal.path);
     for (let i = 1; i < files.length; i++) {
-      const first = JSON.parse(linesOf(files[i] as string)[0] as string) as Record<string, unknown>;
-      expect(first).toMatchObject({ type: 'snapshot', version: 1 });
+      const first = JSON.parse(recordsOf(files[i] as string)[0] as string) as Record<
+        string,
+        unknown
+      >;
+      const parts = linesOf(files[i] as string).length - recordsOf(files[i] as string).length;
+      expect(first).toMatchObject({ type: 'snapshot', version: 2, parts });
+      expect(parts).toBeGreaterThan(0);
       expect(first.prev).toBe(digestOf(linesOf(files[i - 1] as string).at(-1) as string));
     }
     expect(verifyChain(chainFiles(config.journal.path)).records).toBe(
-      files.reduce((n, f) => n + linesOf(f).length, 0),
+      files.reduce((n, f) => n + recordsOf(f).length, 0),
     );
     const full = fullReplay(config);
     const restarted = partsFor(config);
     const { writer: again, restored } = open(config, restarted);
     again.close();
     // Only the live file was read.
-    expect(restored).toBe(linesOf(config.journal.path).length);
+    expect(restored).toBe(recordsOf(config.journal.path).length);
     const state = json(full);
     expect(json(restarted)).toEqual(state);
     expect(json(live, true)).toEqual(state);
@@ -258,14 +283,14 @@ describe('journal rotation with snapshots', () => {
     expect(s.recent.every(([, r]) => r.length <= 5)).toBe(true);
   });
 
-  it('every rotation point gives the same state as a full replay', () => {
+  it('every rotation point gives the same state as a full replay', async () => {
     // Rotations land after every kind of record: compare at many cut points.
     for (const seed of [2, 3, 4, 5, 6, 7, 8, 9]) {
       const dir = tempDir();
       const config = configFor(dir, { path: './journal.jsonl', rotate: 4096, keep: 100_000 });
       const live = partsFor(config);
       const { writer } = open(config, live);
-      history(writer, live, 200 + seed * 37, seed);
+      await history(writer, live, 200 + seed * 37, seed);
       writer.close();
       expect(listRotated(config.journal.path).length).toBeGreaterThan(2);
       const restarted = partsFor(config);
@@ -274,14 +299,14 @@ describe('journal rotation with snapshots', () => {
     }
   });
 
-  it('keep: rotated files beyond it are deleted, oldest first; verify starts at the oldest kept', () => {
+  it('keep: rotated files beyond it are deleted, oldest first; verify starts at the oldest kept', async () => {
     const dir = tempDir();
     // keepFor: 0ms, so that files of this one instant may go (journal-keep-for.test.ts).
     const journal = { path: './journal.jsonl', rotate: 4096, keep: 3, keepFor: '0ms' };
     const config = configFor(dir, journal);
     const live = partsFor(config);
     const { writer } = open(config, live);
-    history(writer, live, 600);
+    await history(writer, live, 600);
     writer.close();
     const rotated = listRotated(config.journal.path);
     expect(rotated.map((r) => r.n)).toEqual(
@@ -297,31 +322,34 @@ describe('journal rotation with snapshots', () => {
     expect(json(restarted)).toEqual(json(fullReplay(config)));
   });
 
-  it('chain: false writes no prev, snapshots included; verify says the file carries no chain', () => {
+  it('chain: false writes no prev, snapshots included; verify says the file carries no chain', async () => {
     const dir = tempDir();
     const config = configFor(dir, { path: './journal.jsonl', rotate: 4096, chain: false });
     const live = partsFor(config);
     const { writer } = open(config, live);
-    history(writer, live, 200);
+    await history(writer, live, 200);
     writer.close();
     for (const file of journalFiles(config.journal.path))
       for (const line of linesOf(file)) expect(line).not.toContain('"prev"');
-    expect(() => verifyChain([config.journal.path])).toThrow(/:1: carries no chain/);
+    // The head is the file's first record: its part lines come before it.
+    const head = linesOf(config.journal.path).findIndex((l) => !isPart(l)) + 1;
+    expect(() => verifyChain([config.journal.path])).toThrow(`:${head}: carries no chain`);
     const restarted = partsFor(config);
     open(config, restarted).writer.close();
     expect(json(restarted)).toEqual(json(fullReplay(config)));
   });
 
-  it('a snapshot of an unknown version → E_JOURNAL_CORRUPT naming file:line and version', () => {
+  it('a snapshot of an unknown version → E_JOURNAL_CORRUPT naming file:line and version', async () => {
     const dir = tempDir();
     const config = configFor(dir, { path: './journal.jsonl', rotate: 4096 });
     const live = partsFor(config);
     const { writer } = open(config, live);
-    history(writer, live, 200);
+    await history(writer, live, 200);
     writer.close();
     const path = config.journal.path;
     const ls = linesOf(path);
-    ls[0] = (ls[0] as string).replace('"version":1,', '"version":7,');
+    const head = ls.findIndex((l) => !isPart(l));
+    ls[head] = (ls[head] as string).replace('"version":2,', '"version":7,');
     writeFileSync(path, ls.join('\n') + '\n');
     let error: unknown;
     try {
@@ -332,17 +360,17 @@ describe('journal rotation with snapshots', () => {
     expect(isTrajgateError(error) && error.code).toBe('E_JOURNAL_CORRUPT');
     expect((error as Error).message).toMatch(
       new RegExp(
-        `^${path.replace(/[.]/g, '\\.')}:1: snapshot version 7 is not one this trajgate reads`,
+        `^${path.replace(/[.]/g, '\\.')}:${head + 1}: snapshot version 7 is not one this trajgate reads \\(1, 2\\)`,
       ),
     );
   });
 
-  it('a crash between the renames: the prepared file becomes the live one at start', () => {
+  it('a crash between the renames: the prepared file becomes the live one at start', async () => {
     const dir = tempDir();
     const config = configFor(dir, { path: './journal.jsonl', rotate: 4096 });
     const live = partsFor(config);
     const { writer } = open(config, live);
-    history(writer, live, 300);
+    await history(writer, live, 300);
     writer.close();
     const path = config.journal.path;
     // As if the live file had been renamed and the process died before `.next` took its name.

@@ -1,0 +1,213 @@
+import { createHash } from 'node:crypto';
+import { close, fdatasync, open, unlinkSync, write, writeSync } from 'node:fs';
+import { performance } from 'node:perf_hooks';
+import { setImmediate as nextTurn } from 'node:timers/promises';
+import type { JournalRecord, Unstamped } from './records.js';
+import { PART } from './snapshot-read.js';
+
+/** What a snapshot holds, asked one session at a time (review/snapshot.ts gives it). */
+export interface SnapshotSource {
+  /** Every session it holds, in the order a restart is to give them. */
+  sessions(): Iterable<string>;
+  /** What it holds of one session (JSON-ready), null when nothing (gone). */
+  part(session: string): object | null;
+  /** What it holds beside the sessions (JSON-ready and small): the head's `state`. */
+  head(): unknown;
+  /**
+   * The session a record changes (`gone`: evicts it), null when it changes only what the head
+   * holds, 'all' when it may change any session's part.
+   */
+  touches(record: Unstamped<JournalRecord>): { session: string; gone: boolean } | 'all' | null;
+  /** Registers for sessions changed without a record of this journal (a shared store's). */
+  onChange?(listener: (session: string) => void): void;
+}
+
+/** A build's pace: encode for `sliceMs` at a time; seal once at most `settle` parts wait. */
+export interface Pace {
+  readonly sliceMs: number;
+  readonly settle: number;
+}
+export const PACE: Pace = { sliceMs: 8, settle: 500 };
+
+/** Thrown inside a build that was abandoned (the writer closed, or the seal failed). */
+const ABANDONED = new Error('snapshot build abandoned');
+
+/**
+ * Writes a version 2 snapshot's part lines into `<path>.next` while the journal goes on in the
+ * live file: slices of at most `sliceMs` on the event loop, appended with asynchronous writes.
+ * A session whose part was written and that changes meanwhile (`changed`) is written again
+ * later, once the first pass is done, until at most `settle` wait; then the file is synced and
+ * the build is `ready`. `seal` writes the rest synchronously (a few hundred lines) for the head.
+ */
+export class SnapshotBuild {
+  readonly #path: string;
+  readonly #source: SnapshotSource;
+  readonly #pace: Pace;
+  readonly #hash = createHash('sha256');
+  /** Sessions the first pass has yet to write, those written, and those to write again. */
+  readonly #todo: Set<string>;
+  readonly #written = new Set<string>();
+  readonly #dirty = new Set<string>();
+  /** Written, then evicted: a `gone` line first, so one that comes back goes last. */
+  readonly #evicted = new Set<string>();
+  #fd = -1;
+  #lines = 0;
+  #bytes = 0;
+  #busy = false;
+  #abandoned = false;
+  ready = false;
+  /** Settles when the build is ready, failed or dropped (whoever waits for a rotation). */
+  readonly settled: Promise<void>;
+
+  constructor(path: string, source: SnapshotSource, pace: Pace, onFail: (err: unknown) => void) {
+    this.#path = path;
+    this.#source = source;
+    this.#pace = pace;
+    this.#todo = new Set(source.sessions());
+    this.settled = this.#run().catch((err: unknown) => {
+      if (err !== ABANDONED) onFail(err);
+    });
+  }
+
+  /** Runs to `ready`; rejects with the error that stopped it (the `.next` file removed). */
+  async #run(): Promise<void> {
+    try {
+      // Kept at once: a build abandoned while the file opened still closes and removes it.
+      await this.#io<number>((done) =>
+        open(this.#path, 'w', 0o600, (err, fd) => {
+          if (!err) this.#fd = fd;
+          done(err, fd);
+        }),
+      );
+      await this.#drain(this.#todo, 0);
+      do {
+        await this.#drain(this.#dirty, this.#pace.settle);
+        await this.#io<void>((done) => fdatasync(this.#fd, done));
+      } while (this.#dirty.size > this.#pace.settle);
+      this.ready = true;
+    } catch (err) {
+      this.#cleanUp();
+      throw err;
+    }
+  }
+
+  /** A session changed by a record (or evicted, `gone`) after the build started. */
+  changed(session: string, gone: boolean): void {
+    if (gone) {
+      // Not reached yet: skipped; if it comes back it is new, written last.
+      if (this.#todo.delete(session)) return;
+      if (this.#written.has(session)) this.#evicted.add(session);
+      this.#dirty.add(session);
+    } else if (!this.#todo.has(session)) {
+      this.#dirty.add(session);
+    }
+  }
+
+  /** Any session may have changed: every part written is written again. */
+  changedAll(): void {
+    for (const session of this.#written) this.#dirty.add(session);
+  }
+
+  /**
+   * Once `ready`: writes the parts still waiting, synchronously; returns the file's descriptor
+   * (the caller's from now on), how many part lines it holds, their bytes and their digest.
+   */
+  seal(): { fd: number; parts: number; bytes: number; digest: string } {
+    const out: string[] = [];
+    for (const session of this.#dirty) this.#encode(session, out);
+    this.#dirty.clear();
+    const buf = this.#take(out);
+    for (let done = 0; done < buf.length;) {
+      const n = writeSync(this.#fd, buf, done, buf.length - done);
+      if (n === 0) throw new Error('the file accepted no bytes');
+      done += n;
+    }
+    return {
+      fd: this.#fd,
+      parts: this.#lines,
+      bytes: this.#bytes,
+      digest: this.#hash.digest('hex'),
+    };
+  }
+
+  /** Stops the build and removes `.next` (once a write in flight has returned). */
+  abandon(): void {
+    this.#abandoned = true;
+    if (!this.#busy) this.#cleanUp();
+  }
+
+  /** Writes the sessions of `set` in slices until at most `leave` are left. */
+  async #drain(set: Set<string>, leave: number): Promise<void> {
+    while (set.size > leave) {
+      const out: string[] = [];
+      const start = performance.now();
+      for (const session of set) {
+        set.delete(session);
+        this.#encode(session, out);
+        if (performance.now() - start >= this.#pace.sliceMs) break;
+      }
+      const buf = this.#take(out);
+      for (let done = 0; done < buf.length;) {
+        const n = await this.#io<number>((cb) =>
+          write(this.#fd, buf, done, buf.length - done, null, cb),
+        );
+        if (n === 0) throw new Error('the file accepted no bytes');
+        done += n;
+      }
+      // A write that is all in the page cache returns at once: let the agents' requests in.
+      await nextTurn();
+      if (this.#abandoned) throw ABANDONED;
+    }
+  }
+
+  /** The session's lines as of now: `gone` if it went since its last part, then its part. */
+  #encode(session: string, out: string[]): void {
+    const part = this.#source.part(session);
+    const id = JSON.stringify(session);
+    if (this.#written.has(session) && (part === null || this.#evicted.has(session))) {
+      out.push(`{"type":"${PART}","session":${id},"gone":true}\n`);
+      this.#written.delete(session);
+      this.#lines++;
+    }
+    this.#evicted.delete(session);
+    if (part === null) return;
+    const body = JSON.stringify(part);
+    out.push(`{"type":"${PART}","session":${id}${body === '{}' ? '}' : `,${body.slice(1)}`}\n`);
+    this.#written.add(session);
+    this.#lines++;
+  }
+
+  /** The lines as bytes, counted into the digest in file order. */
+  #take(out: string[]): Buffer {
+    const buf = Buffer.from(out.join(''));
+    this.#hash.update(buf);
+    this.#bytes += buf.length;
+    return buf;
+  }
+
+  /** One file operation on the thread pool; none is left running when the build is dropped. */
+  #io<T>(call: (done: (err: NodeJS.ErrnoException | null, value: T) => void) => void): Promise<T> {
+    this.#busy = true;
+    return new Promise<T>((resolve, reject) => {
+      call((err, value) => {
+        this.#busy = false;
+        if (err) reject(err);
+        else if (this.#abandoned) reject(ABANDONED);
+        else resolve(value);
+      });
+    });
+  }
+
+  #cleanUp(): void {
+    if (this.#fd >= 0) {
+      const fd = this.#fd;
+      this.#fd = -1;
+      close(fd, () => undefined);
+    }
+    try {
+      unlinkSync(this.#path);
+    } catch {
+      // Gone already, or left for the next start, which drops a `.next` beside a live file.
+    }
+  }
+}
