@@ -54,8 +54,15 @@ export function rotateFile(path: string, fd: number, nfd: number, head: string, 
   writeAll(nfd, Buffer.from(head));
   fdatasyncSync(nfd);
   fdatasyncSync(fd);
-  renameSync(path, rotatedName(path, n));
-  renameSync(nextName(path), path);
+  const rotated = rotatedName(path, n);
+  renameSync(path, rotated);
+  try {
+    renameSync(nextName(path), path);
+  } catch (err) {
+    // The journal goes on in the old file: it takes its name back.
+    renameSync(rotated, path);
+    throw err;
+  }
   closeSync(fd);
 }
 

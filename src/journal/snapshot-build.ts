@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { close, fdatasync, open, unlinkSync, write, writeSync } from 'node:fs';
+import { close, fdatasync, fstatSync, open, statSync, unlinkSync, write, writeSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { JournalRecord, Unstamped } from './records.js';
@@ -198,16 +198,20 @@ export class SnapshotBuild {
     });
   }
 
+  /**
+   * Closes the file and removes it, if `.next` is still this build's file: a build dropped
+   * while a write was in flight cleans up after it returns, when a later build may own `.next`.
+   */
   #cleanUp(): void {
-    if (this.#fd >= 0) {
-      const fd = this.#fd;
-      this.#fd = -1;
-      close(fd, () => undefined);
-    }
+    if (this.#fd < 0) return;
+    const fd = this.#fd;
+    this.#fd = -1;
     try {
-      unlinkSync(this.#path);
+      const ours = fstatSync(fd).ino;
+      if (statSync(this.#path).ino === ours) unlinkSync(this.#path);
     } catch {
       // Gone already, or left for the next start, which drops a `.next` beside a live file.
     }
+    close(fd, () => undefined);
   }
 }
