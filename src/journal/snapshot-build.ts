@@ -1,5 +1,15 @@
 import { createHash } from 'node:crypto';
-import { close, fdatasync, fstatSync, open, statSync, unlinkSync, write, writeSync } from 'node:fs';
+import {
+  close,
+  fdatasync,
+  fstatSync,
+  open,
+  statSync,
+  unlinkSync,
+  write,
+  writev,
+  writeSync,
+} from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { JournalRecord, Unstamped } from './records.js';
@@ -44,8 +54,12 @@ export class SnapshotBuild {
   readonly #source: SnapshotSource;
   readonly #pace: Pace;
   readonly #hash = createHash('sha256');
-  /** Sessions the first pass has yet to write, those written, and those to write again. */
-  readonly #todo: Set<string>;
+  /**
+   * The first pass: the source's sessions, iterated as they are (a Map's iterator visits
+   * sessions added meanwhile), never copied: at 100,000 sessions a copy is a block of its own.
+   */
+  readonly #pass: Iterator<string>;
+  /** Sessions written, and those to write (again): changed since, or not reached yet. */
   readonly #written = new Set<string>();
   readonly #dirty = new Set<string>();
   /** Written, then evicted: a `gone` line first, so one that comes back goes last. */
@@ -63,7 +77,7 @@ export class SnapshotBuild {
     this.#path = path;
     this.#source = source;
     this.#pace = pace;
-    this.#todo = new Set(source.sessions());
+    this.#pass = source.sessions()[Symbol.iterator]();
     this.settled = this.#run().catch((err: unknown) => {
       if (err !== ABANDONED) onFail(err);
     });
@@ -79,9 +93,11 @@ export class SnapshotBuild {
           done(err, fd);
         }),
       );
-      await this.#drain(this.#todo, 0);
+      await this.#drain(() => this.#next(this.#pass, true));
       do {
-        await this.#drain(this.#dirty, this.#pace.settle);
+        const dirty = this.#dirty.values();
+        const settle = this.#pace.settle;
+        await this.#drain(() => (this.#dirty.size > settle ? this.#next(dirty, false) : null));
         await this.#io<void>((done) => fdatasync(this.#fd, done));
       } while (this.#dirty.size > this.#pace.settle);
       this.ready = true;
@@ -93,14 +109,8 @@ export class SnapshotBuild {
 
   /** A session changed by a record (or evicted, `gone`) after the build started. */
   changed(session: string, gone: boolean): void {
-    if (gone) {
-      // Not reached yet: skipped; if it comes back it is new, written last.
-      if (this.#todo.delete(session)) return;
-      if (this.#written.has(session)) this.#evicted.add(session);
-      this.#dirty.add(session);
-    } else if (!this.#todo.has(session)) {
-      this.#dirty.add(session);
-    }
+    if (gone && this.#written.has(session)) this.#evicted.add(session);
+    this.#dirty.add(session);
   }
 
   /** Any session may have changed: every part written is written again. */
@@ -113,10 +123,10 @@ export class SnapshotBuild {
    * (the caller's from now on), how many part lines it holds, their bytes and their digest.
    */
   seal(): { fd: number; parts: number; bytes: number; digest: string } {
-    const out: string[] = [];
+    const out: Buffer[] = [];
     for (const session of this.#dirty) this.#encode(session, out);
     this.#dirty.clear();
-    const buf = this.#take(out);
+    const buf = Buffer.concat(out);
     for (let done = 0; done < buf.length;) {
       const n = writeSync(this.#fd, buf, done, buf.length - done);
       if (n === 0) throw new Error('the file accepted no bytes');
@@ -136,53 +146,78 @@ export class SnapshotBuild {
     if (!this.#busy) this.#cleanUp();
   }
 
-  /** Writes the sessions of `set` in slices until at most `leave` are left. */
-  async #drain(set: Set<string>, leave: number): Promise<void> {
-    while (set.size > leave) {
-      const out: string[] = [];
+  /** Writes the sessions `next` gives, in slices of at most `sliceMs`, until it gives null. */
+  async #drain(next: () => string | null): Promise<void> {
+    for (let more = true; more;) {
+      const out: Buffer[] = [];
       const start = performance.now();
-      for (const session of set) {
-        set.delete(session);
+      for (;;) {
+        const session = next();
+        if (session === null) {
+          more = false;
+          break;
+        }
         this.#encode(session, out);
         if (performance.now() - start >= this.#pace.sliceMs) break;
       }
-      const buf = this.#take(out);
-      for (let done = 0; done < buf.length;) {
-        const n = await this.#io<number>((cb) =>
-          write(this.#fd, buf, done, buf.length - done, null, cb),
-        );
-        if (n === 0) throw new Error('the file accepted no bytes');
-        done += n;
-      }
+      if (out.length > 0) await this.#write(out);
       // A write that is all in the page cache returns at once: let the agents' requests in.
       await nextTurn();
       if (this.#abandoned) throw ABANDONED;
     }
   }
 
+  /**
+   * The next session of `from` to write, no longer dirty; `fresh` (the first pass): one not
+   * written yet (the source holds most sessions twice, and some were written as changed).
+   */
+  #next(from: Iterator<string>, fresh: boolean): string | null {
+    for (let n = from.next(); n.done !== true; n = from.next()) {
+      if (fresh && this.#written.has(n.value)) continue;
+      this.#dirty.delete(n.value);
+      return n.value;
+    }
+    return null;
+  }
+
+  /** Appends the lines: one writev(2), no copy into one buffer; the rest of a short write after. */
+  async #write(out: Buffer[]): Promise<void> {
+    const size = out.reduce((n, b) => n + b.length, 0);
+    let done = await this.#io<number>((cb) => writev(this.#fd, out, null, cb));
+    if (done === size) return;
+    const buf = Buffer.concat(out);
+    while (done < size) {
+      const n = await this.#io<number>((cb) => write(this.#fd, buf, done, size - done, null, cb));
+      if (n === 0) throw new Error('the file accepted no bytes');
+      done += n;
+    }
+  }
+
   /** The session's lines as of now: `gone` if it went since its last part, then its part. */
-  #encode(session: string, out: string[]): void {
+  #encode(session: string, out: Buffer[]): void {
     const part = this.#source.part(session);
     const id = JSON.stringify(session);
     if (this.#written.has(session) && (part === null || this.#evicted.has(session))) {
-      out.push(`{"type":"${PART}","session":${id},"gone":true}\n`);
+      this.#line(`{"type":"${PART}","session":${id},"gone":true}\n`, out);
       this.#written.delete(session);
-      this.#lines++;
     }
     this.#evicted.delete(session);
     if (part === null) return;
     const body = JSON.stringify(part);
-    out.push(`{"type":"${PART}","session":${id}${body === '{}' ? '}' : `,${body.slice(1)}`}\n`);
+    this.#line(
+      `{"type":"${PART}","session":${id}${body === '{}' ? '}' : `,${body.slice(1)}`}\n`,
+      out,
+    );
     this.#written.add(session);
-    this.#lines++;
   }
 
-  /** The lines as bytes, counted into the digest in file order. */
-  #take(out: string[]): Buffer {
-    const buf = Buffer.from(out.join(''));
+  /** One line as bytes, counted into the digest in file order (within the slice's time). */
+  #line(text: string, out: Buffer[]): void {
+    const buf = Buffer.from(text);
     this.#hash.update(buf);
     this.#bytes += buf.length;
-    return buf;
+    this.#lines++;
+    out.push(buf);
   }
 
   /** One file operation on the thread pool; none is left running when the build is dropped. */

@@ -73,17 +73,16 @@ interface PartsState {
 
 /**
  * The journal's snapshot source (journal/snapshot-build.ts): sessions in the guard's order
- * (then those only the review or the denials know), each one's part as of when it is asked.
+ * (then those only the review or the denials know: the builder writes each once), each one's
+ * part as of when it is asked.
  */
 export function snapshotSource({ guard, store, review, denials }: SnapshotParts): SnapshotSource {
   const shared = guard.shared;
   return {
-    sessions: () => {
-      const ids = new Set<string>();
-      for (const [id] of guard.sessions()) ids.add(id);
-      for (const id of review.sessions()) ids.add(id);
-      for (const [id] of denials.entries()) ids.add(id);
-      return ids;
+    sessions: function* () {
+      for (const [id] of guard.sessions()) yield id;
+      yield* review.sessions();
+      yield* denials.sessions();
     },
     part: (id) => {
       const s = guard.session(id);
@@ -138,9 +137,9 @@ function headState(guard: Guard): { approvals: ApprovalDump[]; denies: DenyDump[
 /** The whole state as a snapshot takes it, at once (tests and tools compare states with it). */
 export function captureState(parts: SnapshotParts): SnapshotState {
   const source = snapshotSource(parts);
-  const all: [string, SessionPart][] = [];
-  for (const id of source.sessions()) all.push([id, source.part(id) as SessionPart]);
-  return snapshotState({ ...headState(parts.guard), parts: all });
+  const all = new Map<string, SessionPart>();
+  for (const id of source.sessions()) if (!all.has(id)) all.set(id, source.part(id) as SessionPart);
+  return snapshotState({ ...headState(parts.guard), parts: [...all] });
 }
 
 /**
