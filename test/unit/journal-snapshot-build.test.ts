@@ -9,6 +9,7 @@ import { nextName } from '../../src/journal/rotate.js';
 import { isPart } from '../../src/journal/snapshot-read.js';
 import { chainFiles, verifyChain } from '../../src/journal/verify.js';
 import { captureState } from '../../src/review/snapshot.js';
+import { rebuildFromJournals } from '../../src/state/rebuild.js';
 import {
   configFor,
   fullReplay,
@@ -188,5 +189,23 @@ describe('snapshots built while records go on', () => {
       // The rule before: at least twice the snapshot.
       expect(size).toBeLessThan(2 * snapshot);
     }
+  });
+});
+
+describe('state rebuild from a journal whose oldest kept file starts with a version 2 snapshot', () => {
+  it('restores the sessions only that snapshot holds', async () => {
+    const dir = tempDir();
+    const journal = { path: './journal.jsonl', rotate: 4096, keep: 1, keepFor: '0ms' };
+    const config = configFor(dir, journal);
+    const live = partsFor(config);
+    const { writer } = open(config, live);
+    await history(writer, live, 400, 9, { sessions: many(30) });
+    writer.close();
+    const [oldest] = journalFiles(config.journal.path);
+    expect(partsIn(oldest as string).length).toBeGreaterThan(0);
+    const rebuilt = rebuildFromJournals([config.journal.path], config, () => undefined);
+    const events = (sessions: Iterable<[string, { events: number }]>) =>
+      new Map([...sessions].map(([id, s]) => [id, s.events]));
+    expect(events(rebuilt.guard.sessions())).toEqual(events(live.guard.sessions()));
   });
 });
