@@ -45,13 +45,13 @@ export interface RotateOptions {
 export const nextName = (path: string): string => `${path}.next`;
 
 /**
- * Makes the prepared `<path>.next` (`nfd`: its parts written) the live file: `head` appended,
- * both files synced, the live file renamed to rotation `n`, then `.next` renamed to `path`.
- * A crash between the renames leaves `.next` and no live file: `recoverRotation` finishes the
- * job at start. The old descriptor is closed; `nfd` is the live file's from now on.
+ * Makes the prepared `<path>.next` (`nfd`) the live file: `last` appended (its last parts and
+ * head), both files synced, the live file renamed to rotation `n`, then `.next` renamed to
+ * `path`. A crash between the renames leaves `.next` and no live file: `recoverRotation`
+ * finishes the job at start. The old descriptor is closed; `nfd` is the live file's from now on.
  */
-export function rotateFile(path: string, fd: number, nfd: number, head: string, n: number): void {
-  writeAll(nfd, Buffer.from(head));
+export function rotateFile(path: string, fd: number, nfd: number, last: Buffer, n: number): void {
+  writeAll(nfd, last);
   fdatasyncSync(nfd);
   fdatasyncSync(fd);
   const rotated = rotatedName(path, n);
@@ -214,7 +214,8 @@ export class Rotation {
       sealed = build.seal();
       const state = JSON.stringify(o.snapshot.head());
       text = line(`"parts":${sealed.parts},"digest":"${sealed.digest}","state":${state}`);
-      rotateFile(this.#path, fd, sealed.fd, text + '\n', this.#next);
+      const last = Buffer.concat([sealed.rest, Buffer.from(text + '\n')]);
+      rotateFile(this.#path, fd, sealed.fd, last, this.#next);
     } catch (err) {
       build.abandon();
       this.#size = size;

@@ -1,15 +1,5 @@
 import { createHash } from 'node:crypto';
-import {
-  close,
-  fdatasync,
-  fstatSync,
-  open,
-  statSync,
-  unlinkSync,
-  write,
-  writev,
-  writeSync,
-} from 'node:fs';
+import { close, fdatasync, fstatSync, open, statSync, unlinkSync, write, writev } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { JournalRecord, Unstamped } from './records.js';
@@ -69,7 +59,7 @@ export class SnapshotBuild {
   #bytes = 0;
   #busy = false;
   #abandoned = false;
-  ready = false;
+  #ready = false;
   /** Settles when the build is ready, failed or dropped (whoever waits for a rotation). */
   readonly settled: Promise<void>;
 
@@ -100,11 +90,16 @@ export class SnapshotBuild {
         await this.#drain(() => (this.#dirty.size > settle ? this.#next(dirty, false) : null));
         await this.#io<void>((done) => fdatasync(this.#fd, done));
       } while (this.#dirty.size > this.#pace.settle);
-      this.ready = true;
+      this.#ready = true;
     } catch (err) {
       this.#cleanUp();
       throw err;
     }
+  }
+
+  /** Built: the next record seals it (`seal`) before it is written. */
+  get ready(): boolean {
+    return this.#ready;
   }
 
   /** A session changed by a record (or evicted, `gone`) after the build started. */
@@ -119,25 +114,17 @@ export class SnapshotBuild {
   }
 
   /**
-   * Once `ready`: writes the parts still waiting, synchronously; returns the file's descriptor
-   * (the caller's from now on), how many part lines it holds, their bytes and their digest.
+   * Once `ready`: the parts still waiting, as bytes for the caller to write with the head; the
+   * file's descriptor (the caller's from now on), how many part lines and bytes it will hold,
+   * and their digest.
    */
-  seal(): { fd: number; parts: number; bytes: number; digest: string } {
+  seal(): { fd: number; rest: Buffer; parts: number; bytes: number; digest: string } {
     const out: Buffer[] = [];
     for (const session of this.#dirty) this.#encode(session, out);
     this.#dirty.clear();
-    const buf = Buffer.concat(out);
-    for (let done = 0; done < buf.length;) {
-      const n = writeSync(this.#fd, buf, done, buf.length - done);
-      if (n === 0) throw new Error('the file accepted no bytes');
-      done += n;
-    }
-    return {
-      fd: this.#fd,
-      parts: this.#lines,
-      bytes: this.#bytes,
-      digest: this.#hash.digest('hex'),
-    };
+    const rest = Buffer.concat(out);
+    const digest = this.#hash.digest('hex');
+    return { fd: this.#fd, rest, parts: this.#lines, bytes: this.#bytes, digest };
   }
 
   /** Stops the build and removes `.next` (once a write in flight has returned). */
