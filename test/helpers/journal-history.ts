@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { stringify } from 'yaml';
@@ -60,6 +60,8 @@ export function configFor(dir: string, journal: object | string): Config {
       ],
     },
   });
+  // Written too, for the CLI (replay, verify) to read.
+  writeFileSync(join(dir, 'trajgate.yaml'), yaml);
   return parseConfig(yaml, join(dir, 'trajgate.yaml'), dir);
 }
 

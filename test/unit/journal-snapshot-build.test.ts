@@ -19,6 +19,7 @@ import {
   open,
   partsFor,
 } from '../helpers/journal-history.js';
+import { runCliAsync } from '../helpers/cli.js';
 import { tempDir } from '../helpers/tmp.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -207,5 +208,36 @@ describe('state rebuild from a journal whose oldest kept file starts with a vers
     const events = (sessions: Iterable<[string, { events: number }]>) =>
       new Map([...sessions].map(([id, s]) => [id, s.events]));
     expect(events(rebuilt.guard.sessions())).toEqual(events(live.guard.sessions()));
+  });
+});
+
+describe('trajgate replay from a version 2 snapshot in the oldest kept file', () => {
+  it('judges every event of the kept files; a part line edited → E_JOURNAL_CORRUPT naming it', async () => {
+    const dir = tempDir();
+    const journal = { path: './journal.jsonl', rotate: 4096, keep: 1, keepFor: '0ms' };
+    const config = configFor(dir, journal);
+    const live = partsFor(config);
+    const { writer } = open(config, live);
+    await history(writer, live, 400, 9, { sessions: many(30) });
+    writer.close();
+    const files = journalFiles(config.journal.path);
+    expect(partsIn(files[0] as string).length).toBeGreaterThan(0);
+    const args = ['replay', config.journal.path, '--config', join(dir, 'trajgate.yaml')];
+    const replayed = await runCliAsync(args);
+    expect([replayed.status, replayed.stderr]).toEqual([0, '']);
+    const judged = files
+      .flatMap((f) => linesOf(f).filter((l) => !isPart(l)))
+      .map((l) => JSON.parse(l) as { type: string; held?: boolean })
+      .filter((r) => r.type === 'event' && r.held !== true);
+    expect(replayed.stdout.trim().split('\n')).toHaveLength(judged.length);
+    const ls = linesOf(files[0] as string);
+    const head = ls.findIndex((l) => !isPart(l));
+    ls[0] = (ls[0] as string).replace(/"events":(\d)/, '"events":9$1');
+    writeFileSync(files[0] as string, ls.join('\n') + '\n');
+    const edited = await runCliAsync(args);
+    expect(edited.status).not.toBe(0);
+    expect(edited.stderr).toContain(
+      `${files[0]}:${head + 1}: the snapshot's part lines do not match its head's digest`,
+    );
   });
 });
