@@ -193,17 +193,23 @@ describe('snapshots built while records go on', () => {
   });
 });
 
+/** A journal whose older files `keep` deleted: the oldest kept one starts with a snapshot. */
+async function keptFromSnapshot() {
+  const dir = tempDir();
+  const journal = { path: './journal.jsonl', rotate: 4096, keep: 1, keepFor: '0ms' };
+  const config = configFor(dir, journal);
+  const live = partsFor(config);
+  const { writer } = open(config, live);
+  await history(writer, live, 400, 9, { sessions: many(30) });
+  writer.close();
+  const [oldest] = journalFiles(config.journal.path);
+  expect(partsIn(oldest as string).length).toBeGreaterThan(0);
+  return { dir, config, live };
+}
+
 describe('state rebuild from a journal whose oldest kept file starts with a version 2 snapshot', () => {
   it('restores the sessions only that snapshot holds', async () => {
-    const dir = tempDir();
-    const journal = { path: './journal.jsonl', rotate: 4096, keep: 1, keepFor: '0ms' };
-    const config = configFor(dir, journal);
-    const live = partsFor(config);
-    const { writer } = open(config, live);
-    await history(writer, live, 400, 9, { sessions: many(30) });
-    writer.close();
-    const [oldest] = journalFiles(config.journal.path);
-    expect(partsIn(oldest as string).length).toBeGreaterThan(0);
+    const { config, live } = await keptFromSnapshot();
     const rebuilt = rebuildFromJournals([config.journal.path], config, () => undefined);
     const events = (sessions: Iterable<[string, { events: number }]>) =>
       new Map([...sessions].map(([id, s]) => [id, s.events]));
@@ -213,15 +219,8 @@ describe('state rebuild from a journal whose oldest kept file starts with a vers
 
 describe('trajgate replay from a version 2 snapshot in the oldest kept file', () => {
   it('judges every event of the kept files; a part line edited → E_JOURNAL_CORRUPT naming it', async () => {
-    const dir = tempDir();
-    const journal = { path: './journal.jsonl', rotate: 4096, keep: 1, keepFor: '0ms' };
-    const config = configFor(dir, journal);
-    const live = partsFor(config);
-    const { writer } = open(config, live);
-    await history(writer, live, 400, 9, { sessions: many(30) });
-    writer.close();
+    const { dir, config } = await keptFromSnapshot();
     const files = journalFiles(config.journal.path);
-    expect(partsIn(files[0] as string).length).toBeGreaterThan(0);
     const args = ['replay', config.journal.path, '--config', join(dir, 'trajgate.yaml')];
     const replayed = await runCliAsync(args);
     expect([replayed.status, replayed.stderr]).toEqual([0, '']);
