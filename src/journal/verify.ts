@@ -67,6 +67,8 @@ export function verifyChain(files: readonly string[]): Verified {
       first = false;
       records++;
     });
+    if (first && parts.lines > 0)
+      throw broken(file, line, 'snapshot part lines not followed by their head');
     before = file;
   });
   return { records, torn };

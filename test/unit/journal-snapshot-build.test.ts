@@ -133,6 +133,9 @@ describe('snapshots built while records go on', () => {
     const removed = ls.filter((_, i) => i !== 1);
     writeFileSync(path, removed.join('\n') + '\n');
     refused(head, new RegExp(`head counts ${head} part line\\(s\\), ${head - 1} precede it`));
+    // Cut after the parts (no head): neither verify nor start takes them for a snapshot.
+    writeFileSync(path, ls.slice(0, head).join('\n') + '\n');
+    refused(head, /snapshot part lines (not followed by|without) their head/);
     writeFileSync(path, intact);
     expect(verifyChain(chainFiles(path)).torn).toBeNull();
   });
