@@ -1,4 +1,13 @@
-import { cpSync, existsSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  renameSync,
+  rmdirSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
@@ -8,6 +17,7 @@ import { journalFiles, listRotated, rotatedName } from '../../src/journal/files.
 import { nextName } from '../../src/journal/rotate.js';
 import { isPart } from '../../src/journal/snapshot-read.js';
 import { chainFiles, verifyChain } from '../../src/journal/verify.js';
+import { JournalWriter } from '../../src/journal/writer.js';
 import { captureState } from '../../src/review/snapshot.js';
 import { rebuildFromJournals } from '../../src/state/rebuild.js';
 import {
@@ -20,6 +30,7 @@ import {
   partsFor,
 } from '../helpers/journal-history.js';
 import { runCliAsync } from '../helpers/cli.js';
+import { fixedSnapshot } from '../helpers/snapshot.js';
 import { tempDir } from '../helpers/tmp.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -241,5 +252,49 @@ describe('trajgate replay from a version 2 snapshot in the oldest kept file', ()
     expect(edited.stderr).toContain(
       `${files[0]}:${head + 1}: the snapshot's part lines do not match its head's digest`,
     );
+  });
+});
+
+describe('a snapshot build that fails', () => {
+  it('is told, the journal goes on in the same file, and rotation is tried again 1 MiB later', async () => {
+    const dir = tempDir();
+    const path = join(dir, 'journal.jsonl');
+    const warned: string[] = [];
+    const snapshot = fixedSnapshot({ note: 'test' });
+    const rotate = {
+      bytes: 4096,
+      keep: 100,
+      keepFor: 0,
+      snapshot,
+      warn: (m: string) => warned.push(m),
+    };
+    const w = new JournalWriter(path, { lastSeq: 0, fsyncMs: 60_000, rotate });
+    // `.next` cannot be created: a folder has its name.
+    mkdirSync(nextName(path));
+    const deny = (i: number) => w.append({ type: 'deny', session: `s${i}`, by: 't', released: i });
+    let i = 0;
+    for (; warned.length === 0; i++) {
+      deny(i);
+      await w.building;
+    }
+    expect(warned[0]).toMatch(
+      /^.*journal\.jsonl: rotation failed, the journal goes on in the same file: /,
+    );
+    const failedAt = statSync(path).size;
+    rmdirSync(nextName(path));
+    // No build starts before then (one would be ready at the next await).
+    for (; statSync(path).size < failedAt + (1 << 20) - 200; i++) {
+      deny(i);
+      await w.building;
+    }
+    expect(listRotated(path)).toEqual([]);
+    for (; listRotated(path).length === 0; i++) {
+      deny(i);
+      await w.building;
+    }
+    w.close();
+    expect(warned).toHaveLength(1);
+    expect(statSync(listRotated(path)[0]!.path).size).toBeGreaterThanOrEqual(failedAt + (1 << 20));
+    expect(verifyChain(chainFiles(path)).torn).toBeNull();
   });
 });
