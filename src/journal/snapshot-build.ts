@@ -213,8 +213,9 @@ export class SnapshotBuild {
     return new Promise<T>((resolve, reject) => {
       call((err, value) => {
         this.#busy = false;
-        if (err) reject(err);
-        else if (this.#abandoned) reject(ABANDONED);
+        // Dropped meanwhile: whatever the call did, nobody is told of a failure.
+        if (this.#abandoned) reject(ABANDONED);
+        else if (err) reject(err);
         else resolve(value);
       });
     });
