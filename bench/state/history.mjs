@@ -25,13 +25,13 @@ export async function writeHistory(dist, config, { events, sessions, fill = fals
   ] = await Promise.all(
     [
       'journal/open.js',
-      'journal/snapshot.js',
+      'review/snapshot.js',
       'journal/rebuild.js',
       'guard/store.js',
       'guard/guard.js',
       'guard/compile.js',
       'review/review.js',
-      'review/decision-links.js',
+      'review/pause-ends.js',
       'journal/session-index.js',
     ].map((m) => import(`${dist}/${m}`)),
   );
@@ -96,7 +96,9 @@ export async function writeHistory(dist, config, { events, sessions, fill = fals
       durationMs: i % 40,
     };
     apply({ seq: writer.appendLater(outcome, ts), ts: iso, ...outcome });
-    if (i % 4096 === 4095) await new Promise((resolve) => setImmediate(resolve));
+    // A gateway's snapshot builds go on between its requests: here, between batches.
+    if (i % 4096 === 4095)
+      await (writer.building ?? new Promise((resolve) => setImmediate(resolve)));
   }
   writer.close();
   return { events: i, records: writer.lastSeq };

@@ -14,10 +14,9 @@ import { MemoryStore } from '../guard/store.js';
 import { listRotated } from '../journal/files.js';
 import { currentNames } from '../journal/old-names.js';
 import { applyRecord } from '../journal/rebuild.js';
-import { SNAPSHOT_VERSION } from '../journal/rotate.js';
-import type { SnapshotState } from '../review/snapshot.js';
-import { restoreGuard } from '../review/snapshot.js';
-import type { JournalRecord } from '../journal/records.js';
+import type { JournalRecord, SnapshotRecord } from '../journal/records.js';
+import { assemble, checkVersion, isPart, SnapshotParts } from '../journal/snapshot-read.js';
+import { restoreGuard, snapshotState } from '../review/snapshot.js';
 import { usageOf } from './help.js';
 import { configFrom, readLines } from './io.js';
 import type { Output } from './output.js';
@@ -76,6 +75,8 @@ async function replayTo(argv: string[], out: Output): Promise<number> {
   const files = [...rotated, file];
   let events = 0;
   let seen = 0;
+  // The first file's leading snapshot parts, for its head (snapshot-read.ts).
+  const parts = new SnapshotParts({ keep: true });
   for (const each of files) {
     const name = each === '-' ? '(stdin)' : each;
     const input = each === '-' ? process.stdin : await openInput(each);
@@ -85,11 +86,25 @@ async function replayTo(argv: string[], out: Output): Promise<number> {
         if (text.trim() === '') continue;
         let decided: [object, Decision] | null;
         try {
+          if (hook === null && isPart(text)) {
+            // Later files' snapshots repeat what the lines before them built.
+            if (seen === 0 && each === files[0]) parts.add(text);
+            continue;
+          }
           // The oldest file kept may start with a snapshot: the state before it.
           decided =
             hook !== null
               ? hook(text, first + i)
-              : judgeLine(text, first + i, config, guard, now, paths, seen++ === 0, store);
+              : judgeLine(
+                  text,
+                  first + i,
+                  config,
+                  guard,
+                  now,
+                  paths,
+                  seen++ === 0 ? parts : null,
+                  store,
+                );
         } catch (err) {
           if (!isTrajgateError(err)) throw err;
           throw new TrajgateError(err.code, `${name}:${first + i}: ${err.message}`);
@@ -121,7 +136,7 @@ function judgeLine(
   guard: Guard,
   now: number,
   paths: PathResolver,
-  firstLine: boolean,
+  first: SnapshotParts | null,
   store: MemoryStore<unknown>,
 ): [{ session: string; kind: string; target: string; command?: string }, Decision] | null {
   let value: unknown;
@@ -134,14 +149,17 @@ function judgeLine(
   // A held record was never judged: its request is judged again after the resume.
   if (held === true) return null;
   if (type === 'snapshot') {
-    const { version, state } = value as { version?: unknown; state?: unknown };
-    if (version !== SNAPSHOT_VERSION)
-      throw new TrajgateError(
-        'E_JOURNAL_CORRUPT',
-        `snapshot version ${JSON.stringify(version)} is not one this trajgate reads (${SNAPSHOT_VERSION})`,
-      );
+    const head = value as SnapshotRecord;
+    checkVersion(head.version);
     // Later snapshots repeat what the lines before them already built.
-    if (firstLine) restoreGuard(state as SnapshotState, guard, store);
+    if (first === null) return null;
+    let state: unknown;
+    try {
+      state = assemble(head, first).state;
+    } catch (err) {
+      throw new TrajgateError('E_JOURNAL_CORRUPT', (err as Error).message);
+    }
+    restoreGuard(snapshotState(state), guard, store);
     return null;
   }
   if (type !== undefined && type !== 'event') {

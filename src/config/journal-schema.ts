@@ -8,7 +8,7 @@ import { parseBytes } from './formats.js';
  */
 export interface RawJournal {
   readonly path: string;
-  /** Bytes at which the live file is rotated; 0: never. */
+  /** Bytes of records beyond its snapshot at which the live file is rotated; 0: never. */
   readonly rotate: number;
   /** Rotated files kept; older ones are deleted once older than `keepFor`. */
   readonly keep: number;

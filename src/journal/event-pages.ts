@@ -2,6 +2,7 @@ import { TrajgateError } from '../errors.js';
 import { segmentsOf } from './files.js';
 import { currentNames } from './old-names.js';
 import { SegmentReader } from './segment-reader.js';
+import { isPart } from './snapshot-read.js';
 import type { Located, SessionIndex } from './session-index.js';
 import { listedWithEvents } from './session-index.js';
 
@@ -123,7 +124,9 @@ async function scanBack(
   /** The whole lines in buf[start, …]: only those naming the session are parsed. */
   const visit = (buf: Buffer, start: number): void => {
     if (start === buf.length) return;
-    earliest = seqOf(buf.subarray(start, buf.indexOf(10, start)));
+    const first = buf.subarray(start, buf.indexOf(10, start));
+    // Part lines (a snapshot's, at a file's start) carry no seq.
+    if (!isPart(first)) earliest = seqOf(first);
     // A quote inside a JSON string is escaped: the marker is only ever a "session" field.
     const lines: number[] = [];
     for (let at = buf.indexOf(marker, start); at >= 0; at = buf.indexOf(marker, at + 1)) {
@@ -133,7 +136,7 @@ async function scanBack(
     for (let i = lines.length - 1; i >= 0 && body.count < limit; i--) {
       const line = buf.subarray(lines[i], buf.indexOf(10, lines[i]));
       // A snapshot names every session: none of its events are lines of their own.
-      if (line.subarray(0, 160).includes(SNAPSHOT)) continue;
+      if (isPart(line) || line.subarray(0, 160).includes(SNAPSHOT)) continue;
       const r = currentNames(JSON.parse(line.toString('utf8')) as Record<string, unknown>);
       if (r.session !== session || typeof r.seq !== 'number') continue;
       if (r.type === 'outcome' && typeof r.rid === 'number') {

@@ -7,7 +7,8 @@ import type { JournalRecord, SnapshotRecord } from './records.js';
 import { Segments } from './files.js';
 import { readJournal } from './reader.js';
 import type { RotateOptions } from './rotate.js';
-import { recoverRotation, SNAPSHOT_VERSION } from './rotate.js';
+import { recoverRotation } from './rotate.js';
+import { checkVersion } from './snapshot-read.js';
 import type { WriterOptions } from './writer.js';
 import { JournalWriter } from './writer.js';
 
@@ -54,14 +55,19 @@ export function openJournal(
   // Where the last whole line is: the chain goes on from it (a torn line was moved aside).
   let lastOffset = 0;
   let lastBytes = -1;
+  // The snapshot the live file starts with (its parts and head): rotation counts past it.
+  let snapshotBytes = 0;
   const { lastSeq, records } = readJournal(
     path,
     (record, line, offset, bytes) => {
+      const first = lastBytes < 0;
       lastOffset = offset;
       lastBytes = bytes;
       try {
-        if (record.type === 'snapshot') restoreSnapshot(record, line, options.restore);
-        else apply(record);
+        if (record.type === 'snapshot') {
+          restoreSnapshot(record, first, options.restore);
+          if (first) snapshotBytes = offset + bytes + 1;
+        } else apply(record);
         options.onAppend?.(record, record.seq, base + offset, bytes);
       } catch (err) {
         if (!isTrajgateError(err)) throw err;
@@ -78,27 +84,22 @@ export function openJournal(
     ...(options.onWrite ? { onWrite: options.onWrite } : {}),
     ...(options.health ? { health: options.health } : {}),
     ...(options.onAppend ? { onAppend: options.onAppend } : {}),
-    ...(options.rotate ? { rotate: options.rotate } : {}),
+    ...(options.rotate ? { rotate: options.rotate, snapshotBytes } : {}),
     ...(options.chain === false ? { chain: false } : {}),
   });
   return { writer, restored: records };
 }
 
 /**
- * The live file's first line may be a snapshot (it was rotated to): the state up to it, so
+ * The live file's first record may be a snapshot (it was rotated to): the state up to it, so
  * nothing before is read. A version this trajgate does not know is refused rather than guessed
  * at. A snapshot anywhere else changes nothing (the lines before it were applied).
  */
 function restoreSnapshot(
   record: SnapshotRecord,
-  line: number,
+  first: boolean,
   restore: ((state: unknown) => void) | undefined,
 ): void {
-  if (record.version !== SNAPSHOT_VERSION) {
-    throw new TrajgateError(
-      'E_JOURNAL_CORRUPT',
-      `snapshot version ${JSON.stringify(record.version)} is not one this trajgate reads (${SNAPSHOT_VERSION}); start it with the trajgate that wrote the journal`,
-    );
-  }
-  if (line === 1) restore?.(record.state);
+  checkVersion(record.version, '; start it with the trajgate that wrote the journal');
+  if (first) restore?.(record.state);
 }

@@ -3,6 +3,7 @@ import { errnoCode, TrajgateError } from '../errors.js';
 import { osError } from '../os-error.js';
 import { currentNames } from './old-names.js';
 import type { JournalRecord } from './records.js';
+import { assemble, isPart, SnapshotParts } from './snapshot-read.js';
 
 export interface ReadResult {
   /** Highest `seq` seen (0 for a new journal). */
@@ -19,6 +20,7 @@ const CHUNK = 1 << 20;
  * cut from the journal and reported through `warn`; any other bad line throws
  * E_JOURNAL_CORRUPT with its line number, because state rebuilt past it would be wrong.
  * `repair: false` reads without changing the file (for tools that only look).
+ * A snapshot's leading part lines (snapshot-read.ts) come as one record, at its head's line.
  */
 export function readJournal(
   path: string,
@@ -44,9 +46,23 @@ export function readJournal(
     let lastSeq = 0;
     let records = 0;
     let line = 0;
+    let parts: SnapshotParts | null = null;
     eachLine(fd, (bytes, offset, whole) => {
       line++;
-      const record = parseLine(bytes.toString('utf8'), path, line, whole);
+      if (records === 0 && whole && isPart(bytes)) {
+        parts ??= new SnapshotParts({ keep: true });
+        try {
+          parts.add(bytes);
+        } catch (err) {
+          throw corrupt(path, line, (err as Error).message);
+        }
+        return;
+      }
+      let record = parseLine(bytes.toString('utf8'), path, line, whole);
+      if (record && records === 0 && (parts !== null || 'parts' in record)) {
+        record = sealed(record, parts ?? new SnapshotParts({ keep: true }), path, line);
+        parts = null;
+      }
       if (record) {
         onRecord(record, line, offset, bytes.length);
         records++;
@@ -65,6 +81,7 @@ export function readJournal(
         );
       }
     });
+    if (parts !== null) throw corrupt(path, line, 'snapshot part lines without their head');
     return { lastSeq, records };
   } finally {
     closeSync(fd);
@@ -129,6 +146,21 @@ function parseLine(text: string, path: string, line: number, whole: boolean): Jo
     throw corrupt(path, line, 'a record needs a positive integer "seq" and a string "type"');
   }
   return currentNames(value) as JournalRecord;
+}
+
+/** The head after its parts: the one snapshot record they make, if they are what it sealed. */
+function sealed(
+  head: JournalRecord,
+  parts: SnapshotParts,
+  path: string,
+  line: number,
+): JournalRecord {
+  if (head.type !== 'snapshot') throw corrupt(path, line, 'snapshot parts not followed by a head');
+  try {
+    return assemble(head, parts);
+  } catch (err) {
+    throw corrupt(path, line, (err as Error).message);
+  }
 }
 
 function corrupt(path: string, line: number, why: string): TrajgateError {

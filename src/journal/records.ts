@@ -192,12 +192,16 @@ export interface EvictRecord extends RecordBase {
 }
 
 /**
- * The first line of a rotated-to file: the whole state a restart rebuilds, as of record `seq`
- * (the previous file's last; a snapshot takes no seq of its own). See review/snapshot.ts.
+ * The start of a rotated-to file: the whole state a restart rebuilds, as of record `seq` (the
+ * previous file's last; a snapshot takes no seq of its own). Version 1 is one line; version 2
+ * is this head after `parts` part lines sealed by `digest` (snapshot-read.ts), read back as
+ * one record whose state holds them. See review/snapshot.ts.
  */
 export interface SnapshotRecord extends RecordBase {
   readonly type: 'snapshot';
   readonly version: number;
+  readonly parts?: number;
+  readonly digest?: string;
   readonly state: unknown;
 }
 

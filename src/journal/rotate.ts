@@ -3,7 +3,6 @@ import {
   existsSync,
   statSync,
   fdatasyncSync,
-  openSync,
   renameSync,
   unlinkSync,
   writeSync,
@@ -11,12 +10,16 @@ import {
 import { TrajgateError } from '../errors.js';
 import { systemMessage } from '../os-error.js';
 import { listRotated, registerSegments, rotatedName, Segments } from './files.js';
+import type { JournalRecord, Unstamped } from './records.js';
+import type { SnapshotSource } from './snapshot-build.js';
+import type { Pace } from './snapshot-build.js';
+import { PACE, SnapshotBuild } from './snapshot-build.js';
 
-/** What a snapshot record's `version` says; a reader refuses any other (E_JOURNAL_CORRUPT). */
-export const SNAPSHOT_VERSION = 1;
+/** The snapshot `version` written (parts, then a head: snapshot-read.ts). */
+export const SNAPSHOT_VERSION = 2;
 
 export interface RotateOptions {
-  /** The live file is rotated once it holds this many bytes (0: never). */
+  /** The live file is rotated once it holds this many bytes after its snapshot (0: never). */
   readonly bytes: number;
   /** Rotated files kept; the oldest beyond are deleted once older than `keepFor`. */
   readonly keep: number;
@@ -26,10 +29,12 @@ export interface RotateOptions {
    */
   readonly keepFor: number;
   /**
-   * The whole state a restart rebuilds, as of the last record written (JSON-ready): the new
-   * file's first line. Given by the gateway: the writer knows nothing of what it holds.
+   * The whole state a restart rebuilds, asked a session at a time while records go on: the new
+   * file's first lines. Given by the gateway: the writer knows nothing of what it holds.
    */
-  readonly snapshot: () => unknown;
+  readonly snapshot: SnapshotSource;
+  /** How a snapshot is built (tests drive a build a session at a time); PACE by default. */
+  readonly pace?: Pace;
   /** Told of a rotation that failed (the journal goes on in the same file). */
   readonly warn?: (message: string) => void;
   /** The clock files' ages are measured by. */
@@ -40,27 +45,25 @@ export interface RotateOptions {
 export const nextName = (path: string): string => `${path}.next`;
 
 /**
- * Makes `first` (a snapshot line) the start of a new live file: written and synced as
- * `<path>.next`, then the live file renamed to rotation `n`, then `.next` renamed to `path`.
- * A crash between the renames leaves `.next` and no live file: `recoverRotation` finishes the
- * job at start. Returns the new file's descriptor; the old one is closed.
+ * Makes the prepared `<path>.next` (`nfd`) the live file: `last` appended (its last parts and
+ * head), both files synced, the live file renamed to rotation `n`, then `.next` renamed to
+ * `path`. A crash between the renames leaves `.next` and no live file: `recoverRotation`
+ * finishes the job at start. The old descriptor is closed; `nfd` is the live file's from now on.
  */
-export function rotateFile(path: string, fd: number, first: string, n: number): number {
-  const next = nextName(path);
-  const nfd = openSync(next, 'w', 0o600);
+export function rotateFile(path: string, fd: number, nfd: number, last: Buffer, n: number): void {
+  writeAll(nfd, last);
+  fdatasyncSync(nfd);
+  fdatasyncSync(fd);
+  const rotated = rotatedName(path, n);
+  renameSync(path, rotated);
   try {
-    writeAll(nfd, Buffer.from(first));
-    fdatasyncSync(nfd);
-    fdatasyncSync(fd);
-    renameSync(path, rotatedName(path, n));
+    renameSync(nextName(path), path);
   } catch (err) {
-    closeSync(nfd);
-    unlinkSync(next);
+    // The journal goes on in the old file: it takes its name back.
+    renameSync(rotated, path);
     throw err;
   }
-  renameSync(next, path);
   closeSync(fd);
-  return nfd;
 }
 
 /**
@@ -130,62 +133,114 @@ export class Rotation {
   readonly #segments: Segments;
   /** Where the live file starts among all the journal's bytes. */
   base: number;
-  /** The size of the live file's snapshot line (0: none known). */
-  #fresh = 0;
+  /** The bytes of the live file's snapshot (parts and head; 0: none). */
+  #fresh: number;
   /** Size at which to try again after a failed rotation. */
   #retryAt = 0;
+  /** The live file's size when last asked (a build that fails later retries after it). */
+  #size = 0;
   #next: number;
+  /** The snapshot being built for the next rotation (one at a time). */
+  #build: SnapshotBuild | null = null;
   /** Rotated files beyond `keep` that `keepFor` held at the last prune, and when it ran. */
   #held = 0;
   #prunedAt = -Infinity;
 
-  constructor(path: string, options: RotateOptions | undefined) {
+  /** `fresh`: the bytes of the snapshot the live file starts with (0: none). */
+  constructor(path: string, options: RotateOptions | undefined, fresh = 0) {
     this.#path = path;
     this.#options = options && options.bytes > 0 ? options : undefined;
     this.#segments = Segments.scan(path);
     this.base = this.#segments.live.base;
+    this.#fresh = fresh;
     registerSegments(path, this.#segments);
     this.#next = this.#options ? nextRotation(path) : 1;
+    this.#options?.snapshot.onChange?.((session) => this.#build?.changed(session, false));
   }
 
   /**
-   * Whether a live file of `size` bytes is to be rotated before the next record: at `bytes`,
-   * and at least twice its snapshot (a state larger than `bytes` must not rotate every record).
+   * Asked before each record, with the live file's `size`: starts a snapshot build once the
+   * file holds `bytes` beyond its own snapshot (whatever that snapshot's size); true when a
+   * built snapshot waits for `rotate`, to be sealed before the record.
    */
-  due(size: number): boolean {
+  ready(size: number): boolean {
     const o = this.#options;
-    return o !== undefined && size >= o.bytes && size >= 2 * this.#fresh && size >= this.#retryAt;
+    if (o === undefined) return false;
+    this.#size = size;
+    if (this.#build !== null) return this.#build.ready;
+    if (size - this.#fresh >= o.bytes && size >= this.#retryAt) this.#start(o);
+    return false;
+  }
+
+  /** Each record as it is stamped: the sessions it changes are written again by a build. */
+  touched(record: Unstamped<JournalRecord>): void {
+    const build = this.#build;
+    if (build === null) return;
+    const touched = (this.#options as RotateOptions).snapshot.touches(record);
+    if (touched === 'all') build.changedAll();
+    else if (touched !== null) build.changed(touched.session, touched.gone);
+  }
+
+  /** The snapshot build under way, until it is ready (then the next record rotates). */
+  get building(): Promise<void> | null {
+    return this.#build === null || this.#build.ready ? null : this.#build.settled;
+  }
+
+  #start(o: RotateOptions): void {
+    const build = new SnapshotBuild(nextName(this.#path), o.snapshot, o.pace ?? PACE, (err) => {
+      if (this.#build === build) this.#build = null;
+      this.#failed(err);
+    });
+    this.#build = build;
   }
 
   /**
-   * Rotates the live file (`fd`, `size` bytes): the new one starts with `line(state)`, the
-   * snapshot's JSON text given to it. Returns the new descriptor and first line, or null when
-   * the rotation failed (told to `warn`; tried again 1 MiB later).
+   * Seals the built snapshot (`ready` said so) and rotates the live file (`fd`, `size` bytes):
+   * the new one starts with the parts and `line(fields)`, the head whose `parts`, `digest` and
+   * `state` fields are given to it. Returns the new descriptor, the head and where it starts,
+   * or null when the rotation failed (told to `warn`; tried again 1 MiB later).
    */
   rotate(
     fd: number,
     size: number,
-    line: (state: string) => string,
-  ): { fd: number; text: string } | null {
+    line: (fields: string) => string,
+  ): { fd: number; text: string; at: number } | null {
     const o = this.#options as RotateOptions;
+    const build = this.#build as SnapshotBuild;
+    this.#build = null;
     let text: string;
-    let nfd: number;
+    let sealed: ReturnType<SnapshotBuild['seal']>;
     try {
-      text = line(JSON.stringify(o.snapshot()));
-      nfd = rotateFile(this.#path, fd, text + '\n', this.#next);
+      sealed = build.seal();
+      const state = JSON.stringify(o.snapshot.head());
+      text = line(`"parts":${sealed.parts},"digest":"${sealed.digest}","state":${state}`);
+      const last = Buffer.concat([sealed.rest, Buffer.from(text + '\n')]);
+      rotateFile(this.#path, fd, sealed.fd, last, this.#next);
     } catch (err) {
-      this.#retryAt = size + (1 << 20);
-      o.warn?.(
-        `${this.#path}: rotation failed, the journal goes on in the same file: ${systemMessage(err, { key: 'journal.path' })}`,
-      );
+      build.abandon();
+      this.#size = size;
+      this.#failed(err);
       return null;
     }
     this.#segments.rotated(rotatedName(this.#path, this.#next++), this.base + size);
     this.base += size;
-    this.#fresh = Buffer.byteLength(text) + 1;
+    this.#fresh = sealed.bytes + Buffer.byteLength(text) + 1;
     this.#retryAt = 0;
     this.#prune(o);
-    return { fd: nfd, text };
+    return { fd: sealed.fd, text, at: sealed.bytes };
+  }
+
+  /** The writer closes: a build under way is dropped with its `.next` file. */
+  close(): void {
+    this.#build?.abandon();
+    this.#build = null;
+  }
+
+  #failed(err: unknown): void {
+    this.#retryAt = this.#size + (1 << 20);
+    this.#options?.warn?.(
+      `${this.#path}: rotation failed, the journal goes on in the same file: ${systemMessage(err, { key: 'journal.path' })}`,
+    );
   }
 
   /**

@@ -5,9 +5,12 @@ import { osError } from '../os-error.js';
 import { digestOf, GENESIS } from './chain.js';
 import { listRotated, sizeOf } from './files.js';
 import { eachLine } from './reader.js';
+import { isPart, SnapshotParts } from './snapshot-read.js';
 
 const PREV = /^\{"seq":\d+,"ts":"[^"]*","prev":"([0-9a-f]{64})",("type":"snapshot")?/;
 const NO_PREV = /^\{"seq":\d+,"ts":"[^"]*","(?!prev")/;
+/** A version 2 snapshot's head: what seals its part lines (the writer puts them first). */
+const HEAD = /^,"version":\d+,"parts":(\d+),"digest":"([0-9a-f]{64})"/;
 
 export interface Verified {
   readonly records: number;
@@ -20,7 +23,8 @@ export interface Verified {
  * before it: a rotated-to file's snapshot carries the previous file's last line's digest),
  * streaming in constant memory. The first line that does not follow throws E_CHAIN_BROKEN
  * naming FILE:LINE. A first file that starts with a snapshot is accepted as a start (older
- * rotated files were deleted by `keep`). A torn last line of the last file is what a crash
+ * rotated files were deleted by `keep`). A version 2 snapshot's part lines lead its file: the
+ * head's `digest` and `parts` must seal them (snapshot-read.ts). A torn last line of the last file is what a crash
  * leaves (the chain before it is whole, and `trajgate start` moves it aside): reported in
  * `torn`, not thrown; a torn line anywhere else is. Never changes a file.
  */
@@ -31,6 +35,8 @@ export function verifyChain(files: readonly string[]): Verified {
   let torn: string | null = null;
   files.forEach((file, f) => {
     let line = 0;
+    let first = true;
+    const parts = new SnapshotParts({ keep: false });
     eachLineOf(file, (bytes, whole) => {
       line++;
       if (torn !== null) throw broken(file, line - 1, 'torn (cut short), and lines follow it');
@@ -39,29 +45,54 @@ export function verifyChain(files: readonly string[]): Verified {
         torn = `${file}:${line}: torn last line (${bytes.length} bytes cut short by a crash); the chain before it is intact, and trajgate start moves it aside`;
         return;
       }
+      if (first && isPart(bytes)) {
+        parts.add(bytes);
+        return;
+      }
       // The writer puts prev right after seq and ts: no parse needed to find it.
-      const head = bytes.toString('utf8', 0, 220);
+      const head = bytes.toString('utf8', 0, 300);
       const found = PREV.exec(head);
       if (!found) {
         const why = NO_PREV.test(head)
-          ? line === 1
+          ? first
             ? 'carries no chain (no prev: written with journal.chain false, or before trajgate had a chain)'
             : 'no prev (written before the chain, or edited)'
           : 'no prev (not a journal line, or edited)';
         throw broken(file, line, why);
       }
-      const startsKept = f === 0 && line === 1 && found[2] !== undefined;
-      if (found[1] !== prev && !startsKept) throw broken(file, line, mismatch(line, before));
+      if (first) checkParts(found, head, parts, file, line);
+      const startsKept = f === 0 && first && found[2] !== undefined;
+      if (found[1] !== prev && !startsKept) throw broken(file, line, mismatch(first, line, before));
       prev = digestOf(bytes);
+      first = false;
       records++;
     });
+    if (first && parts.lines > 0)
+      throw broken(file, line, 'snapshot part lines not followed by their head');
     before = file;
   });
   return { records, torn };
 }
 
-function mismatch(line: number, before: string | null): string {
-  if (line > 1) return `prev does not match line ${line - 1} (edited, removed or inserted)`;
+/** A file's first record after part lines must be the head that seals them (count and digest). */
+function checkParts(
+  found: RegExpExecArray,
+  head: string,
+  parts: SnapshotParts,
+  file: string,
+  line: number,
+): void {
+  const sealing = found[2] === undefined ? null : HEAD.exec(head.slice(found[0].length));
+  if (sealing === null) {
+    if (parts.lines > 0) throw broken(file, line, 'snapshot part lines not followed by their head');
+    return;
+  }
+  const why = parts.mismatch({ parts: Number(sealing[1]), digest: sealing[2] });
+  if (why !== null) throw broken(file, line, why);
+}
+
+function mismatch(first: boolean, line: number, before: string | null): string {
+  if (!first) return `prev does not match line ${line - 1} (edited, removed or inserted)`;
   if (before === null)
     return "prev is not 64 zeros (a journal's first line) (edited, removed or inserted)";
   return `prev does not match the last line of ${before}: the chain does not follow from that file (a file between them deleted, or either edited)`;

@@ -43,6 +43,8 @@ export interface WriterOptions {
   readonly health?: { failed(error: string): void; recovered(): void };
   /** Rotation with snapshots (journal.rotate); none when absent. */
   readonly rotate?: RotateOptions;
+  /** The bytes of the snapshot the file starts with (rotation counts `rotate` beyond them). */
+  readonly snapshotBytes?: number;
   /** false: lines carry no `prev` (journal.chain: false, to measure what the chain costs). */
   readonly chain?: boolean;
 }
@@ -101,12 +103,20 @@ export class JournalWriter {
     this.#onWrite = options.onWrite;
     this.#onAppend = options.onAppend;
     this.#health = options.health;
-    this.#rotation = new Rotation(path, options.rotate);
+    this.#rotation = new Rotation(path, options.rotate, options.snapshotBytes);
     this.#chain = options.chain !== false;
   }
 
   get lastSeq(): number {
     return this.#seq;
+  }
+
+  /**
+   * Settles once the snapshot being built (journal.rotate) is ready, failed or dropped: the
+   * next record then rotates. Null when none is being built.
+   */
+  get building(): Promise<void> | null {
+    return this.#rotation.building;
   }
 
   /**
@@ -167,6 +177,7 @@ export class JournalWriter {
   }
 
   close(): void {
+    this.#rotation.close();
     if (this.#fd < 0) return;
     if (this.#pending.bytes > 0) this.#write();
     this.sync();
@@ -183,7 +194,9 @@ export class JournalWriter {
     const record = withJournaledTarget(given);
     if (this.#fd < 0) throw new TrajgateError('E_JOURNAL_WRITE', `${this.path}: journal is closed`);
     // Before the line is added: a rotation writes the lines stamped so far to the old file.
-    if (this.#rotation.due(this.#size)) this.#rotateNow();
+    if (this.#rotation.ready(this.#size)) this.#rotateNow();
+    // After: a snapshot sealed now holds the state before this record, a build goes on.
+    this.#rotation.touched(record);
     const seq = ++this.#seq;
     const bytes = this.#pending.add(
       `${this.#lead(seq, this.iso(ts ?? this.#now()))}${recordFields(record)}`,
@@ -200,11 +213,11 @@ export class JournalWriter {
   }
 
   /**
-   * Starts a new live file whose first line is a snapshot of the state as of the last record
-   * (`seq` is that record's: a snapshot takes no seq of its own, so a caller that knows the
-   * next seq stays right), chained on from the old file's last line. Records stamped and not
-   * yet written go to the old file first. A rotation that fails is retried 1 MiB later; the
-   * journal goes on meanwhile.
+   * Starts a new live file with the snapshot built meanwhile (rotate.ts), sealed by its head as
+   * of the last record (`seq` is that record's: a snapshot takes no seq of its own, so a caller
+   * that knows the next seq stays right), chained on from the old file's last line. Records
+   * stamped and not yet written go to the old file first. A rotation that fails is retried
+   * 1 MiB later; the journal goes on meanwhile.
    */
   #rotateNow(): void {
     if (this.#pending.bytes > 0) this.#write();
@@ -212,15 +225,15 @@ export class JournalWriter {
     const done = this.#rotation.rotate(
       this.#fd,
       this.#size,
-      (state) => `${lead}"type":"snapshot","version":${SNAPSHOT_VERSION},"state":${state}}`,
+      (fields) => `${lead}"type":"snapshot","version":${SNAPSHOT_VERSION},${fields}}`,
     );
     if (done === null) return;
     const bytes = Buffer.byteLength(done.text) + 1;
     this.#fd = done.fd;
-    this.#size = bytes;
+    this.#size = done.at + bytes;
     if (this.#chain) this.#prev = this.#prevWritten = digestOf(done.text);
     const record = { type: 'snapshot', version: SNAPSHOT_VERSION, state: null } as const;
-    this.#onAppend?.(record, this.#seq, this.#rotation.base, bytes - 1);
+    this.#onAppend?.(record, this.#seq, this.#rotation.base + done.at, bytes - 1);
   }
 
   /** ISO 8601 of `ms`; many records share a millisecond under load, so each is formatted once. */

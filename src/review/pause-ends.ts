@@ -40,9 +40,9 @@ export class Denials {
     return this.#ends.get(session);
   }
 
-  /** Per session, its last deny's seq (a journal snapshot). */
-  entries(): [string, number][] {
-    return [...this.#last];
+  /** The sessions with a last deny. */
+  sessions(): IterableIterator<string> {
+    return this.#last.keys();
   }
 
   restore(entries: readonly (readonly [string, number])[]): void {

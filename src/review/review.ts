@@ -214,22 +214,26 @@ export class Review {
     }
   }
 
-  /** Every session's trail, for a journal snapshot (review/snapshot.ts), JSON-ready. */
+  /** Every session's trail, JSON-ready (tests and tools compare whole states with it). */
   trails(): [string, TrailState][] {
-    return [...this.#trails].map(([session, t]) => [
-      session,
-      {
-        lastActivity: t.lastActivity,
-        events: t.events,
-        pause: t.pause,
-        flags: t.flags,
-        flagged: t.flagged,
-        marked: t.marked === null ? null : [...t.marked],
-        pending: t.pending,
-        refusedHandshakes: t.refusedHandshakes,
-        handshakes: t.handshakes,
-      },
-    ]);
+    return [...this.#trails.keys()].map((session) => [session, this.trail(session) as TrailState]);
+  }
+
+  /** One session's trail for a journal snapshot's part (review/snapshot.ts), JSON-ready. */
+  trail(session: string): TrailState | null {
+    const t = this.#trails.get(session);
+    if (t === undefined) return null;
+    return {
+      lastActivity: t.lastActivity,
+      events: t.events,
+      pause: t.pause,
+      flags: t.flags,
+      flagged: t.flagged,
+      marked: t.marked === null ? null : [...t.marked],
+      pending: t.pending,
+      refusedHandshakes: t.refusedHandshakes,
+      handshakes: t.handshakes,
+    };
   }
 
   /** Trails from a snapshot: as `restore` would have left them (a pause is one read back). */

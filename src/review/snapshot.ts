@@ -4,16 +4,18 @@ import type { Guard } from '../guard/guard.js';
 import type { TrajectoryStore } from '../guard/store.js';
 import type { EncodedSession } from '../guard/state-codec.js';
 import { decodeSession, encodeSession } from '../guard/state-codec.js';
-import type { EventRecord } from '../journal/records.js';
+import type { EventRecord, JournalRecord, Unstamped } from '../journal/records.js';
 import type { RotateOptions } from '../journal/rotate.js';
+import type { SnapshotSource } from '../journal/snapshot-build.js';
 import type { SessionIndex } from '../journal/session-index.js';
 import type { Denials } from './pause-ends.js';
 import type { Review, TrailState } from './review.js';
 
 /**
- * What a snapshot record holds (version 1): everything a restart rebuilds from the journal,
- * as plain JSON. Restoring it and then applying the lines after it ends in the state a replay
- * of the whole history gives (test/unit/journal-rotation.test.ts checks this).
+ * What a snapshot holds: everything a restart rebuilds from the journal, as plain JSON, in
+ * version 1's form (one record); version 2 writes it a session at a time (SessionPart) and
+ * `snapshotState` reads it back into this form. Restoring it and then applying the lines after
+ * it ends in the state a replay of the whole history gives (journal-rotation tests check this).
  */
 export interface SnapshotState {
   /** The guard's sessions, in the order they first had state. */
@@ -52,9 +54,67 @@ export interface SnapshotParts {
   readonly denials: Denials;
 }
 
-export function captureState({ guard, store, review, denials }: SnapshotParts): SnapshotState {
-  const sessions: [string, EncodedSession][] = [];
-  for (const [id, s] of guard.sessions()) sessions.push([id, encodeSession(s)]);
+/** What a snapshot holds of one session: a version 2 part line's fields. */
+export interface SessionPart {
+  readonly guard?: EncodedSession;
+  readonly trail?: TrailState;
+  /** The session's recent events (with a trail, as version 1 kept them). */
+  readonly recent?: EventRecord[];
+  /** Its last deny's seq. */
+  readonly denial?: number;
+}
+
+/** What a version 2 head's state holds, with its parts as the journal reader gathers them. */
+interface PartsState {
+  readonly approvals: ApprovalDump[];
+  readonly denies: DenyDump[];
+  readonly parts: [string, SessionPart][];
+}
+
+/**
+ * The journal's snapshot source (journal/snapshot-build.ts): sessions in the guard's order
+ * (then those only the review or the denials know: the builder writes each once), each one's
+ * part as of when it is asked.
+ */
+export function snapshotSource({ guard, store, review, denials }: SnapshotParts): SnapshotSource {
+  const shared = guard.shared;
+  return {
+    sessions: function* () {
+      for (const [id] of guard.sessions()) yield id;
+      yield* review.sessions();
+      yield* denials.sessions();
+    },
+    part: (id) => {
+      const s = guard.session(id);
+      const trail = review.trail(id);
+      const denial = denials.lastSeq(id);
+      if (s === undefined && trail === null && denial === 0) return null;
+      return {
+        ...(s === undefined ? {} : { guard: encodeSession(s) }),
+        ...(trail === null ? {} : { trail, recent: [...store.recent(id)] }),
+        ...(denial === 0 ? {} : { denial }),
+      };
+    },
+    head: () => headState(guard),
+    touches,
+    ...(shared ? { onChange: (listener) => shared.onRefreshed(listener) } : {}),
+  };
+}
+
+/** Records that change what only the head holds (operators' rules), or nothing a snapshot holds. */
+const HEAD_ONLY = new Set(['approve', 'deny-pattern', 'revoke', 'refusal']);
+
+/** The session a record changes; a record of no session and of a kind not known: any session. */
+function touches(
+  record: Unstamped<JournalRecord>,
+): { session: string; gone: boolean } | 'all' | null {
+  const { session } = record as { session?: unknown };
+  if (typeof session === 'string') return { session, gone: record.type === 'evict' };
+  return HEAD_ONLY.has(record.type) ? null : 'all';
+}
+
+/** Operators' approvals and deny patterns: a snapshot's head (config ones come from the config). */
+function headState(guard: Guard): { approvals: ApprovalDump[]; denies: DenyDump[] } {
   // Expired ones not yet pruned too: a replay would still hold them.
   const approvals = guard.approvals
     .all(-Infinity)
@@ -71,9 +131,42 @@ export function captureState({ guard, store, review, denials }: SnapshotParts): 
     .all(null, true)
     .filter((d) => d.origin === 'operator')
     .map(({ id, pattern, session, by }) => ({ id, pattern, session, by }));
-  const trails = review.trails();
-  const recent = trails.map(([id]): [string, EventRecord[]] => [id, [...store.recent(id)]]);
-  return { sessions, approvals, denies, trails, recent, denials: denials.entries() };
+  return { approvals, denies };
+}
+
+/** The whole state as a snapshot takes it, at once (tests and tools compare states with it). */
+export function captureState(parts: SnapshotParts): SnapshotState {
+  const source = snapshotSource(parts);
+  const all = new Map<string, SessionPart>();
+  for (const id of source.sessions()) if (!all.has(id)) all.set(id, source.part(id) as SessionPart);
+  return snapshotState({ ...headState(parts.guard), parts: [...all] });
+}
+
+/**
+ * A snapshot record's state in version 1's form: as it is (version 1), or from the head's
+ * state and the parts the journal reader gathered (version 2), sessions in the order they
+ * first appear among the parts.
+ */
+export function snapshotState(value: unknown): SnapshotState {
+  const v2 = value as PartsState;
+  if (typeof value !== 'object' || value === null || !Array.isArray(v2.parts))
+    return value as SnapshotState;
+  const { approvals, denies, parts } = v2;
+  const state: SnapshotState = {
+    sessions: [],
+    approvals,
+    denies,
+    trails: [],
+    recent: [],
+    denials: [],
+  };
+  for (const [id, part] of parts) {
+    if (part.guard !== undefined) state.sessions.push([id, part.guard]);
+    if (part.trail !== undefined) state.trails.push([id, part.trail]);
+    if (part.trail !== undefined) state.recent.push([id, part.recent ?? []]);
+    if (part.denial !== undefined) state.denials.push([id, part.denial]);
+  }
+  return state;
 }
 
 /**
@@ -85,9 +178,9 @@ export function restoreState(
   value: unknown,
   parts: SnapshotParts & { readonly index?: SessionIndex; readonly recentEvents: number },
 ): void {
-  const state = value as SnapshotState;
+  const state = snapshotState(value);
   const lists = ['sessions', 'approvals', 'denies', 'trails', 'recent', 'denials'] as const;
-  if (typeof value !== 'object' || value === null || lists.some((k) => !Array.isArray(state[k])))
+  if (typeof state !== 'object' || state === null || lists.some((k) => !Array.isArray(state[k])))
     throw new TrajgateError('E_JOURNAL_CORRUPT', `snapshot state lacks one of ${lists.join(', ')}`);
   const { guard, store, review, denials, index } = parts;
   try {
@@ -139,7 +232,7 @@ export function snapshotOptions(
   warn: (message: string) => void,
 ): { rotate?: RotateOptions; chain: boolean; restore: (state: unknown) => void } {
   const { rotate: bytes, keep, keepFor, chain } = journal;
-  const snapshot = () => captureState(parts);
+  const snapshot = snapshotSource(parts);
   return {
     ...(bytes > 0 ? { rotate: { bytes, keep, keepFor, snapshot, warn } } : {}),
     chain,

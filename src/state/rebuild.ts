@@ -10,8 +10,8 @@ import { sharedSpelling } from '../journal/old-names.js';
 import { applyRecord } from '../journal/rebuild.js';
 import { readJournal } from '../journal/reader.js';
 import type { EventRecord, JournalRecord } from '../journal/records.js';
-import type { SnapshotState } from '../review/snapshot.js';
-import { restoreGuard } from '../review/snapshot.js';
+import { checkVersion } from '../journal/snapshot-read.js';
+import { restoreGuard, snapshotState } from '../review/snapshot.js';
 import { encodeSession } from '../guard/state-codec.js';
 import type { StoreKeys } from './keys.js';
 
@@ -51,14 +51,24 @@ export function rebuildFromJournals(
     const files = journalFiles(journal);
     if (files.length === 0) throw new TrajgateError('E_INPUT_READ', `${journal}: no such journal`);
     files.forEach((file, n) => {
+      let seen = 0;
       readJournal(
         file,
         (record, line) => {
           // The oldest file kept may start with a snapshot: the state before it.
           if (record.type === 'snapshot') {
-            if (n === 0 && line === 1) restoreGuard(record.state as SnapshotState, guard, store);
+            try {
+              checkVersion(record.version);
+            } catch (err) {
+              throw new TrajgateError(
+                'E_JOURNAL_CORRUPT',
+                `${file}:${line}: ${(err as Error).message}`,
+              );
+            }
+            if (n === 0 && seen === 0) restoreGuard(snapshotState(record.state), guard, store);
             return;
           }
+          seen++;
           if (STATE.has(record.type)) records.push({ ts: Date.parse(record.ts), record });
         },
         warn,

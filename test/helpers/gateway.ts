@@ -9,6 +9,7 @@ import type { RunningGateway } from '../../src/gateway.js';
 import { startGateway } from '../../src/gateway.js';
 import { journalFiles } from '../../src/journal/files.js';
 import type { JournalRecord } from '../../src/journal/records.js';
+import { isPart } from '../../src/journal/snapshot-read.js';
 import type { Tunnel } from './raw.js';
 import { tempDir } from './tmp.js';
 
@@ -63,10 +64,13 @@ export async function startTestGateway(
 }
 
 export function readRecords(path: string): JournalRecord[] {
-  return readFileSync(path, 'utf8')
-    .split('\n')
-    .filter(Boolean)
-    .map((l) => JSON.parse(l) as JournalRecord);
+  return (
+    readFileSync(path, 'utf8')
+      .split('\n')
+      // A snapshot's part lines are no records (read back as one with their head).
+      .filter((l) => l !== '' && !isPart(l))
+      .map((l) => JSON.parse(l) as JournalRecord)
+  );
 }
 
 /** Every record of the journal at `path`: its rotated files oldest first, then the live one. */

@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { journalFiles, listRotated } from '../../src/journal/files.js';
 import type { EventRecord } from '../../src/journal/records.js';
+import { isPart } from '../../src/journal/snapshot-read.js';
 import { JournalWriter } from '../../src/journal/writer.js';
 import type { AdminClient } from '../helpers/admin.js';
 import { adminClient, viaProxy } from '../helpers/admin.js';
@@ -11,6 +12,7 @@ import { exportHar, runCli, runCliAsync } from '../helpers/cli.js';
 import type { TestGateway } from '../helpers/gateway.js';
 import { readAllRecords, startTestGateway } from '../helpers/gateway.js';
 import { ADMIN, AGENTS, auth } from '../helpers/review-story.js';
+import { fixedSnapshot } from '../helpers/snapshot.js';
 import { tempDir } from '../helpers/tmp.js';
 import { startUpstream } from '../helpers/upstream.js';
 import { waitFor } from '../helpers/wait.js';
@@ -26,6 +28,8 @@ const other = await startUpstream();
 
 const records = readAllRecords;
 const lines = (path: string) => readFileSync(path, 'utf8').split('\n').slice(0, -1);
+/** A file's records: its lines less a snapshot's part lines (read as one with their head). */
+const recordLines = (path: string) => lines(path).filter((l) => !isPart(l));
 
 function stage(dir: string) {
   const path = join(dir, 'journal.jsonl');
@@ -100,8 +104,8 @@ describe('a rotating journal, live', () => {
     // The restart reads the live file alone: its snapshot, then the lines after it.
     g = await s.start();
     api = adminClient(g.gw.admin.port, ADMIN);
-    expect(g.gw.restored).toBe(lines(s.path).length);
-    expect(JSON.parse(lines(s.path)[0] as string)).toMatchObject({ type: 'snapshot' });
+    expect(g.gw.restored).toBe(recordLines(s.path).length);
+    expect(JSON.parse(recordLines(s.path)[0] as string)).toMatchObject({ type: 'snapshot' });
     expect([await view(api, 'agent-1'), await view(api, 'agent-2')]).toEqual(before);
     expect((await api.get('/api/approvals')).json).toEqual(rules);
     // Older pages come from the rotated files.
@@ -115,7 +119,7 @@ describe('a rotating journal, live', () => {
     const verified = await runCliAsync(['verify', '--config', s.file]);
     expect(verified.stderr).toBe('');
     const files = journalFiles(s.path).length;
-    const total = journalFiles(s.path).reduce((n, f) => n + lines(f).length, 0);
+    const total = journalFiles(s.path).reduce((n, f) => n + recordLines(f).length, 0);
     expect(verified.stdout).toBe(`ok: ${total} records in ${files} files, chain intact\n`);
 
     // replay judges every event of every file again, oldest first.
@@ -132,17 +136,22 @@ describe('a rotating journal, live', () => {
   });
 });
 
-/** A journal of `n` deny records rotating every 4 KiB (keep 100), written by the writer. */
-function rotatingJournal(n: number): { path: string; config: string } {
+/**
+ * A journal of `n` deny records rotating every 4 KiB (keep 100), written by the writer, each
+ * snapshot built before the next record.
+ */
+async function rotatingJournal(n: number): Promise<{ path: string; config: string }> {
   const dir = tempDir();
   const path = join(dir, 'journal.jsonl');
   const w = new JournalWriter(path, {
     lastSeq: 0,
     fsyncMs: 60_000,
-    rotate: { bytes: 4096, keep: 100, keepFor: 0, snapshot: () => ({ note: 'test' }) },
+    rotate: { bytes: 4096, keep: 100, keepFor: 0, snapshot: fixedSnapshot({ note: 'test' }) },
   });
-  for (let i = 0; i < n; i++)
+  for (let i = 0; i < n; i++) {
     w.append({ type: 'deny', session: `agent-${i}`, by: 't', released: i });
+    await w.building;
+  }
   w.close();
   const config = join(dir, 'trajgate.yaml');
   writeFileSync(config, stringify({ version: 1, workspace: dir, journal: { path, rotate: 4096 } }));
@@ -150,8 +159,8 @@ function rotatingJournal(n: number): { path: string; config: string } {
 }
 
 describe('trajgate verify across rotated files', () => {
-  it('an intact rotated journal → exit 0, the records and files', () => {
-    const { path, config } = rotatingJournal(200);
+  it('an intact rotated journal → exit 0, the records and files', async () => {
+    const { path, config } = await rotatingJournal(200);
     const files = journalFiles(path);
     expect(files.length).toBeGreaterThan(4);
     const r = runCli(['verify', '--config', config]);
@@ -166,8 +175,8 @@ describe('trajgate verify across rotated files', () => {
     expect(runCli(['verify', ...files.slice(2)]).status).toBe(0);
   });
 
-  it('a tampered middle line → exit 1 naming the file and the line after it', () => {
-    const { path, config } = rotatingJournal(200);
+  it('a tampered middle line → exit 1 naming the file and the line after it', async () => {
+    const { path, config } = await rotatingJournal(200);
     const middle = listRotated(path)[2]!.path;
     const ls = lines(middle);
     ls[3] = (ls[3] as string).replace(/"released":\d+/, '"released":999');
@@ -180,8 +189,8 @@ describe('trajgate verify across rotated files', () => {
     );
   });
 
-  it('a deleted middle file → exit 1 naming the file where the chain does not follow', () => {
-    const { path, config } = rotatingJournal(200);
+  it('a deleted middle file → exit 1 naming the file where the chain does not follow', async () => {
+    const { path, config } = await rotatingJournal(200);
     const rotated = listRotated(path);
     unlinkSync(rotated[2]!.path);
     const r = runCli(['verify', '--config', config]);
@@ -197,8 +206,8 @@ describe('trajgate verify across rotated files', () => {
     );
   });
 
-  it('a torn last line → exit 0 with a warning naming it (a crash leaves one); torn mid-journal → exit 1', () => {
-    const { path, config } = rotatingJournal(200);
+  it('a torn last line → exit 0 with a warning naming it (a crash leaves one); torn mid-journal → exit 1', async () => {
+    const { path, config } = await rotatingJournal(200);
     const cut = '{"seq":999,"ts":"2026-';
     appendFileSync(path, cut);
     const n = lines(path).length + 1;

@@ -7,6 +7,7 @@ import { pruneRotated, Rotation } from '../../src/journal/rotate.js';
 import { JournalWriter } from '../../src/journal/writer.js';
 import { fillDisk } from '../helpers/full-disk.js';
 import { tempDir } from '../helpers/tmp.js';
+import { fixedSnapshot } from '../helpers/snapshot.js';
 
 /**
  * Rotation never deletes a rotated file younger than `journal.keepFor`
@@ -85,7 +86,7 @@ describe('out of space with every file younger than keepFor', () => {
     bytes: 4096,
     keep: 1,
     keepFor: WEEK,
-    snapshot: () => ({}),
+    snapshot: fixedSnapshot({}),
     now,
   });
 
