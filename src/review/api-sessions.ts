@@ -3,11 +3,19 @@ import { boundaryOfKey } from '../guard/policy.js';
 import { TrajgateError } from '../errors.js';
 import type { SessionDetail, SessionState, SessionsAnswer, SessionView } from '../wire.js';
 import { approvalView, denyView } from './api-rules.js';
-import type { ApiConfig } from './api.js';
+import type { Shape, Slice } from '../config/parts.js';
 import type { Review } from './review.js';
 import { SessionList, sessionsQuery } from './session-list.js';
 import type { Key } from './session-order.js';
 import type { Sessions } from './sessions.js';
+
+/** What the sessions' views read of the config at each call (part of the admin API's). */
+export const SESSION_VIEWS = {
+  agents: true,
+  capture: ['bodies'],
+} as const satisfies Shape;
+
+type ViewsConfig = Slice<typeof SESSION_VIEWS>;
 
 const iso = (ms: number | null | undefined) => (ms ? new Date(ms).toISOString() : null);
 
@@ -18,11 +26,11 @@ const iso = (ms: number | null | undefined) => (ms ? new Date(ms).toISOString() 
 export class SessionViews {
   readonly #list = new SessionList((id) => this.#key(id));
   /** The configured agents the list was last told of: each is listed, active or not. */
-  #agents: ApiConfig['agents'] = null;
+  #agents: ViewsConfig['agents'] = null;
   #agentIds: ReadonlySet<string> = new Set();
 
   constructor(
-    private readonly config: ApiConfig,
+    private readonly config: ViewsConfig,
     private readonly guard: Guard,
     private readonly sessions: Sessions,
     private readonly review: Review,

@@ -7,7 +7,7 @@ import type { Guard } from '../guard/guard.js';
 import { eventsPage } from '../journal/event-pages.js';
 import type { SessionIndex } from '../journal/session-index.js';
 import { ApiRules, operate } from './api-rules.js';
-import { SessionViews } from './api-sessions.js';
+import { SESSION_VIEWS, SessionViews } from './api-sessions.js';
 import { sessionCapture } from './captures.js';
 import { RawJson } from '../http/json.js';
 import { intParam } from '../http/query.js';
@@ -34,8 +34,7 @@ const EVENTS_LIMIT = 1000;
 
 /** What the admin API reads of the config at each call (a reload replaces it). */
 export const API = {
-  agents: true,
-  capture: ['bodies'],
+  ...SESSION_VIEWS,
   journal: ['path'],
   kinds: true,
 } as const satisfies Shape;
