@@ -1,0 +1,190 @@
+#!/usr/bin/env node
+// A fleet, not a handful (issue 29): `trajgate start` with no `agents`, then --sessions sessions
+// (each a client address of 127.0.0.0/8 sending --events requests through the proxy), and in the
+// same run: RSS per session, `GET /api/sessions?limit=100` latency, the longest event-loop block
+// while the journal rotates (and a probe agent's worst latency then), the snapshot's size,
+// restart time, and a steady agent's p99 without and with the review page open in Chromium.
+// Prints a table and writes bench/out/fleet.json. See bench/README.md.
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { availableParallelism, loadavg, release } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { stop } from '../proxy/procs.mjs';
+import { memory, pinSelf } from '../review/gateway.mjs';
+import { benchArgs, busyBefore, log, runTmp } from '../run-setup.mjs';
+import { startUpstream } from '../state/targets.mjs';
+import { createSessions, percentile, steady } from './client.mjs';
+import { ADMIN_TOKEN, launch, shutdown, timedCalls, writeConfig } from './gateway.mjs';
+import { openPage } from './page.mjs';
+import { report } from './report.mjs';
+import { journalFiles, rotations, snapshotSize } from './rotation.mjs';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const root = resolve(here, '../..');
+const main = join(root, 'bin/trajgate.cjs');
+
+const { values, int } = benchArgs({
+  sessions: { type: 'string', default: '100000' },
+  events: { type: 'string', default: '3' },
+  concurrency: { type: 'string', default: '64' },
+  'api-calls': { type: 'string', default: '200' },
+  'agent-seconds': { type: 'string', default: '30' },
+  'agent-rate': { type: 'string', default: '20' },
+  rounds: { type: 'string', default: '2' },
+  rotations: { type: 'string', default: '4' },
+  'rotation-seconds': { type: 'string', default: '240' },
+  rotate: { type: 'string', default: '8MB' },
+  keep: { type: 'string', default: '5' },
+});
+const opt = {
+  sessions: int('sessions'),
+  events: int('events'),
+  concurrency: int('concurrency'),
+  apiCalls: int('api-calls'),
+  agentSeconds: int('agent-seconds'),
+  agentRate: int('agent-rate'),
+  rounds: int('rounds'),
+  rotations: int('rotations'),
+  rotationSeconds: int('rotation-seconds'),
+  rotate: values.rotate,
+  keep: int('keep'),
+};
+
+// This process, the upstream and Chromium on core 0; trajgate alone on core 1.
+const pinned = pinSelf('0');
+const cpuBusyBefore = await busyBefore();
+const loadBefore = loadavg()[0];
+const tmp = runTmp('fleet');
+const upstream = await startUpstream(here);
+const { file, data } = writeConfig(tmp, { upstream: upstream.port, ...opt });
+const results = {};
+let gw = await launch(main, file, tmp);
+results.start = { readyMs: gw.readyMs };
+const mb = () => memory(gw.pid).rss;
+const total = async () => (await gw.call('GET', '/api/sessions?limit=1')).json.total;
+
+// 1. The sessions, in tenths so the run shows its progress.
+const rssIdle = mb();
+const created = { seconds: 0, requests: 0, failed: { count: 0, first: null } };
+for (let part = 0; part < 10; part++) {
+  const from = Math.floor((opt.sessions * part) / 10);
+  const to = Math.floor((opt.sessions * (part + 1)) / 10);
+  const r = await createSessions({
+    proxyPort: gw.proxy,
+    upstream: upstream.port,
+    from,
+    to,
+    ...opt,
+  });
+  created.seconds += r.seconds;
+  created.requests += r.requests;
+  if (r.failed.count > 0 && created.failed.count === 0) created.failed.first = r.failed.first;
+  created.failed.count += r.failed.count;
+  log(`sessions: ${to} in ${created.seconds.toFixed(1)} s, RSS ${mb().toFixed(0)} MB`);
+}
+const rssAfter = mb();
+results.sessions = {
+  ...created,
+  perSecond: opt.sessions / created.seconds,
+  listed: await total(),
+  rssIdleMB: rssIdle,
+  rssAfterMB: rssAfter,
+  rssPerSessionKB: ((rssAfter - rssIdle) * 1024) / opt.sessions,
+};
+
+// 2. The list an operator's tools read, one page of 100 at a time.
+await timedCalls(gw.call, '/api/sessions?limit=100', 10);
+const api = await timedCalls(gw.call, '/api/sessions?limit=100', opt.apiCalls);
+results.api = {
+  calls: opt.apiCalls,
+  p50: percentile(api.times, 50),
+  p99: percentile(api.times, 99),
+  max: Math.max(...api.times),
+  sessionsPerPage: api.last.sessions.length,
+};
+log(
+  `/api/sessions?limit=100: p50 ${results.api.p50.toFixed(1)} ms, p99 ${results.api.p99.toFixed(1)} ms`,
+);
+
+// 3. A steady agent without the page, then with it open: --rounds times, alternated.
+const agent = async () => {
+  const until = performance.now() + opt.agentSeconds * 1000;
+  const samples = await steady({
+    proxyPort: gw.proxy,
+    upstream: upstream.port,
+    localAddress: '127.0.0.10',
+    everyMs: 1000 / opt.agentRate,
+    stopped: () => performance.now() > until,
+  });
+  const ms = samples.map((s) => s.ms);
+  const failed = samples.filter((s) => s.status !== 200).length;
+  return { ms, requests: ms.length, failed, p50: percentile(ms, 50), p99: percentile(ms, 99) };
+};
+const phases = { without: [], with: [] };
+for (let round = 0; round < opt.rounds; round++) {
+  phases.without.push(await agent());
+  const page = await openPage(gw.adminPort, ADMIN_TOKEN);
+  const before = page.answers();
+  const run = await agent();
+  const after = page.answers();
+  await page.close();
+  run.pageAnswers = after.answers - before.answers;
+  run.pageSessionPages = after.sessionPages - before.sessionPages;
+  run.pageFailed = after.failed - before.failed;
+  phases.with.push(run);
+  log(
+    `agent round ${round + 1}: p99 ${phases.without.at(-1).p99.toFixed(1)} ms without the page, ${run.p99.toFixed(1)} ms with it (${run.pageSessionPages} /api/sessions pages read by it)`,
+  );
+}
+const pooled = (runs) => {
+  const ms = runs.flatMap((r) => r.ms);
+  return { p50: percentile(ms, 50), p99: percentile(ms, 99), max: Math.max(...ms) };
+};
+const strip = (runs) => runs.map(({ ms: _ms, ...r }) => r);
+results.agent = {
+  rate: opt.agentRate,
+  without: { ...pooled(phases.without), rounds: strip(phases.without) },
+  with: { ...pooled(phases.with), rounds: strip(phases.with) },
+};
+results.agent.ratio = results.agent.with.p99 / results.agent.without.p99;
+
+// 4. Rotations with every session in the state, and the snapshot they start files with.
+results.rotation = await rotations(gw, {
+  data,
+  upstream: upstream.port,
+  rotations: opt.rotations,
+  maxSeconds: opt.rotationSeconds,
+  scrapeMs: 250,
+});
+log(
+  `rotations: ${results.rotation.rotations} in ${results.rotation.seconds.toFixed(1)} s; event-loop max near one ${results.rotation.eventLoopMaxMs.nearRotation.toFixed(0)} ms`,
+);
+results.snapshot = await snapshotSize(data);
+results.journal = journalFiles(data);
+
+// 5. Restart: SIGTERM, then a start timed from spawn to /api/health's 200.
+results.restart = { stop: await shutdown(gw) };
+gw = await launch(main, file, tmp);
+results.restart.readyMs = gw.readyMs;
+results.restart.sessionsListed = await total();
+results.restart.rssMB = mb();
+await shutdown(gw);
+await stop(upstream.child);
+
+const meta = {
+  date: new Date().toISOString(),
+  node: process.version,
+  kernel: release(),
+  cores: availableParallelism(),
+  pinning: pinned ? 'trajgate on core 1; the clients, upstream and Chromium on core 0' : 'none',
+  cpuBusyBefore: Number(cpuBusyBefore.toFixed(3)),
+  loadAverage: { before: loadBefore, after: loadavg()[0] },
+  options: opt,
+};
+log('\n' + report(results, meta));
+mkdirSync(join(root, 'bench/out'), { recursive: true });
+writeFileSync(
+  join(root, 'bench/out/fleet.json'),
+  JSON.stringify({ meta, results }, null, 2) + '\n',
+);
+log('\nwrote bench/out/fleet.json');
