@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// A fleet, not a handful (issue 29): `trajgate start` with no `agents`, then --sessions sessions
+// A fleet, not a handful: `trajgate start` with no `agents`, then --sessions sessions
 // (each a client address of 127.0.0.0/8 sending --events requests through the proxy), and in the
 // same run: RSS per session, `GET /api/sessions?limit=100` latency, the longest event-loop block
 // while the journal rotates (and a probe agent's worst latency then), the snapshot's size,

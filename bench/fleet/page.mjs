@@ -7,17 +7,9 @@ import { join } from 'node:path';
 import { chromium } from 'playwright-core';
 
 const CHROMIUM = '/usr/bin/chromium';
-// As test/e2e/browser.ts launches it: root needs --no-sandbox; nothing may leave loopback.
-const ARGS = [
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--no-first-run',
-  '--no-proxy-server',
-  '--disable-sync',
-  '--disable-extensions',
-];
+// Playwright's own flags already keep Chromium from background traffic (and add --no-sandbox,
+// which root needs); these keep it off any proxy and sync service. Only loopback is let through.
+const ARGS = ['--disable-gpu', '--no-proxy-server', '--disable-sync'];
 
 /**
  * Opens the page on `adminPort`, signs in and waits for its first sessions answer. Resolves
@@ -39,6 +31,9 @@ export async function openPage(adminPort, token) {
     rmSync(profile, { recursive: true, force: true });
   };
   try {
+    await context.route('**/*', (route) =>
+      /^127\./.test(new URL(route.request().url()).hostname) ? route.continue() : route.abort(),
+    );
     const page = context.pages()[0] ?? (await context.newPage());
     const counts = { answers: 0, failed: 0, sessionPages: 0 };
     page.on('response', (r) => {
