@@ -17,7 +17,14 @@ import { createSessions, percentile, steady } from './client.mjs';
 import { ADMIN_TOKEN, launch, shutdown, timedCalls, writeConfig } from './gateway.mjs';
 import { openPage } from './page.mjs';
 import { report } from './report.mjs';
-import { journalFiles, rotations, snapshotSize } from './rotation.mjs';
+import {
+  journalFiles,
+  probe,
+  rotations,
+  snapshotSize,
+  summarize,
+  watchRotations,
+} from './rotation.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = resolve(here, '../..');
@@ -63,9 +70,13 @@ results.start = { readyMs: gw.readyMs };
 const mb = () => memory(gw.pid).rss;
 const total = async () => (await gw.call('GET', '/api/sessions?limit=1')).json.total;
 
-// 1. The sessions, in tenths so the run shows its progress.
+// 1. The sessions, in tenths so the run shows its progress; rotations happen as the journal
+// grows, each with more sessions in its snapshot, and the probe agent sees them.
 const rssIdle = mb();
 const created = { seconds: 0, requests: 0, failed: { count: 0, first: null } };
+let watching = watchRotations(gw, data);
+let creating = true;
+const probing = probe(gw, upstream.port, () => !creating);
 for (let part = 0; part < 10; part++) {
   const from = Math.floor((opt.sessions * part) / 10);
   const to = Math.floor((opt.sessions * (part + 1)) / 10);
@@ -82,6 +93,7 @@ for (let part = 0; part < 10; part++) {
   created.failed.count += r.failed.count;
   log(`sessions: ${to} in ${created.seconds.toFixed(1)} s, RSS ${mb().toFixed(0)} MB`);
 }
+creating = false;
 const rssAfter = mb();
 results.sessions = {
   ...created,
@@ -90,17 +102,21 @@ results.sessions = {
   rssIdleMB: rssIdle,
   rssAfterMB: rssAfter,
   rssPerSessionKB: ((rssAfter - rssIdle) * 1024) / opt.sessions,
+  whileCreating: summarize(await watching.end(), await probing),
 };
 
-// 2. The list an operator's tools read, one page of 100 at a time.
+// 2. The list an operator's tools read, one page of 100 at a time; no other load.
 await timedCalls(gw.call, '/api/sessions?limit=100', 10);
+watching = watchRotations(gw, data);
 const api = await timedCalls(gw.call, '/api/sessions?limit=100', opt.apiCalls);
+const quiet = summarize(await watching.end(), []);
 results.api = {
   calls: opt.apiCalls,
   p50: percentile(api.times, 50),
   p99: percentile(api.times, 99),
   max: Math.max(...api.times),
   sessionsPerPage: api.last.sessions.length,
+  eventLoopMaxMs: quiet.eventLoopMaxMs.away,
 };
 log(
   `/api/sessions?limit=100: p50 ${results.api.p50.toFixed(1)} ms, p99 ${results.api.p99.toFixed(1)} ms`,
@@ -154,7 +170,6 @@ results.rotation = await rotations(gw, {
   upstream: upstream.port,
   rotations: opt.rotations,
   maxSeconds: opt.rotationSeconds,
-  scrapeMs: 250,
 });
 log(
   `rotations: ${results.rotation.rotations} in ${results.rotation.seconds.toFixed(1)} s; event-loop max near one ${results.rotation.eventLoopMaxMs.nearRotation.toFixed(0)} ms`,

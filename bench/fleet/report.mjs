@@ -16,17 +16,29 @@ const verdict = (met) => (met ? 'met' : '**missed**');
 export function report(results, meta) {
   const { sessions: s, api, agent, rotation: r, snapshot, journal, restart } = results;
   const lag = r.eventLoopMaxMs;
+  const c = s.whileCreating;
+  const blocks = (l) => l.perRotation.map((ms) => n(ms)).join(', ') || 'none';
   const rows = [
     [
       'sessions created (3 requests each, one client address each)',
       `${n(meta.options.sessions)} in ${n(s.seconds, 1)} s (${n(s.perSecond)}/s; ${n(s.failed.count)} failed; ${n(s.listed)} listed)`,
       '',
     ],
+    [
+      'rotations while creating them: event-loop block near each (ms)',
+      `${c.rotations}: ${blocks(c.eventLoopMaxMs)} (away from rotations: ${n(c.eventLoopMaxMs.away)} ms)`,
+      '',
+    ],
+    [
+      'probe agent while creating them: worst near a rotation',
+      `${n(c.probe.maxNearRotation, 1)} ms (away: ${n(c.probe.maxAway, 1)} ms; p50 ${n(c.probe.p50, 1)}, p99 ${n(c.probe.p99, 1)} ms)`,
+      '',
+    ],
     ['gateway RSS idle → after', `${n(s.rssIdleMB, 1)} → ${n(s.rssAfterMB, 1)} MB`, ''],
     ['RSS per session', `${n(s.rssPerSessionKB, 2)} KB`, ''],
     [
       `\`GET /api/sessions?limit=100\`, ${api.calls} calls`,
-      `p50 ${n(api.p50, 1)} ms, p99 ${n(api.p99, 1)} ms, max ${n(api.max, 1)} ms`,
+      `p50 ${n(api.p50, 1)} ms, p99 ${n(api.p99, 1)} ms, max ${n(api.max, 1)} ms (event loop's longest delay meanwhile ${n(api.eventLoopMaxMs)} ms)`,
       '',
     ],
     [
@@ -36,7 +48,7 @@ export function report(results, meta) {
     ],
     [
       'largest event-loop block within 1 s of a rotation (`nodejs_eventloop_lag_max_seconds`)',
-      `${n(lag.nearRotation)} ms (away from rotations: ${n(lag.away)} ms)`,
+      `${n(lag.nearRotation)} ms (each: ${blocks(lag)}; away from rotations: ${n(lag.away)} ms)`,
       `≤ 50 ms: ${verdict(lag.nearRotation <= 50)}`,
     ],
     [

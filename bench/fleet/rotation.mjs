@@ -15,10 +15,11 @@ const ROTATED = /^journal\.\d{6,}\.jsonl$/;
 const NEAR_MS = 1000;
 
 /**
- * Runs the phase; resolves the rotations seen, the probe's latencies and the event-loop delay,
- * each split into near a rotation and away from one, and the load it took.
+ * Watches the gateway from now on: each rotation as its rotated file appears, and the longest
+ * event-loop delay of every `scrapeMs` window. `end()` stops and resolves what was seen:
+ * { rotatedAt, windows: [{ from, to, maxMs }] } (times in performance.now() ms).
  */
-export async function rotations(gw, { data, upstream, rotations: wanted, maxSeconds, scrapeMs }) {
+export function watchRotations(gw, data, scrapeMs = 250) {
   const seen = new Set(readdirSync(data).filter((f) => ROTATED.test(f)));
   const rotatedAt = [];
   const watcher = watch(data, (_type, name) => {
@@ -27,60 +28,82 @@ export async function rotations(gw, { data, upstream, rotations: wanted, maxSeco
       rotatedAt.push(performance.now());
     }
   });
-  const began = performance.now();
-  const stopped = () => rotatedAt.length >= wanted || performance.now() - began > maxSeconds * 1000;
   const windows = [];
-  const scrape = async () => {
+  let ended = false;
+  const scraping = (async () => {
     let from = performance.now();
     await gw.call('GET', '/metrics'); // starts the first window
-    while (!stopped()) {
+    while (!ended) {
       await sleep(scrapeMs);
       const r = await gw.call('GET', '/metrics');
       const to = performance.now();
       windows.push({ from, to, maxMs: metric(r.text, 'nodejs_eventloop_lag_max_seconds') * 1000 });
       from = to;
     }
+  })();
+  return {
+    rotations: () => rotatedAt.length,
+    async end() {
+      ended = true;
+      await scraping;
+      watcher.close();
+      return { rotatedAt, windows };
+    },
   };
-  const addresses = Array.from({ length: 8 }, (_, i) => `127.0.0.${i + 2}`);
-  const [probe, load] = await Promise.all([
-    steady({ proxyPort: gw.proxy, upstream, localAddress: '127.0.0.1', everyMs: 10, stopped }),
-    flood({ proxyPort: gw.proxy, upstream, addresses, connections: 16, stopped }),
-    scrape(),
-  ]);
-  watcher.close();
-  const seconds = (performance.now() - began) / 1000;
-  const near = (from, to) => rotatedAt.some((t) => from <= t + NEAR_MS && to >= t - NEAR_MS);
-  const split = (items, isNear, value) => {
-    const close = items.filter(isNear).map(value);
-    const away = items.filter((x) => !isNear(x)).map(value);
-    return { near: Math.max(0, ...close), away: Math.max(0, ...away) };
-  };
-  const lag = split(
-    windows,
-    (w) => near(w.from, w.to),
-    (w) => w.maxMs,
-  );
-  const probeWorst = split(
-    probe,
-    (s) => near(s.at, s.at + s.ms),
-    (s) => s.ms,
-  );
-  const probeMs = probe.map((s) => s.ms);
+}
+
+/**
+ * What `watchRotations` saw, with a probe agent's `samples` (steady()): per rotation the
+ * longest event-loop delay of the windows within NEAR_MS of it; the longest near any rotation
+ * and away from all; the probe's worst latency near a rotation and away, its p50 and p99.
+ */
+export function summarize({ rotatedAt, windows }, samples) {
+  const near = (from, to, t) => from <= t + NEAR_MS && to >= t - NEAR_MS;
+  const nearAny = (from, to) => rotatedAt.some((t) => near(from, to, t));
+  const most = (values) => values.reduce((a, b) => Math.max(a, b), 0);
+  const lag = (keep) => most(windows.filter(keep).map((w) => w.maxMs));
+  const probe = (keep) => most(samples.filter(keep).map((s) => s.ms));
+  const ms = samples.map((s) => s.ms);
   return {
     rotations: rotatedAt.length,
-    seconds,
-    loadRequests: load.requests,
-    loadFailed: load.failed,
-    probe: {
-      requests: probe.length,
-      failed: probe.filter((s) => s.status !== 200).length,
-      p50: percentile(probeMs, 50),
-      p99: percentile(probeMs, 99),
-      maxNearRotation: probeWorst.near,
-      maxAway: probeWorst.away,
+    eventLoopMaxMs: {
+      perRotation: rotatedAt.map((t) => lag((w) => near(w.from, w.to, t))),
+      nearRotation: lag((w) => nearAny(w.from, w.to)),
+      away: lag((w) => !nearAny(w.from, w.to)),
+      windows: windows.length,
     },
-    eventLoopMaxMs: { nearRotation: lag.near, away: lag.away, windows: windows.length },
+    probe: {
+      requests: samples.length,
+      failed: samples.filter((s) => s.status !== 200).length,
+      p50: percentile(ms, 50),
+      p99: percentile(ms, 99),
+      maxNearRotation: probe((s) => nearAny(s.at, s.at + s.ms)),
+      maxAway: probe((s) => !nearAny(s.at, s.at + s.ms)),
+    },
   };
+}
+
+/** A probe agent: a tiny request every 10 ms from 127.0.0.1 until `stopped()`. */
+export const probe = (gw, upstream, stopped) =>
+  steady({ proxyPort: gw.proxy, upstream, localAddress: '127.0.0.1', everyMs: 10, stopped });
+
+/**
+ * Load through the proxy (16 connections from 127.0.0.2–9) with the probe, until the journal
+ * rotated `rotations` times or `maxSeconds` passed; what was seen (summarize()) and the load.
+ */
+export async function rotations(gw, { data, upstream, rotations: wanted, maxSeconds }) {
+  const watching = watchRotations(gw, data);
+  const began = performance.now();
+  const stopped = () =>
+    watching.rotations() >= wanted || performance.now() - began > maxSeconds * 1000;
+  const addresses = Array.from({ length: 8 }, (_, i) => `127.0.0.${i + 2}`);
+  const [samples, load] = await Promise.all([
+    probe(gw, upstream, stopped),
+    flood({ proxyPort: gw.proxy, upstream, addresses, connections: 16, stopped }),
+  ]);
+  const seen = summarize(await watching.end(), samples);
+  const seconds = (performance.now() - began) / 1000;
+  return { ...seen, seconds, loadRequests: load.requests, loadFailed: load.failed };
 }
 
 /**
