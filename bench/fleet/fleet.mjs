@@ -66,6 +66,12 @@ const upstream = await startUpstream(here);
 const { file, data } = writeConfig(tmp, { upstream: upstream.port, ...opt });
 const results = {};
 let gw = await launch(main, file, tmp);
+let finished = false;
+process.on('exit', () => {
+  if (finished) return;
+  const status = gw.child.exitCode ?? gw.child.signalCode ?? 'still running';
+  log(`the run failed; trajgate: ${status}; its last stderr: ${gw.child.stderrTail.trim()}`);
+});
 results.start = { readyMs: gw.readyMs };
 const mb = () => memory(gw.pid).rss;
 const total = async () => (await gw.call('GET', '/api/sessions?limit=1')).json.total;
@@ -203,3 +209,4 @@ writeFileSync(
   JSON.stringify({ meta, results }, null, 2) + '\n',
 );
 log('\nwrote bench/out/fleet.json');
+finished = true;

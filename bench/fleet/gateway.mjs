@@ -48,7 +48,14 @@ export async function launch(main, file, cwd, timeoutMs = 300_000) {
     throw new Error(`trajgate did not start: ${page.why ?? proxy.why}`);
   }
   const adminPort = Number(page.match[1]);
-  const call = admin(adminPort, ADMIN_TOKEN);
+  const client = admin(adminPort, ADMIN_TOKEN);
+  // A keep-alive connection the server closed as it was reused resets; a GET may be sent again
+  // on a new one (RFC 9112 § 9.3.1).
+  const call = (method, path) =>
+    client(method, path).catch((err) => {
+      if (method !== 'GET' || err.code !== 'ECONNRESET') throw err;
+      return client(method, path);
+    });
   for (const deadline = began + timeoutMs; ; await sleep(5)) {
     const r = await call('GET', '/api/health').catch((err) => ({ status: err.message }));
     if (r.status === 200) break;
