@@ -9,6 +9,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { availableParallelism, loadavg, release } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { parseBytes } from '../../dist/config/formats.js';
 import { stop } from '../proxy/procs.mjs';
 import { memory, pinSelf } from '../review/gateway.mjs';
 import { benchArgs, busyBefore, log, runTmp } from '../run-setup.mjs';
@@ -38,7 +39,7 @@ const { values, int } = benchArgs({
   'agent-seconds': { type: 'string', default: '30' },
   'agent-rate': { type: 'string', default: '20' },
   rounds: { type: 'string', default: '2' },
-  rotations: { type: 'string', default: '4' },
+  rotations: { type: 'string', default: '3' },
   'rotation-seconds': { type: 'string', default: '240' },
   rotate: { type: 'string', default: '8MB' },
   keep: { type: 'string', default: '5' },
@@ -181,7 +182,7 @@ log(
   `rotations: ${results.rotation.rotations} in ${results.rotation.seconds.toFixed(1)} s; event-loop max near one ${results.rotation.eventLoopMaxMs.nearRotation.toFixed(0)} ms`,
 );
 results.snapshot = await snapshotSize(data);
-results.journal = journalFiles(data);
+results.journal = { ...journalFiles(data), sizingRule: parseBytes(opt.rotate) * (opt.keep + 1) };
 
 // 5. Restart: SIGTERM, then a start timed from spawn to /api/health's 200.
 results.restart = { stop: await shutdown(gw) };

@@ -20,7 +20,8 @@ export function writeConfig(dir, { upstream, rotate, keep }) {
   const lines = [
     'version: 1',
     `workspace: ${dir}/workspace`,
-    `journal: { path: ${data}/journal.jsonl, rotate: ${rotate}, keep: ${keep} }`,
+    // keep alone (keepFor 0ms), so the files on disk are those the deploy guide's sizing counts.
+    `journal: { path: ${data}/journal.jsonl, rotate: ${rotate}, keep: ${keep}, keepFor: 0ms }`,
     'listen: { proxy: 127.0.0.1:0, admin: 127.0.0.1:0, bridge: 127.0.0.1:0 }',
     'network:',
     `  allow: ["127.0.0.1:${upstream}"]`,

@@ -62,9 +62,9 @@ export function report(results, meta) {
       '',
     ],
     [
-      'journal on disk',
+      `journal on disk (\`keep: ${meta.options.keep}\`)`,
       `${journal.files} files, ${MB(journal.bytes)} MB, largest ${MB(journal.largest)} MB`,
-      '',
+      `\`rotate × (keep + 1)\` = ${MB(journal.sizingRule)} MB: ${verdict(journal.bytes <= journal.sizingRule)}`,
     ],
     ['stop (SIGTERM to exit)', `${n(restart.stop.ms)} ms (exit ${restart.stop.code})`, ''],
     [
