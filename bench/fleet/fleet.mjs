@@ -59,6 +59,7 @@ const opt = {
 };
 
 // This process, the upstream and Chromium on core 0; trajgate alone on core 1.
+const cores = availableParallelism(); // before the pinning narrows what this process sees
 const pinned = pinSelf('0');
 const cpuBusyBefore = await busyBefore();
 const loadBefore = loadavg()[0];
@@ -197,7 +198,7 @@ const meta = {
   date: new Date().toISOString(),
   node: process.version,
   kernel: release(),
-  cores: availableParallelism(),
+  cores,
   pinning: pinned ? 'trajgate on core 1; the clients, upstream and Chromium on core 0' : 'none',
   cpuBusyBefore: Number(cpuBusyBefore.toFixed(3)),
   loadAverage: { before: loadBefore, after: loadavg()[0] },
@@ -211,3 +212,4 @@ writeFileSync(
 );
 log('\nwrote bench/out/fleet.json');
 finished = true;
+process.exit(0); // not after the grace timers of the stops, which outlive the processes
