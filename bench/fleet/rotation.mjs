@@ -75,6 +75,7 @@ export function summarize({ rotatedAt, windows }, samples) {
     probe: {
       requests: samples.length,
       failed: samples.filter((s) => s.status !== 200).length,
+      firstFailure: samples.find((s) => s.status !== 200) ?? null,
       p50: percentile(ms, 50),
       p99: percentile(ms, 99),
       maxNearRotation: probe((s) => nearAny(s.at, s.at + s.ms)),
