@@ -130,19 +130,34 @@ log(
   `/api/sessions?limit=100: p50 ${results.api.p50.toFixed(1)} ms, p99 ${results.api.p99.toFixed(1)} ms`,
 );
 
-// 3. A steady agent without the page, then with it open: --rounds times, alternated.
+// 3. A steady agent without the page, then with it open: --rounds times, alternated. Beside it
+// the same client straight to the upstream (an origin server takes the absolute form too): the
+// floor, which shows what the page costs the clients' core rather than the gateway.
 const agent = async () => {
   const until = performance.now() + opt.agentSeconds * 1000;
-  const samples = await steady({
-    proxyPort: gw.proxy,
-    upstream: upstream.port,
-    localAddress: '127.0.0.10',
-    everyMs: 1000 / opt.agentRate,
-    stopped: () => performance.now() > until,
-  });
+  const paced = (port, localAddress) =>
+    steady({
+      proxyPort: port,
+      upstream: upstream.port,
+      localAddress,
+      everyMs: 1000 / opt.agentRate,
+      stopped: () => performance.now() > until,
+    });
+  const [samples, direct] = await Promise.all([
+    paced(gw.proxy, '127.0.0.10'),
+    paced(upstream.port, '127.0.0.11'),
+  ]);
   const ms = samples.map((s) => s.ms);
   const failed = samples.filter((s) => s.status !== 200).length;
-  return { ms, requests: ms.length, failed, p50: percentile(ms, 50), p99: percentile(ms, 99) };
+  const floor = direct.map((s) => s.ms);
+  return {
+    ms,
+    floor,
+    requests: ms.length,
+    failed,
+    p50: percentile(ms, 50),
+    p99: percentile(ms, 99),
+  };
 };
 const phases = { without: [], with: [] };
 for (let round = 0; round < opt.rounds; round++) {
@@ -162,9 +177,11 @@ for (let round = 0; round < opt.rounds; round++) {
 }
 const pooled = (runs) => {
   const ms = runs.flatMap((r) => r.ms);
-  return { p50: percentile(ms, 50), p99: percentile(ms, 99), max: Math.max(...ms) };
+  const floor = runs.flatMap((r) => r.floor);
+  const [p50, p99] = [percentile(ms, 50), percentile(ms, 99)];
+  return { p50, p99, max: Math.max(...ms), directP99: percentile(floor, 99) };
 };
-const strip = (runs) => runs.map(({ ms: _ms, ...r }) => r);
+const strip = (runs) => runs.map(({ ms: _ms, floor: _floor, ...r }) => r);
 results.agent = {
   rate: opt.agentRate,
   without: { ...pooled(phases.without), rounds: strip(phases.without) },

@@ -74,12 +74,12 @@ export function report(results, meta) {
     ],
     [
       `agent p99 at ${agent.rate} req/s, review page closed`,
-      `${n(agent.without.p99, 1)} ms (p50 ${n(agent.without.p50, 1)}, max ${n(agent.without.max, 1)})`,
+      `${n(agent.without.p99, 1)} ms (p50 ${n(agent.without.p50, 1)}, max ${n(agent.without.max, 1)}; straight to the upstream: p99 ${n(agent.without.directP99, 1)} ms)`,
       '',
     ],
     [
       `agent p99 at ${agent.rate} req/s, review page open`,
-      `${n(agent.with.p99, 1)} ms (p50 ${n(agent.with.p50, 1)}, max ${n(agent.with.max, 1)})`,
+      `${n(agent.with.p99, 1)} ms (p50 ${n(agent.with.p50, 1)}, max ${n(agent.with.max, 1)}; straight to the upstream: p99 ${n(agent.with.directP99, 1)} ms)`,
       '',
     ],
     [
