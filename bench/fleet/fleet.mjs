@@ -15,7 +15,7 @@ import { memory, pinSelf } from '../review/gateway.mjs';
 import { benchArgs, busyBefore, log, runTmp } from '../run-setup.mjs';
 import { startUpstream } from '../state/targets.mjs';
 import { createSessions, percentile, steady } from './client.mjs';
-import { ADMIN_TOKEN, launch, shutdown, timedCalls, writeConfig } from './gateway.mjs';
+import { ADMIN_TOKEN, launch, majorGc, shutdown, timedCalls, writeConfig } from './gateway.mjs';
 import { openPage } from './page.mjs';
 import { report } from './report.mjs';
 import {
@@ -201,6 +201,8 @@ log(
 );
 results.snapshot = await snapshotSize(data);
 results.journal = { ...journalFiles(data), sizingRule: parseBytes(opt.rotate) * (opt.keep + 1) };
+
+results.gc = majorGc((await gw.call('GET', '/metrics')).text);
 
 // 5. Restart: SIGTERM, then a start timed from spawn to /api/health's 200.
 results.restart = { stop: await shutdown(gw) };

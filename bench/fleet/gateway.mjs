@@ -93,3 +93,24 @@ export function metric(text, name) {
   const m = new RegExp(`^${name} ([0-9.e+-]+)`, 'm').exec(text);
   return m ? Number(m[1]) : null;
 }
+
+/**
+ * Major garbage collections in `/metrics` (prom-client's `nodejs_gc_duration_seconds`, kind
+ * major): how many, their seconds in all, and how many took over 0.1 s and over 1 s (buckets).
+ */
+export function majorGc(text) {
+  const series = {};
+  const re = /^nodejs_gc_duration_seconds_(bucket|sum|count)\{([^}]*)\} ([0-9.e+-]+)$/gm;
+  for (const [, part, labels, value] of text.matchAll(re)) {
+    if (!labels.includes('kind="major"')) continue;
+    const le = /le="([^"]+)"/.exec(labels)?.[1];
+    series[le === undefined ? part : le] = Number(value);
+  }
+  const count = series.count ?? 0;
+  return {
+    count,
+    seconds: series.sum ?? 0,
+    over100ms: count - (series['0.1'] ?? count),
+    over1s: count - (series['1'] ?? count),
+  };
+}

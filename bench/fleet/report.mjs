@@ -66,6 +66,11 @@ export function report(results, meta) {
       `${journal.files} files, ${MB(journal.bytes)} MB, largest ${MB(journal.largest)} MB`,
       `\`rotate × (keep + 1)\` = ${MB(journal.sizingRule)} MB: ${verdict(journal.bytes <= journal.sizingRule)}`,
     ],
+    [
+      'major GCs in the run, before the restart (`nodejs_gc_duration_seconds`)',
+      `${n(results.gc.count)}, ${n(results.gc.seconds, 1)} s in all; ${n(results.gc.over100ms)} over 100 ms, ${n(results.gc.over1s)} over 1 s`,
+      '',
+    ],
     ['stop (SIGTERM to exit)', `${n(restart.stop.ms)} ms (exit ${restart.stop.code})`, ''],
     [
       'restart (spawn to `/api/health` 200)',
