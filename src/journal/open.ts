@@ -7,7 +7,7 @@ import type { JournalRecord, SnapshotRecord } from './records.js';
 import { Segments } from './files.js';
 import { readJournal } from './reader.js';
 import type { RotateOptions } from './rotate.js';
-import { recoverRotation } from './rotate.js';
+import { recoverRotation } from './rotate-files.js';
 import { checkVersion } from './snapshot-read.js';
 import type { WriterOptions } from './writer.js';
 import { JournalWriter } from './writer.js';

@@ -14,7 +14,7 @@ import { describe, expect, it } from 'vitest';
 import { isTrajgateError } from '../../src/errors.js';
 import { digestOf } from '../../src/journal/chain.js';
 import { journalFiles, listRotated, rotatedName } from '../../src/journal/files.js';
-import { nextName } from '../../src/journal/rotate.js';
+import { nextName } from '../../src/journal/rotate-files.js';
 import { isPart } from '../../src/journal/snapshot-read.js';
 import { chainFiles, verifyChain } from '../../src/journal/verify.js';
 import { JournalWriter } from '../../src/journal/writer.js';
