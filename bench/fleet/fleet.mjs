@@ -200,7 +200,11 @@ log(
   `rotations: ${results.rotation.rotations} in ${results.rotation.seconds.toFixed(1)} s; event-loop max near one ${results.rotation.eventLoopMaxMs.nearRotation.toFixed(0)} ms`,
 );
 results.snapshot = await snapshotSize(data);
-results.journal = { ...journalFiles(data), sizingRule: parseBytes(opt.rotate) * (opt.keep + 1) };
+// The deploy guide's rule: each file is its snapshot plus `rotate` bytes of records.
+results.journal = {
+  ...journalFiles(data),
+  sizingRule: (parseBytes(opt.rotate) + results.snapshot.bytes) * (opt.keep + 1),
+};
 
 results.gc = majorGc((await gw.call('GET', '/metrics')).text);
 

@@ -64,7 +64,7 @@ export function report(results, meta) {
     [
       `journal on disk (\`keep: ${meta.options.keep}\`)`,
       `${journal.files} files, ${MB(journal.bytes)} MB, largest ${MB(journal.largest)} MB`,
-      `\`rotate × (keep + 1)\` = ${MB(journal.sizingRule)} MB: ${verdict(journal.bytes <= journal.sizingRule)}`,
+      `\`(rotate + snapshot) × (keep + 1)\` = ${MB(journal.sizingRule)} MB: ${verdict(journal.bytes <= journal.sizingRule)}`,
     ],
     [
       'major GCs in the run, before the restart (`nodejs_gc_duration_seconds`)',
