@@ -8,6 +8,7 @@ import { dirname, join } from 'node:path';
 import { afterAll } from 'vitest';
 import { GIT_SSH_COMMAND } from '../../src/cli/env-vars.js';
 import { CLI } from './cli.js';
+import { oneCommitRepo } from './git-http.js';
 import { tempDir } from './tmp.js';
 
 export interface SshGitServer {
@@ -69,18 +70,7 @@ export async function startSshGit(): Promise<SshGitServer> {
   if (process.getuid?.() === 0) mkdirSync('/run/sshd', { recursive: true, mode: 0o755 });
 
   const readme = 'served by sshd and git-upload-pack\n';
-  const work = join(root, 'work');
-  const git = (args: string[], cwd = root) =>
-    execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@t.invalid', ...args], {
-      cwd,
-      env: { ...GIT_ENV, HOME: root, PATH: process.env.PATH },
-    });
-  git(['init', '-q', '--bare', '-b', 'main', 'repo.git']);
-  git(['init', '-q', '-b', 'main', work]);
-  writeFileSync(join(work, 'README'), readme);
-  git(['add', 'README'], work);
-  git(['commit', '-q', '-m', 'one'], work);
-  git(['push', '-q', join(root, 'repo.git'), 'main'], work);
+  oneCommitRepo(root, readme);
 
   let gate: Promise<void> = Promise.resolve();
   let release = () => {};

@@ -56,6 +56,21 @@ const outcomes = (g: TestGateway) =>
 const tunnels = (g: TestGateway) =>
   g.records().filter((r): r is TunnelRecord => r.type === 'tunnel');
 
+/**
+ * A clone whose tunnel reached the server, frozen by a pause before sshd said a word; then
+ * sshd starts (`before`: how many had started until then).
+ */
+async function frozenClone(g: TestGateway) {
+  sshd.closeGate();
+  const before = sshd.accepted;
+  const { into, done } = clone(g);
+  await waitFor(() => sshd.accepted === before + 1, 20_000, 'the tunnel reached sshd');
+  await pauseSession(g);
+  await waitFor(() => tunnels(g).some((t) => t.change === 'frozen'), 20_000, 'frozen');
+  sshd.openGate();
+  return { into, done, before };
+}
+
 /** Two requests nothing allows: REVIEW, then PAUSE (blocked). */
 async function pauseSession(g: TestGateway): Promise<void> {
   for (const path of ['/one', '/two'])
@@ -96,13 +111,7 @@ describe('git over SSH through trajgate connect', () => {
 
   it('freezes while the session is paused; a resume completes the clone', async () => {
     const g = await start();
-    sshd.closeGate();
-    const before = sshd.accepted;
-    const { into, done } = clone(g);
-    await waitFor(() => sshd.accepted === before + 1, 20_000, 'the tunnel reached sshd');
-    await pauseSession(g);
-    await waitFor(() => tunnels(g).some((t) => t.change === 'frozen'), 20_000, 'frozen');
-    sshd.openGate();
+    const { into, done, before } = await frozenClone(g);
     await waitFor(() => sshd.started === before + 1, 20_000, 'sshd started');
     expect(await settlesWithin(done, 1_000)).toBe(false);
     g.gw.sessions.resume(AGENT, { reset: true });
@@ -114,16 +123,11 @@ describe('git over SSH through trajgate connect', () => {
 
   it('a deny while paused ends the clone', async () => {
     const g = await start();
-    sshd.closeGate();
-    const before = sshd.accepted;
-    const { into, done } = clone(g);
-    await waitFor(() => sshd.accepted === before + 1, 20_000, 'the tunnel reached sshd');
-    await pauseSession(g);
-    await waitFor(() => tunnels(g).some((t) => t.change === 'frozen'), 20_000, 'frozen');
-    sshd.openGate();
+    const { into, done } = await frozenClone(g);
     g.gw.sessions.deny(AGENT);
     const r = await done;
     expect(r.status).not.toBe(0);
+    expect(r.stderr).toContain('Connection closed');
     expect(existsSync(join(into, 'README'))).toBe(false);
     expect(tunnels(g).at(-1)).toMatchObject({ change: 'closed', reason: 'denied by an operator' });
   });
