@@ -64,6 +64,17 @@ export interface RelayOptions {
   readonly reuseBuffers?: boolean;
   /** Told of the bytes read from the client as they are relayed up (volume rules). */
   readonly onUp?: (bytes: number) => void;
+  /** Looks at the client's first bytes before any is relayed up. */
+  readonly firstUp?: FirstBytes;
+}
+
+/**
+ * A look at a direction's first bytes: held back (at most `max`) while it answers `more`, then
+ * relayed, or the tunnel is closed with the reason. `final`: no more will come.
+ */
+export interface FirstBytes {
+  readonly max: number;
+  look(first: Buffer, final: boolean): 'more' | 'relay' | { readonly close: string };
 }
 
 /**
@@ -86,7 +97,7 @@ export function relay(
   idleMs: number,
   opening: Opening,
   onOpen?: (control: FlowControl) => void,
-  { reuseBuffers = true, onUp }: RelayOptions = {},
+  { reuseBuffers = true, onUp, firstUp }: RelayOptions = {},
 ): Promise<Omit<Transfer, 'status'>> {
   if (client.destroyed || upstream.destroyed) {
     // One side went away while the tunnel was being decided or connected.
@@ -95,7 +106,7 @@ export function relay(
     return Promise.resolve({ bytesUp: 0, bytesDown: 0, error: 'closed before the relay began' });
   }
   return new Promise((resolve) => {
-    const up = new Direction(onUp);
+    const up = new Direction(onUp, firstUp, (why) => fail(why));
     const down = new Direction();
     const c = adopt(client, up, reuseBuffers);
     const u = adopt(upstream, down, reuseBuffers);
@@ -136,8 +147,11 @@ export function relay(
       });
       socket.setTimeout(idleMs, () => fail(`idle for ${idleMs} ms`));
       for (const chunk of from.queued) direction.write(chunk);
-      // A half-close passes through: the other side may still answer.
-      const end = () => to.socket.end();
+      // A half-close passes through (after any bytes held back): the other side may answer.
+      const end = () => {
+        direction.finish();
+        to.socket.end();
+      };
       if (from.ended) end();
       else from.onEnd(end);
     }
@@ -174,8 +188,16 @@ export function relay(
  */
 class Direction {
   to: Socket | null = null;
+  #first: FirstBytes | null;
+  #held = Buffer.alloc(0);
 
-  constructor(private readonly counted?: (bytes: number) => void) {}
+  constructor(
+    private readonly counted?: (bytes: number) => void,
+    first?: FirstBytes,
+    private readonly close?: (why: string) => void,
+  ) {
+    this.#first = first ?? null;
+  }
 
   bytes = 0;
   #size = FIRST_READ;
@@ -194,6 +216,8 @@ class Direction {
 
   /** Returning false pauses the reading socket until the writer drains. */
   readonly onRead = (n: number, buf: Buffer): boolean => {
+    // Looked at first: a copy, so the pooled buffer is free again at once.
+    if (this.#first !== null) return this.#look(Buffer.from(buf.subarray(0, n)), false);
     this.#filled = n === buf.length;
     this.#writing.push(buf);
     this.bytes += n;
@@ -206,9 +230,32 @@ class Direction {
    * 'data' event's. Returning false: pause the reading socket until the writer drains.
    */
   write(chunk: Buffer): boolean {
+    if (this.#first !== null) return this.#look(chunk, false);
     this.bytes += chunk.length;
     this.counted?.(chunk.length);
     return (this.to as Socket).write(chunk);
+  }
+
+  /** The end of stream: bytes held back are looked at a last time. */
+  finish(): void {
+    if (this.#first !== null && this.#held.length > 0) this.#look(Buffer.alloc(0), true);
+  }
+
+  #look(chunk: Buffer, final: boolean): boolean {
+    const first = Buffer.concat([this.#held, chunk]);
+    const seen = (this.#first as FirstBytes).look(
+      first,
+      final || first.length >= (this.#first as FirstBytes).max,
+    );
+    if (seen === 'more') {
+      this.#held = first;
+      return true;
+    }
+    this.#first = null;
+    this.#held = Buffer.alloc(0);
+    if (seen === 'relay') return this.write(first);
+    this.close?.(seen.close);
+    return false;
   }
 
   readonly #written = (): void => {

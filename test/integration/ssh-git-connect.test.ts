@@ -92,7 +92,7 @@ describe('git over SSH through trajgate connect', () => {
     const records = await waitForRecords(g, (x) => x.type === 'outcome');
     const event = records.find((x) => x.type === 'event' && x.target === SSH_TARGET);
     expect(event).toMatchObject({ session: AGENT, verdict: 'ALLOW' });
-    expect(outcomes(g)[0]).toMatchObject({ rid: event?.seq, status: 200 });
+    expect(outcomes(g)[0]).toMatchObject({ rid: event?.seq, status: 200, protocol: 'ssh' });
     expect(outcomes(g)[0]?.bytesDown).toBeGreaterThan(1000);
   });
 
