@@ -1,7 +1,7 @@
 // `trajgate connect HOST PORT` as CommonJS (built to dist/hook/ by tsconfig.hook.json, as
 // hook-main.ts): ssh runs it once per connection as its ProxyCommand, and a CommonJS program
 // starts without Node's ES module loader. bin/trajgate.cjs runs it unless --help is asked.
-import { connect as tcp } from 'node:net';
+import { isIP, connect as tcp } from 'node:net';
 import type { Socket } from 'node:net';
 import type { Readable, Writable } from 'node:stream';
 import { terminalLines } from './table.js';
@@ -68,7 +68,7 @@ function targetOf(argv: readonly string[]): Target {
   if (
     bare === '' ||
     /[\s/@?#[\]\u0000-\u001f\u007f]/.test(bare) ||
-    (bare.includes(':') && !/^[0-9a-fA-F:.]+$/.test(bare))
+    (bare.includes(':') && isIP(bare) !== 6)
   )
     throw new Failed(`host ${JSON.stringify(host)}: expected a host name or an IP address`, 2);
   return { authority: bare.includes(':') ? `[${bare}]:${portText}` : `${bare}:${portText}` };
