@@ -1,6 +1,7 @@
 // `trajgate connect HOST PORT` as CommonJS (built to dist/hook/ by tsconfig.hook.json, as
 // hook-main.ts): ssh runs it once per connection as its ProxyCommand, and a CommonJS program
 // starts without Node's ES module loader. bin/trajgate.cjs runs it unless --help is asked.
+import { closeSync } from 'node:fs';
 import { isIP, connect as tcp } from 'node:net';
 import type { Socket } from 'node:net';
 import type { Readable, Writable } from 'node:stream';
@@ -17,6 +18,8 @@ export interface ConnectIo {
   readonly env: NodeJS.ProcessEnv;
   /** One line to stderr. */
   readonly err: (line: string) => void;
+  /** Ends stdout for its reader (closing it: process.stdout's own end() leaves fd 1 open). */
+  readonly endOut: () => void;
   readonly usage: () => Promise<string>;
 }
 
@@ -111,7 +114,8 @@ function proxyOf(env: NodeJS.ProcessEnv): Proxy {
 /** Opens the tunnel: resolves with the socket once the proxy answered 2xx. */
 function open(proxy: Proxy, { authority }: Target): Promise<Socket> {
   return new Promise((resolve, reject) => {
-    const socket = tcp({ host: proxy.host, port: proxy.port, noDelay: true });
+    // Half-open: the server's end of stream must not end what stdin still sends.
+    const socket = tcp({ host: proxy.host, port: proxy.port, noDelay: true, allowHalfOpen: true });
     let got = Buffer.alloc(0);
     const fail = (why: string) => {
       socket.destroy();
@@ -130,7 +134,8 @@ function open(proxy: Proxy, { authority }: Target): Promise<Socket> {
         else if (got.length > HEAD_MAX) fail(`the proxy's answer is over ${HEAD_MAX} bytes`);
         return;
       }
-      const status = /^HTTP\/1\.[01] (\d{3})/.exec(got.toString('latin1', 0, at));
+      const head = got.toString('latin1', 0, at);
+      const status = /^HTTP\/1\.[01] (\d{3})/.exec(head);
       if (status === null) return fail("the proxy's answer is not HTTP/1.1");
       const code = Number(status[1]);
       const rest = got.subarray(at + 4);
@@ -140,8 +145,9 @@ function open(proxy: Proxy, { authority }: Target): Promise<Socket> {
         if (rest.length > 0) socket.unshift(rest);
         return resolve(socket);
       }
-      // A refusal's body is its reason (action/respond.ts), sent whole before the close.
-      if (!ended && rest.length < REASON_MAX) return;
+      // A refusal's body is its reason (action/respond.ts): read whole, or up to REASON_MAX.
+      const length = Number(/\r\ncontent-length: *(\d+)/i.exec(head)?.[1] ?? Infinity);
+      if (!ended && rest.length < Math.min(length, REASON_MAX)) return;
       const reason = rest.toString('utf8', 0, Math.min(rest.length, REASON_MAX)).trim();
       fail(`refused (${code})${reason === '' ? '' : `: ${terminalLines(reason)}`}`);
     };
@@ -158,14 +164,15 @@ function open(proxy: Proxy, { authority }: Target): Promise<Socket> {
  * `ssh` ends its input when it is done sending; the server still answers). Resolves once the
  * tunnel closed: null, or why it failed (a deny resets it).
  */
-function pipeBoth(socket: Socket, { stdin, stdout }: ConnectIo): Promise<string | null> {
+function pipeBoth(socket: Socket, { stdin, stdout, endOut }: ConnectIo): Promise<string | null> {
   return new Promise((resolve) => {
     let error: string | null = null;
     socket.on('error', (err) => (error ??= err.message));
     stdin.on('error', () => socket.destroy());
     stdout.on('error', () => socket.destroy());
     stdin.pipe(socket);
-    socket.pipe(stdout);
+    socket.pipe(stdout, { end: false });
+    socket.once('end', endOut);
     socket.once('close', () => {
       stdin.unpipe(socket);
       stdin.destroy();
@@ -181,6 +188,8 @@ export function main(argv: string[], esm: (file: string) => Promise<unknown>): v
   void connectCommand(argv, {
     stdin: process.stdin,
     stdout: process.stdout,
+    // Closed once what was written before is out (write callbacks come in order).
+    endOut: () => process.stdout.write('', () => closeSync(1)),
     env: process.env,
     err,
     usage: async () =>

@@ -4,7 +4,7 @@ import { runCliPiped } from '../helpers/cli.js';
 import type { TestGateway } from '../helpers/gateway.js';
 import { AGENT_TOKEN, gatewayPerTest } from '../helpers/gateway.js';
 import { startTcpServer } from '../helpers/raw.js';
-import { waitForRecords } from '../helpers/wait.js';
+import { waitFor, waitForRecords } from '../helpers/wait.js';
 
 /**
  * `trajgate connect HOST PORT` (the built CLI) against a gateway in this process: standard
@@ -18,12 +18,19 @@ const afterEnd = await startTcpServer((socket) => {
   socket.on('data', (d: string) => (got += d));
   socket.once('end', () => socket.end(`read ${got.length} bytes: ${got}`));
 });
+let heard = '';
+/** Says hello and ends its side at once, then reads what its client still sends. */
+const endsFirst = await startTcpServer((socket) => {
+  socket.end('hello\n');
+  socket.setEncoding('latin1');
+  socket.on('data', (d: string) => (heard += d));
+});
 const TARGET = `127.0.0.1:${afterEnd.port}`;
 const AGENT = 'agent-1';
 
 const { start } = gatewayPerTest({
   agents: [{ id: AGENT, token: AGENT_TOKEN }],
-  network: { allow: [TARGET], allowPrivate: ['127.0.0.1/32'] },
+  network: { allow: [TARGET, `127.0.0.1:${endsFirst.port}`], allowPrivate: ['127.0.0.1/32'] },
 });
 
 const proxy = (g: TestGateway, user = `${AGENT}:${AGENT_TOKEN}@`) =>
@@ -55,6 +62,17 @@ describe('trajgate connect', () => {
       bytesUp: 5,
       protocol: 'unknown',
     });
+  });
+
+  it("the server's end of stream ends stdout; what stdin sends still goes up", async () => {
+    const g = await start();
+    const r = await connect(
+      ['127.0.0.1', String(endsFirst.port)],
+      { https_proxy: proxy(g) },
+      'abc',
+    );
+    expect(r).toEqual({ status: 0, stdout: 'hello\n', stderr: '' });
+    await waitFor(() => heard === 'abc', 20_000, 'the server read what stdin sent');
   });
 
   it('reads HTTPS_PROXY when https_proxy is unset', async () => {
