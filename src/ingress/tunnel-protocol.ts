@@ -1,4 +1,4 @@
-import type { FirstBytes } from '../action/tunnel.js';
+import type { FirstBytes } from '../action/relay-direction.js';
 import type { TunnelProtocol } from '../event/network-pattern.js';
 import type { RequiredProtocols } from '../guard/approvals.js';
 

@@ -1,7 +1,7 @@
 import { connect, createServer } from 'node:net';
 import type { AddressInfo, Socket } from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { FirstBytes } from '../../src/action/tunnel.js';
+import type { FirstBytes } from '../../src/action/relay-direction.js';
 import { relay } from '../../src/action/tunnel.js';
 import { waitFor } from '../helpers/wait.js';
 
