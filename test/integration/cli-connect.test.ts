@@ -118,6 +118,26 @@ describe('trajgate connect', () => {
   });
 
   it.each([
+    ['answers no HTTP', 'SSH-2.0-x\r\n\r\n', "the proxy's answer is not HTTP/1.1"],
+    ['closes without an answer', '', 'the proxy closed the connection without an answer'],
+    [
+      'sends a head over 64 KiB',
+      `HTTP/1.1 200 OK\r\nx: ${'a'.repeat(70_000)}`,
+      "the proxy's answer is over 65536 bytes",
+    ],
+  ])('a proxy that %s: exit 1', async (_what, answer, why) => {
+    const fake = await startTcpServer((socket) => {
+      socket.once('data', () => socket.end(answer));
+    });
+    const r = await connect(['h.example', '22'], { https_proxy: `http://127.0.0.1:${fake.port}` });
+    expect(r).toEqual({
+      status: 1,
+      stdout: '',
+      stderr: `trajgate connect: h.example:22 through http://127.0.0.1:${fake.port}: ${why}\n`,
+    });
+  });
+
+  it.each([
     [{}, 'no proxy: set https_proxy or HTTPS_PROXY to the gateway'],
     [{ https_proxy: 'not a url' }, 'https_proxy is not a URL'],
     [
