@@ -10,8 +10,10 @@
 // grows flags of its own.
 //
 // CommonJS, so that a runner's hook (`trajgate check`, twice per tool call) starts without
-// Node's ES module loader: it runs the CommonJS build of check (dist/hook/, src/cli/hook-main.ts).
-// Every other command, and check with --config or --help, runs the ES build (dist/cli/main.js).
+// Node's ES module loader: it runs the CommonJS build of check (dist/hook/, src/cli/hook-main.ts),
+// and so does ssh's ProxyCommand (`trajgate connect`, once per connection: src/cli/connect.ts).
+// Every other command, check with --config and either with --help, runs the ES build
+// (dist/cli/main.js).
 'use strict';
 const { join } = require('node:path');
 
@@ -21,4 +23,6 @@ const esm = (file) => import(require('node:url').pathToFileURL(join(dist, file))
 const [command, ...rest] = process.argv.slice(2);
 if (command === 'check' && !rest.some((arg) => /^(--config|--help|-h)(=|$)/.test(arg)))
   require(join(dist, 'hook', 'cli', 'hook-main.js')).main(rest, esm);
+else if (command === 'connect' && !rest.some((arg) => arg === '--help' || arg === '-h'))
+  require(join(dist, 'hook', 'cli', 'connect.js')).main(rest, esm);
 else esm('cli/main.js');

@@ -1,5 +1,6 @@
 import { errors } from '../undici.js';
 import { errnoCode, isTrajgateError } from '../errors.js';
+import type { TunnelProtocol } from '../event/network-pattern.js';
 import { certificateReason } from './trust.js';
 
 /** How a forwarded request or tunnel ended, as its outcome record says. */
@@ -13,6 +14,8 @@ export interface Transfer {
   readonly failed?: true;
   /** A blind tunnel's TLS server name (SNI), null when it named none or carried no TLS. */
   readonly sni?: string | null;
+  /** What a blind tunnel's first client bytes were; absent when the client sent none. */
+  readonly protocol?: TunnelProtocol | 'unknown';
 }
 
 /**

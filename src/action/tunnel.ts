@@ -3,6 +3,8 @@ import type { Socket } from 'node:net';
 import { TrajgateError } from '../errors.js';
 import { moveHandle } from './socket-internals.js';
 import type { Flow, FlowControl } from './flows.js';
+import type { FirstBytes } from './relay-direction.js';
+import { Direction } from './relay-direction.js';
 import type { Transfer } from './transfer.js';
 
 /**
@@ -43,10 +45,6 @@ export function connectUpstream(
   });
 }
 
-/** First read buffer of a direction; doubled each time a read fills it, up to MAX_READ. */
-const FIRST_READ = 16 * 1024;
-const MAX_READ = 1024 * 1024;
-
 /**
  * What the proxy sends first: the CONNECT 200 or an upgrade's 101 to the client (a Buffer keeps
  * latin1 field bytes as they came), and whatever is owed upstream.
@@ -64,6 +62,8 @@ export interface RelayOptions {
   readonly reuseBuffers?: boolean;
   /** Told of the bytes read from the client as they are relayed up (volume rules). */
   readonly onUp?: (bytes: number) => void;
+  /** Looks at the client's first bytes before any is relayed up. */
+  readonly firstUp?: FirstBytes;
 }
 
 /**
@@ -86,7 +86,7 @@ export function relay(
   idleMs: number,
   opening: Opening,
   onOpen?: (control: FlowControl) => void,
-  { reuseBuffers = true, onUp }: RelayOptions = {},
+  { reuseBuffers = true, onUp, firstUp }: RelayOptions = {},
 ): Promise<Omit<Transfer, 'status'>> {
   if (client.destroyed || upstream.destroyed) {
     // One side went away while the tunnel was being decided or connected.
@@ -95,7 +95,7 @@ export function relay(
     return Promise.resolve({ bytesUp: 0, bytesDown: 0, error: 'closed before the relay began' });
   }
   return new Promise((resolve) => {
-    const up = new Direction(onUp);
+    const up = new Direction(onUp, firstUp, (why) => fail(why));
     const down = new Direction();
     const c = adopt(client, up, reuseBuffers);
     const u = adopt(upstream, down, reuseBuffers);
@@ -136,8 +136,11 @@ export function relay(
       });
       socket.setTimeout(idleMs, () => fail(`idle for ${idleMs} ms`));
       for (const chunk of from.queued) direction.write(chunk);
-      // A half-close passes through: the other side may still answer.
-      const end = () => to.socket.end();
+      // A half-close passes through (after any bytes held back): the other side may answer.
+      const end = () => {
+        direction.finish();
+        to.socket.end();
+      };
       if (from.ended) end();
       else from.onEnd(end);
     }
@@ -165,56 +168,6 @@ export function relay(
       close: fail,
     });
   });
-}
-
-/**
- * One direction of the relay: the buffers it reads into and the socket it writes to. A buffer
- * handed to a write is reused once that write is done (write callbacks come in write order),
- * so a bulk transfer cycles through two or three buffers instead of allocating per read.
- */
-class Direction {
-  to: Socket | null = null;
-
-  constructor(private readonly counted?: (bytes: number) => void) {}
-
-  bytes = 0;
-  #size = FIRST_READ;
-  #filled = false;
-  readonly #free: Buffer[] = [];
-  readonly #writing: Buffer[] = [];
-
-  /** The buffer for the next read, one size up when the last read filled its buffer. */
-  readonly next = (): Buffer => {
-    if (this.#filled && this.#size < MAX_READ) this.#size *= 2;
-    this.#filled = false;
-    let buf = this.#free.pop();
-    while (buf !== undefined && buf.length < this.#size) buf = this.#free.pop();
-    return buf ?? Buffer.allocUnsafe(this.#size);
-  };
-
-  /** Returning false pauses the reading socket until the writer drains. */
-  readonly onRead = (n: number, buf: Buffer): boolean => {
-    this.#filled = n === buf.length;
-    this.#writing.push(buf);
-    this.bytes += n;
-    this.counted?.(n);
-    return (this.to as Socket).write(buf.subarray(0, n), this.#written);
-  };
-
-  /**
-   * A chunk not from the pool, no callback: what either side sent before the relay began, or a
-   * 'data' event's. Returning false: pause the reading socket until the writer drains.
-   */
-  write(chunk: Buffer): boolean {
-    this.bytes += chunk.length;
-    this.counted?.(chunk.length);
-    return (this.to as Socket).write(chunk);
-  }
-
-  readonly #written = (): void => {
-    const buf = this.#writing.shift();
-    if (buf !== undefined && buf.length === this.#size) this.#free.push(buf);
-  };
 }
 
 interface Adopted {

@@ -19,6 +19,9 @@ export type EnvFormat = 'shell' | 'compose' | 'json';
 
 const text = (t: string): Part => ({ text: t });
 
+/** git over SSH through the proxy: `trajgate connect` reads the credentials from https_proxy. */
+export const GIT_SSH_COMMAND = 'ssh -o ProxyCommand="trajgate connect %h %p"';
+
 /**
  * Every variable, in print order. Proxies in both cases (curl and git read only the lower-case
  * names, many tools only the upper). The bridge is reached directly: NO_PROXY names its host
@@ -58,6 +61,8 @@ export function clientVars(view: ClientView): [string, Value][] {
       vars.push([name, [text(ca.bundle)]]);
   }
   vars.push(['JAVA_TOOL_OPTIONS', [text(javaOptions(proxy, bridge, agent !== null))]]);
+  // ssh reaches hosts over the proxy only through a ProxyCommand; git runs this ssh.
+  vars.push(['GIT_SSH_COMMAND', [text(GIT_SSH_COMMAND)]]);
   vars.push(['TRAJGATE_BRIDGE', [text(`http://${formatHostPort(bridge)}`)]]);
   if (agent) vars.push(['TRAJGATE_AGENT_TOKEN', agent.token]);
   return vars;

@@ -125,7 +125,7 @@ const COMMANDS: Record<string, CommandHelp> = {
       'trajgate env [AGENT] [--config FILE] [--host NAME] [--format shell|compose|json] [--ca-path PATH]',
     ],
     about:
-      "Prints every variable a client needs to go through this gateway as AGENT (required when agents are configured): HTTP_PROXY, HTTPS_PROXY, NO_PROXY in both cases (the proxy URL with AGENT's credentials; NO_PROXY only the bridge's host), with tls.intercept the CA for Node.js (NODE_EXTRA_CA_CERTS) and, pointing at ca-bundle.pem beside it (the system's roots plus the CA, written there if missing), SSL_CERT_FILE, REQUESTS_CA_BUNDLE, CURL_CA_BUNDLE, GIT_SSL_CAINFO, PIP_CERT, npm_config_cafile; JAVA_TOOL_OPTIONS (proxy host and port only: a JVM program answers the proxy's 407 with an Authenticator); TRAJGATE_BRIDGE and TRAJGATE_AGENT_TOKEN for `trajgate check`. Only AGENT's token need be set: unset, it is printed as its ${VAR} for the shell or compose to fill in (said on stderr).",
+      "Prints every variable a client needs to go through this gateway as AGENT (required when agents are configured): HTTP_PROXY, HTTPS_PROXY, NO_PROXY in both cases (the proxy URL with AGENT's credentials; NO_PROXY only the bridge's host), with tls.intercept the CA for Node.js (NODE_EXTRA_CA_CERTS) and, pointing at ca-bundle.pem beside it (the system's roots plus the CA, written there if missing), SSL_CERT_FILE, REQUESTS_CA_BUNDLE, CURL_CA_BUNDLE, GIT_SSL_CAINFO, PIP_CERT, npm_config_cafile; JAVA_TOOL_OPTIONS (proxy host and port only: a JVM program answers the proxy's 407 with an Authenticator); GIT_SSH_COMMAND (ssh through `trajgate connect`, for git over SSH); TRAJGATE_BRIDGE and TRAJGATE_AGENT_TOKEN for `trajgate check`. Only AGENT's token need be set: unset, it is printed as its ${VAR} for the shell or compose to fill in (said on stderr).",
     options: [
       ['--config FILE', "the gateway's config (default: embedded)"],
       [
@@ -144,6 +144,17 @@ const COMMANDS: Record<string, CommandHelp> = {
     ],
     example:
       'trajgate env agent-1 --config trajgate.yaml   (in sh: eval "$(trajgate env agent-1 --config trajgate.yaml)")',
+  },
+  connect: {
+    usage: ['trajgate connect HOST PORT'],
+    about:
+      "Relays standard input and output over a CONNECT to HOST:PORT through the proxy that https_proxy (or HTTPS_PROXY) names, with its credentials: what `trajgate env AGENT` prints. For ssh's ProxyCommand (git over SSH: GIT_SSH_COMMAND, which `trajgate env` prints). The tunnel is judged as any CONNECT; a refusal exits 1 with the gateway's reason on stderr, which ssh shows. An end of input passes on as a half-close.",
+    options: [
+      ['HOST', 'a host name or an IP address'],
+      ['PORT', '1-65535'],
+    ],
+    example:
+      'GIT_SSH_COMMAND=\'ssh -o ProxyCommand="trajgate connect %h %p"\' git clone ssh://git@git.example.com/repo.git',
   },
   sessions: {
     usage: ['trajgate sessions [--json]'],

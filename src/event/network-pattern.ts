@@ -5,6 +5,26 @@ import type { PathReading } from './path-readings.js';
 import { everyReadingUnder, prefixReadings, readingUnder } from './path-readings.js';
 
 /**
+ * What a tunnel may be required to carry: a pattern with one of these schemes allows a tunnel
+ * only when its first client bytes are that protocol (ingress/tunnel-protocol.ts).
+ */
+export type TunnelProtocol = 'ssh' | 'postgres' | 'tls';
+
+/** Their default ports (RFC 4253 § 4.1 for SSH, PostgreSQL's 5432); `tls://` names one. */
+const PROTOCOL_PORTS: Readonly<Record<TunnelProtocol, number | undefined>> = {
+  ssh: 22,
+  postgres: 5432,
+  tls: undefined,
+};
+
+/** The protocol a pattern's scheme requires of a tunnel, or null (any, or an HTTP scheme). */
+export function tunnelProtocolOf(p: Pick<NetworkPattern, 'scheme'>): TunnelProtocol | null {
+  return p.scheme !== null && Object.hasOwn(PROTOCOL_PORTS, p.scheme)
+    ? (p.scheme as TunnelProtocol)
+    : null;
+}
+
+/**
  * The allowlist and approval grammar: `[METHOD ][scheme://]host[:port][/path-prefix]`.
  * `*.host` matches any subdomain but not the bare domain; hosts compare in canonical form
  * (lower case, punycode, no trailing dot; an IP only matches itself). Without a port: the
@@ -53,6 +73,7 @@ export function parseNetworkPattern(source: string): NetworkPattern {
     return fail(`unknown method "${method}" (expected one of ${[...METHODS].join(', ')})`);
   }
   const scheme = schemeRaw?.toLowerCase() ?? null;
+  const protocol = tunnelProtocolOf({ scheme });
   if (hostRaw.includes('*')) return fail('"*" is only allowed as a leading "*." in the host');
   let host: string;
   try {
@@ -69,10 +90,18 @@ export function parseNetworkPattern(source: string): NetworkPattern {
   } else if (scheme === null) {
     ports = [80, 443];
   } else {
-    const port = DEFAULT_PORTS[scheme];
+    // Own keys only: `constructor://` is no scheme with a port.
+    const port =
+      protocol !== null
+        ? PROTOCOL_PORTS[protocol]
+        : Object.hasOwn(DEFAULT_PORTS, scheme)
+          ? DEFAULT_PORTS[scheme]
+          : undefined;
     if (port === undefined) return fail(`scheme "${scheme}" has no default port: name one`);
     ports = [port];
   }
+  if (protocol !== null && (method !== undefined || pathRaw !== undefined))
+    return fail(`a ${protocol}:// pattern names a tunnel: it has no method or path to match`);
   const prefix = pathRaw === undefined ? null : prefixOf(pathRaw, fail);
   const pathPrefix = prefix === '/' ? null : prefix;
   return {

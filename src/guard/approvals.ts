@@ -1,12 +1,13 @@
 import type { Event } from '../event/event.js';
 import { TrajgateError } from '../errors.js';
 import { globMatcher, treeCoverer } from './glob.js';
-import type { NetworkPattern } from '../event/network-pattern.js';
+import type { NetworkPattern, TunnelProtocol } from '../event/network-pattern.js';
 import {
   matchesAuthority,
   matchesHost,
   matchesNetwork,
   parseNetworkPattern,
+  tunnelProtocolOf,
 } from '../event/network-pattern.js';
 
 export interface ApprovalSpec {
@@ -28,6 +29,12 @@ export interface ApprovalSpec {
   readonly source?: string;
   /** Who approved it (the admin token's name); null for config entries. */
   readonly by?: string | null;
+}
+
+/** The protocols a tunnel must carry, and the patterns that say so (for reasons). */
+export interface RequiredProtocols {
+  readonly protocols: ReadonlySet<TunnelProtocol>;
+  readonly patterns: readonly string[];
 }
 
 export interface Approval {
@@ -185,6 +192,26 @@ export class ApprovalSet {
     const covers = (a: Approval) =>
       (a.expiresAt === null || a.expiresAt > event.ts) && a.coversAuthority(event);
     return this.#global.find(covers) ?? this.#bySession.get(event.session)?.find(covers);
+  }
+
+  /**
+   * What the approvals covering `event` (a tunnel) require it to carry: when each names a
+   * protocol (`ssh://…`), those protocols and their patterns; null when one requires none or
+   * none covers it.
+   */
+  protocolsFor(event: Event): RequiredProtocols | null {
+    const protocols = new Set<TunnelProtocol>();
+    const patterns: string[] = [];
+    for (const list of [this.#global, this.#bySession.get(event.session) ?? []]) {
+      for (const a of list) {
+        if ((a.expiresAt !== null && a.expiresAt <= event.ts) || !a.test(event)) continue;
+        const protocol = a.network === null ? null : tunnelProtocolOf(a.network);
+        if (protocol === null) return null;
+        protocols.add(protocol);
+        patterns.push(a.pattern);
+      }
+    }
+    return patterns.length === 0 ? null : { protocols, patterns };
   }
 
   /** The patterns of the session's unexpired network approvals that name `host` (for reasons). */

@@ -1,7 +1,7 @@
 import type { Event } from '../event/event.js';
 import type { Change, Decision, EventRef, Outcome, Verdict } from './decision.js';
 import { approvedAs, MARKED_APPROVED, RANK, reasonFor, verdictAt } from './decision.js';
-import type { Approval, ApprovalSet, ApprovalSpec } from './approvals.js';
+import type { Approval, ApprovalSet, ApprovalSpec, RequiredProtocols } from './approvals.js';
 import { compileApproval } from './approvals.js';
 import type { Deny, DenySet, DenySpec } from './denies.js';
 import { compileDeny } from './denies.js';
@@ -189,6 +189,11 @@ export class Guard {
     // A deny naming a method or path can only be checked on the requests themselves.
     if (this.approvals.match(event) !== undefined) return this.denies.coversAuthority(event);
     return this.approvals.matchAuthority(event) !== undefined;
+  }
+
+  /** What the approvals covering a tunnel require it to carry (see ApprovalSet.protocolsFor). */
+  protocolsFor(event: Event): RequiredProtocols | null {
+    return this.approvals.protocolsFor(event);
   }
 
   /**

@@ -9,6 +9,7 @@ import { clientAddress } from './identity.js';
 import { openReadTunnel } from './read-tunnel.js';
 import type { Ended, RawRequest } from './tunnel-track.js';
 import { closesBoth, judgeAndConnect, relayTracked, tunnelSlot } from './tunnel-track.js';
+import { protocolLook, protocolProblem } from './tunnel-protocol.js';
 import { openBlind } from './tunnel-sni.js';
 
 const CONNECT_FORM = 'CONNECT takes an authority, host:port (RFC 9110 § 9.3.6)';
@@ -75,8 +76,9 @@ async function blind(
     return opened.ended;
   }
   const { flow, upstream, rid } = opened.connected;
-  // The first byte came: relayed only while the session runs.
-  if (!flow.live && !(await flow.gate())) {
+  const { sni, tls } = opened;
+  /** Ends the tunnel before a byte of it was relayed. */
+  const unrelayed = (error: string): Ended => {
     upstream.destroy();
     socket.destroy();
     flow.end();
@@ -84,12 +86,26 @@ async function blind(
       status: 200,
       bytesUp: 0,
       bytesDown: 0,
-      error: flow.closed ?? '',
+      error,
       rid,
-      sni: opened.sni,
+      sni,
+      ...(tls && { protocol: 'tls' }),
     };
+  };
+  const required = ctx.pipeline.tunnelProtocols(ask.session, ask.input.target);
+  const { client, session } = ask;
+  const refused = (why: string) =>
+    ctx.pipeline.refusal({ source: 'proxy', client, session, target: ask.input.target }, 403, why);
+  const wrongTls = tls ? protocolProblem(required, 'tls') : null;
+  if (wrongTls !== null) {
+    refused(wrongTls);
+    return unrelayed(wrongTls);
   }
+  // The first byte came: relayed only while the session runs.
+  if (!flow.live && !(await flow.gate())) return unrelayed(flow.closed ?? '');
+  const look = protocolLook(required, refused);
   const opening = { toClient: null, toUpstream: [] };
-  const piped = await relayTracked(ctx, socket, opened.connected, opening);
-  return { status: 200, ...piped, rid, sni: opened.sni };
+  const piped = await relayTracked(ctx, socket, opened.connected, opening, tls ? undefined : look);
+  const protocol = tls ? 'tls' : look.seen;
+  return { status: 200, ...piped, rid, sni, ...(protocol && { protocol }) };
 }

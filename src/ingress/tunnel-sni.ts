@@ -28,9 +28,13 @@ export type First =
   | { readonly kind: 'closed' }
   | { readonly kind: 'timeout' };
 
-/** A blind tunnel ready to relay (`connected` is the basis it relays under), or how it ended. */
+/**
+ * A blind tunnel ready to relay (`connected` is the basis it relays under; `tls`: its client
+ * began with a ClientHello), or how it ended.
+ */
 export type Opened =
-  { readonly connected: Connected; readonly sni: string | null } | { readonly ended: Ended };
+  | { readonly connected: Connected; readonly sni: string | null; readonly tls: boolean }
+  | { readonly ended: Ended };
 
 /**
  * A blind tunnel may carry TLS that names another server than its CONNECT host: on a shared
@@ -87,9 +91,9 @@ export async function openBlind(
         null,
       );
     case 'server-first':
-      return { connected, sni: null };
+      return { connected, sni: null, tls: false };
     case 'not-tls':
-      if (subject.port !== 443) return { connected, sni: null };
+      if (subject.port !== 443) return { connected, sni: null, tls: false };
       return journaled(
         400,
         'a tunnel to port 443 must carry TLS: its first bytes are not a TLS ClientHello',
@@ -105,7 +109,7 @@ export async function openBlind(
     case 'unjudgeable':
       return journaled(403, `the TLS ClientHello cannot be judged: ${first.reason}`, ACCESS_DENIED);
   }
-  if (first.sni === null) return { connected, sni: null };
+  if (first.sni === null) return { connected, sni: null, tls: true };
   const sni = first.sni;
   let host: string;
   try {
@@ -117,7 +121,7 @@ export async function openBlind(
       DECODE_ERROR,
     );
   }
-  if (host === subject.host) return { connected, sni };
+  if (host === subject.host) return { connected, sni, tls: true };
   const target = authority(host, subject.port);
   const ruling = await ctx.pipeline.judge({
     ...ask,
@@ -147,7 +151,11 @@ export async function openBlind(
     dial: connected.flow.basis.dial ?? ruling.dial,
   });
   closesBoth(flow, upstream, socket);
-  return { connected: { ...connected, event: ruling.event, rid: ruling.rid, flow }, sni };
+  return {
+    connected: { ...connected, event: ruling.event, rid: ruling.rid, flow },
+    sni,
+    tls: true,
+  };
 }
 
 const helloReason = (h: Hello): string =>

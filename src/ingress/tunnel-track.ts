@@ -8,6 +8,7 @@ import { plainRefusal, refusalLine } from '../action/refusal.js';
 import { writeRawRefusal } from '../action/respond.js';
 import type { Transfer } from '../action/transfer.js';
 import { upstreamFailure } from '../action/transfer.js';
+import type { FirstBytes } from '../action/relay-direction.js';
 import type { Opening } from '../action/tunnel.js';
 import { connectUpstream, relay } from '../action/tunnel.js';
 import type { Event } from '../event/event.js';
@@ -164,6 +165,7 @@ export async function relayTracked(
   socket: Socket,
   { upstream, flow }: Connected,
   opening: Opening,
+  firstUp?: FirstBytes,
 ): Promise<Omit<Transfer, 'status'>> {
   try {
     return await relay(
@@ -172,7 +174,7 @@ export async function relayTracked(
       ctx.limits.tunnelIdle,
       opening,
       (control) => flow.attach(control),
-      { onUp: (n) => flow.up(n) },
+      { onUp: (n) => flow.up(n), firstUp },
     );
   } finally {
     flow.end();

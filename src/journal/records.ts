@@ -28,6 +28,8 @@ export interface OutcomeRecord extends RecordBase {
   readonly failed?: true;
   /** A blind tunnel's TLS server name (SNI); null when its ClientHello named none, or no TLS. */
   readonly sni?: string | null;
+  /** What a blind tunnel's first client bytes were (ssh, postgres, tls or unknown). */
+  readonly protocol?: string;
 }
 
 /**

@@ -2,6 +2,8 @@ import type { Flow, FlowKind } from '../action/flows.js';
 import type { HeldRequests } from '../action/hold.js';
 import type { Refusal } from '../action/refusal.js';
 import type { Transfer } from '../action/transfer.js';
+import type { Event } from '../event/event.js';
+import type { RequiredProtocols } from '../guard/approvals.js';
 import type { Guard } from '../guard/guard.js';
 import type { EventRecord, ResultRecord, RootsRecord, Unstamped } from '../journal/records.js';
 import type { JournalWriter } from '../journal/writer.js';
@@ -224,9 +226,17 @@ export class Pipeline {
 
   /** Whether requests inside a CONNECT to `target` must be read to be judged (see Guard). */
   readsTunnel(session: string, target: string): boolean {
-    return this.#guard.mustRead(
-      this.#decider.normalize({ session, input: { kind: 'network', target } }),
-    );
+    return this.#guard.mustRead(this.#tunnelEvent(session, target));
+  }
+
+  /** What a tunnel to `target` must carry, by the approvals covering it now; null: anything. */
+  tunnelProtocols(session: string, target: string): RequiredProtocols | null {
+    return this.#guard.protocolsFor(this.#tunnelEvent(session, target));
+  }
+
+  /** A CONNECT to `target` as an event, for asking about it without judging it. */
+  #tunnelEvent(session: string, target: string): Event {
+    return this.#decider.normalize({ session, input: { kind: 'network', target } });
   }
 
   isPaused(session: string): boolean {
@@ -270,6 +280,7 @@ export class Pipeline {
           error: transfer.error,
           failed: transfer.failed,
           sni: transfer.sni,
+          protocol: transfer.protocol,
           durationMs: Math.round(durationMs),
         },
         ts,

@@ -16,25 +16,30 @@ export interface GitServer {
 
 const GIT_ENV = { GIT_CONFIG_NOSYSTEM: '1', HOME: '/nonexistent', PATH: process.env.PATH };
 
-/**
- * A real git smart-HTTP server on loopback port 0: git's own `git http-backend` (CGI) behind
- * a node:http server, serving one bare repository with one commit (clone, ls-remote, fetch).
- */
-export async function startGitServer(): Promise<GitServer> {
-  const root = tempDir('trajgate-git-');
+/** `root/repo.git`: a bare repository whose one commit on main holds README = `readme`. */
+export function oneCommitRepo(root: string, readme: string): void {
   const work = join(root, 'work');
   const git = (args: string[], cwd = root) =>
     execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@t.invalid', ...args], {
       cwd,
       env: GIT_ENV,
     });
-  const readme = 'served by git http-backend\n';
   git(['init', '-q', '--bare', '-b', 'main', 'repo.git']);
   git(['init', '-q', '-b', 'main', work]);
   writeFileSync(join(work, 'README'), readme);
   git(['add', 'README'], work);
   git(['commit', '-q', '-m', 'one'], work);
   git(['push', '-q', join(root, 'repo.git'), 'main'], work);
+}
+
+/**
+ * A real git smart-HTTP server on loopback port 0: git's own `git http-backend` (CGI) behind
+ * a node:http server, serving one bare repository with one commit (clone, ls-remote, fetch).
+ */
+export async function startGitServer(): Promise<GitServer> {
+  const root = tempDir('trajgate-git-');
+  const readme = 'served by git http-backend\n';
+  oneCommitRepo(root, readme);
 
   const server = createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://git');

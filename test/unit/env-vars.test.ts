@@ -72,7 +72,7 @@ describe('formats and quoting', () => {
 });
 
 describe('the variables', () => {
-  it('without agents or interception: proxies in both cases, NO_PROXY the bridge, JVM flags, bridge', () => {
+  it('without agents or interception: proxies in both cases, NO_PROXY the bridge, JVM flags, ssh for git, bridge', () => {
     expect(Object.fromEntries(clientVars(view()).map(([n, v]) => [n, v]))).toEqual({
       HTTP_PROXY: [{ text: 'http://trajgate:8080' }],
       HTTPS_PROXY: [{ text: 'http://trajgate:8080' }],
@@ -85,6 +85,7 @@ describe('the variables', () => {
           text: '-Dhttp.proxyHost=trajgate -Dhttp.proxyPort=8080 -Dhttps.proxyHost=trajgate -Dhttps.proxyPort=8080 -Dhttp.nonProxyHosts=trajgate',
         },
       ],
+      GIT_SSH_COMMAND: [{ text: 'ssh -o ProxyCommand="trajgate connect %h %p"' }],
       TRAJGATE_BRIDGE: [{ text: 'http://trajgate:8081' }],
     });
   });

@@ -46,6 +46,13 @@ const cases: [string, string, string | undefined, boolean][] = [
   ['[::1]:8080', 'http://[0:0:0:0:0:0:0:1]:8080/', undefined, true],
   ['[::1]:8080', '[::1]:8080', undefined, true],
   ['127.0.0.1', 'http://localhost/', undefined, false],
+  // a tunnel protocol's scheme: its default port, tunnels only (never an HTTP request)
+  ['ssh://git.example.com', 'git.example.com:22', undefined, true],
+  ['ssh://git.example.com', 'git.example.com:2222', undefined, false],
+  ['ssh://git.example.com:2222', 'git.example.com:2222', undefined, true],
+  ['ssh://git.example.com:443', 'https://git.example.com/', undefined, false],
+  ['postgres://db.example.com', 'db.example.com:5432', undefined, true],
+  ['tls://mail.example.com:465', 'mail.example.com:465', undefined, true],
 ];
 
 describe('network patterns', () => {
@@ -65,6 +72,10 @@ describe('network patterns', () => {
     ['exa mple.com', 'unknown method "exa"'],
     ['GET  a b', 'expected [METHOD ][scheme://]host'],
     ['user@example.com', 'invalid host'],
+    ['tls://mail.example.com', 'scheme "tls" has no default port: name one'],
+    ['ssh://git.example.com/repo.git', 'a ssh:// pattern names a tunnel: it has no method or path'],
+    ['GET postgres://db.example.com', 'a postgres:// pattern names a tunnel'],
+    ['constructor://example.com', 'scheme "constructor" has no default port'],
   ])('rejects %j (%s)', (pattern, why) => {
     expect(() => parseNetworkPattern(pattern)).toThrow(why);
   });
