@@ -13,6 +13,8 @@ export interface Transfer {
   readonly failed?: true;
   /** A blind tunnel's TLS server name (SNI), null when it named none or carried no TLS. */
   readonly sni?: string | null;
+  /** A tunnel that came by the SOCKS5 listener (`listen.socks`). */
+  readonly via?: 'socks';
 }
 
 /**

@@ -28,6 +28,8 @@ export interface OutcomeRecord extends RecordBase {
   readonly failed?: true;
   /** A blind tunnel's TLS server name (SNI); null when its ClientHello named none, or no TLS. */
   readonly sni?: string | null;
+  /** The tunnel came by the SOCKS5 listener (`listen.socks`); absent for CONNECT. */
+  readonly via?: 'socks';
 }
 
 /**
@@ -82,6 +84,8 @@ export interface RefusalRecord extends RecordBase, Partial<JournaledTarget> {
    * up. Shown by `trajgate events`, the review page and the log (review/handshakes.ts).
    */
   readonly handshake?: string;
+  /** Refused on the SOCKS5 listener (`listen.socks`). */
+  readonly via?: 'socks';
 }
 
 /**

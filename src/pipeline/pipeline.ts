@@ -270,6 +270,7 @@ export class Pipeline {
           error: transfer.error,
           failed: transfer.failed,
           sni: transfer.sni,
+          via: transfer.via,
           durationMs: Math.round(durationMs),
         },
         ts,
