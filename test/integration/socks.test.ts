@@ -1,0 +1,191 @@
+import { execFile } from 'node:child_process';
+import type { Socket } from 'node:net';
+import { describe, expect, it } from 'vitest';
+import type {
+  EventRecord,
+  JournalRecord,
+  OutcomeRecord,
+  RefusalRecord,
+} from '../../src/journal/records.js';
+import { curl } from '../helpers/curl.js';
+import { flowRecords, quietFor, startHeldEcho } from '../helpers/flows.js';
+import type { TestGateway } from '../helpers/gateway.js';
+import { AGENT_TOKEN, gatewayPerTest } from '../helpers/gateway.js';
+import { roundTrip } from '../helpers/raw.js';
+import { SOCKS_CONNECT, socksTunnel } from '../helpers/socks.js';
+import { startUpstream } from '../helpers/upstream.js';
+import { waitFor, waitForRecords } from '../helpers/wait.js';
+
+/**
+ * The SOCKS5 listener with real clients on loopback: curl's `--socks5-hostname`, OpenSSH
+ * through a ProxyCommand. Every tunnel is judged as `CONNECT host:port` is on the proxy.
+ */
+const upstream = await startUpstream();
+const echo = await startHeldEcho();
+const UPSTREAM = `127.0.0.1:${upstream.port}`;
+const LISTEN = {
+  proxy: '127.0.0.1:0',
+  bridge: '127.0.0.1:0',
+  admin: '127.0.0.1:0',
+  socks: '127.0.0.1:0',
+};
+const { start, keep } = gatewayPerTest({
+  listen: LISTEN,
+  network: { allow: [UPSTREAM, echo.authority], allowPrivate: ['127.0.0.1/32'] },
+  policy: { pause: 'block' },
+});
+const AGENTS = { agents: [{ id: 'agent-1', token: AGENT_TOKEN }] };
+
+const socksAt = (g: TestGateway) => `127.0.0.1:${g.gw.socks?.port}`;
+const outcomes = (records: JournalRecord[]) =>
+  records.filter((r): r is OutcomeRecord => r.type === 'outcome');
+const refusals = (records: JournalRecord[]) =>
+  records.filter((r): r is RefusalRecord => r.type === 'refusal');
+
+/** Runs the real ssh through the SOCKS listener; resolves with its exit code and stderr. */
+function ssh(socksPort: number, target: string, creds: string[] = []) {
+  const proxy = [process.execPath, SOCKS_CONNECT, String(socksPort), '%h', '%p', ...creds];
+  return new Promise<{ code: number; stderr: string }>((resolve) => {
+    execFile(
+      'ssh',
+      [
+        '-o',
+        'BatchMode=yes',
+        '-o',
+        'StrictHostKeyChecking=no',
+        '-o',
+        'UserKnownHostsFile=/dev/null',
+        '-o',
+        `ProxyCommand=${proxy.join(' ')}`,
+        target,
+        'true',
+      ],
+      { timeout: 30_000 },
+      (err, _out, stderr) =>
+        resolve({ code: err ? Number(err.code ?? 1) : 0, stderr: String(stderr) }),
+    );
+  });
+}
+
+describe('SOCKS5 without agents', () => {
+  it('curl --socks5-hostname reaches an allowed upstream; judged and journaled as CONNECT, via socks', async () => {
+    const g = await start();
+    const r = await curl(['--socks5-hostname', socksAt(g), `http://${UPSTREAM}/socks`]);
+    expect(r.exitCode).toBe(0);
+    expect(r.status).toBe(200);
+    expect(upstream.seen.at(-1)?.url).toBe('/socks');
+    const records = await waitForRecords(g, (x) => x.type === 'outcome');
+    const event = records.find((x): x is EventRecord => x.type === 'event');
+    expect(event).toMatchObject({
+      source: 'proxy',
+      target: UPSTREAM,
+      verdict: 'ALLOW',
+      session: '127.0.0.1',
+    });
+    expect(outcomes(records)[0]).toMatchObject({ rid: event?.seq, status: 200, via: 'socks' });
+  });
+
+  it('a host nothing allows: curl gets reply 0x02, the journal the reason', async () => {
+    const g = await start();
+    const r = await curl(['--socks5-hostname', socksAt(g), `http://127.0.0.2:${upstream.port}/`]);
+    expect(r.exitCode).toBe(97);
+    expect(r.stderr).toMatch(/SOCKS5.*\(2\)/);
+    const records = await waitForRecords(g, (x) => x.type === 'outcome');
+    const event = records.find((x): x is EventRecord => x.type === 'event');
+    expect(event).toMatchObject({ target: `127.0.0.2:${upstream.port}`, verdict: 'REVIEW' });
+    expect(event?.reason).toMatch(/127\.0\.0\.2/);
+    expect(outcomes(records)[0]).toMatchObject({ status: 403, via: 'socks' });
+    expect(outcomes(records)[0]?.error).toContain(event?.reason);
+  });
+
+  it('a pause freezes an open SOCKS tunnel, a resume thaws it: journaled as a CONNECT flow', async () => {
+    const g = await start();
+    const t = await socksTunnel(g.gw.socks?.port ?? 0, '127.0.0.1', echo.server.port);
+    const socket: Socket = keep({ socket: t.socket, status: 0, headers: {}, rest: '' }).socket;
+    expect(t.reply).toBe(0);
+    expect((await roundTrip(socket, 'hello', (got) => got === 'hello')).got).toBe('hello');
+    // Two unapproved requests through SOCKS: REVIEW, then PAUSE (blocked).
+    for (const path of ['one', 'two'])
+      await curl(['--socks5-hostname', socksAt(g), `http://127.0.0.2:${upstream.port}/${path}`]);
+    expect(g.gw.sessions.isPaused('127.0.0.1')).toBe(true);
+    await waitFor(() => flowRecords(g.records()).some((r) => r.change === 'frozen'));
+    expect(flowRecords(g.records())[0]).toMatchObject({
+      target: echo.authority,
+      change: 'frozen',
+      reason: 'session paused',
+    });
+    const before = echo.received.length;
+    socket.write('while-paused');
+    expect(await quietFor(socket, 400)).toBe('');
+    expect(echo.received.length).toBe(before);
+    g.gw.sessions.resume('127.0.0.1');
+    const thawed = await roundTrip(socket, '', (got) => got === 'while-paused');
+    expect(thawed.got).toBe('while-paused');
+  });
+
+  it('a refused tunnel to port 22 reaches OpenSSH as a disconnect carrying the reason', async () => {
+    const g = await start();
+    const r = await ssh(g.gw.socks?.port ?? 0, 'git@git.example.test');
+    expect(r.code).toBe(255);
+    expect(r.stderr).toContain('Received disconnect');
+    expect(r.stderr).toContain('trajgate refused this request: CONNECT git.example.test:22');
+    const records = await waitForRecords(g, (x) => x.type === 'outcome');
+    expect(records.find((x) => x.type === 'event')).toMatchObject({
+      target: 'git.example.test:22',
+      verdict: 'REVIEW',
+    });
+  });
+});
+
+describe('SOCKS5 with agents: username/password is the agent id and token', () => {
+  it('curl -U agent:token is its agent; the tunnel is judged in its session', async () => {
+    const g = await start(AGENTS);
+    const r = await curl([
+      '--socks5-hostname',
+      socksAt(g),
+      '--proxy-user',
+      `agent-1:${AGENT_TOKEN}`,
+      `http://${UPSTREAM}/agent`,
+    ]);
+    expect(r.status).toBe(200);
+    const records = await waitForRecords(g, (x) => x.type === 'outcome');
+    expect(records.find((x) => x.type === 'event')).toMatchObject({
+      session: 'agent-1',
+      verdict: 'ALLOW',
+    });
+  });
+
+  it('no credentials: "no acceptable methods", journaled 407, nothing sent', async () => {
+    const g = await start(AGENTS);
+    const r = await curl(['--socks5-hostname', socksAt(g), `http://${UPSTREAM}/never`]);
+    expect(r.exitCode).toBe(97);
+    expect(r.stderr).toMatch(/No authentication method was acceptable|acceptable/i);
+    const records = await waitForRecords(g, (x) => x.type === 'refusal');
+    expect(refusals(records)[0]).toMatchObject({ status: 407, via: 'socks', client: '127.0.0.1' });
+    expect(upstream.seen.some((q) => q.url === '/never')).toBe(false);
+  });
+
+  it('a wrong token is refused (RFC 1929 status 1) and journaled, the token never written', async () => {
+    const g = await start(AGENTS);
+    const wrong = 'wrong-token-0123456789abcdef';
+    const r = await curl([
+      '--socks5-hostname',
+      socksAt(g),
+      '--proxy-user',
+      `agent-1:${wrong}`,
+      `http://${UPSTREAM}/`,
+    ]);
+    expect(r.exitCode).toBe(97);
+    const records = await waitForRecords(g, (x) => x.type === 'refusal');
+    expect(refusals(records)[0]).toMatchObject({ status: 407, reason: 'wrong agent id or token' });
+    expect(JSON.stringify(records)).not.toContain(wrong);
+  });
+
+  it("OpenSSH with the agent's credentials hears the reason of its refusal", async () => {
+    const g = await start(AGENTS);
+    const r = await ssh(g.gw.socks?.port ?? 0, 'git@git.example.test', ['agent-1', AGENT_TOKEN]);
+    expect(r.stderr).toContain('trajgate refused this request: CONNECT git.example.test:22');
+    const records = await waitForRecords(g, (x) => x.type === 'event');
+    expect(records.find((x) => x.type === 'event')).toMatchObject({ session: 'agent-1' });
+  });
+});
