@@ -107,6 +107,7 @@ export interface SocksRequest {
   readonly port: number;
 }
 
+const UTF8 = new TextDecoder('utf-8', { fatal: true });
 /** Bytes a name may not carry: they would change how `host:port` reads. */
 const NOT_IN_NAME = /[\x00-\x20\x7f:/?#@[\]\\%]/;
 
@@ -131,8 +132,12 @@ export function parseRequest(buf: Buffer): Parsed<SocksRequest> {
   if (atyp === IPV4) host = raw.join('.');
   else if (atyp === IPV6) host = `[${ipv6(raw)}]`;
   else {
-    host = raw.toString('latin1');
     if (raw.length === 0) return bad('the SOCKS5 request names an empty host (RFC 1928 § 5)');
+    try {
+      host = UTF8.decode(raw);
+    } catch {
+      return bad("the SOCKS5 request's host name is not UTF-8");
+    }
     if (NOT_IN_NAME.test(host))
       return bad(`the SOCKS5 request's host name ${JSON.stringify(host)} has bytes no name has`);
   }
