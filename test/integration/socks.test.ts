@@ -1,5 +1,6 @@
 import { execFile } from 'node:child_process';
-import type { Socket } from 'node:net';
+import { createServer } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import type {
   EventRecord,
@@ -41,6 +42,15 @@ const outcomes = (records: JournalRecord[]) =>
   records.filter((r): r is OutcomeRecord => r.type === 'outcome');
 const refusals = (records: JournalRecord[]) =>
   records.filter((r): r is RefusalRecord => r.type === 'refusal');
+
+/** A loopback port nothing listens on (it did a moment ago). */
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((r) => server.close(() => r()));
+  return port;
+}
 
 /** Runs the real ssh through the SOCKS listener; resolves with its exit code and stderr. */
 function ssh(socksPort: number, target: string, creds: string[] = []) {
@@ -96,6 +106,19 @@ describe('SOCKS5 without agents', () => {
     expect(event?.reason).toMatch(/127\.0\.0\.2/);
     expect(outcomes(records)[0]).toMatchObject({ status: 403, via: 'socks' });
     expect(outcomes(records)[0]?.error).toContain(event?.reason);
+  });
+
+  it('an allowed upstream that refuses the connection: reply 0x05, the outcome a failure', async () => {
+    const closed = await freePort();
+    const g = await start({
+      network: { allow: [`127.0.0.1:${closed}`], allowPrivate: ['127.0.0.1/32'] },
+    });
+    const r = await curl(['--socks5-hostname', socksAt(g), `http://127.0.0.1:${closed}/`]);
+    expect(r.exitCode).toBe(97);
+    expect(r.stderr).toMatch(/SOCKS5.*\(5\)/);
+    const records = await waitForRecords(g, (x) => x.type === 'outcome');
+    expect(outcomes(records)[0]).toMatchObject({ status: 502, failed: true, via: 'socks' });
+    expect(outcomes(records)[0]?.error).toMatch(/refused the connection/);
   });
 
   it('a pause freezes an open SOCKS tunnel, a resume thaws it: journaled as a CONNECT flow', async () => {
