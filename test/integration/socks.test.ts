@@ -146,6 +146,28 @@ describe('SOCKS5 without agents', () => {
     expect(thawed.got).toBe('while-paused');
   });
 
+  it('asked while its session is paused: held with no reply, answered once resumed', async () => {
+    const g = await start({ policy: { pause: 'hold', holdTimeout: '30s' } });
+    const stranger = `http://127.0.0.2:${upstream.port}`;
+    await curl(['--socks5-hostname', socksAt(g), `${stranger}/one`]);
+    const second = curl(['--socks5-hostname', socksAt(g), `${stranger}/two`]);
+    await waitFor(() => g.gw.sessions.held('127.0.0.1').length === 1);
+    let answered = false;
+    const pending = socksTunnel(g.gw.socks?.port ?? 0, '127.0.0.1', echo.server.port).then((t) => {
+      answered = true;
+      return t;
+    });
+    await waitFor(() => g.gw.sessions.held('127.0.0.1').length === 2);
+    expect(answered).toBe(false);
+    g.gw.sessions.resume('127.0.0.1', { reset: true });
+    const t = await pending;
+    keep({ socket: t.socket, status: 0, headers: {}, rest: '' });
+    expect(t.reply).toBe(0);
+    expect((await roundTrip(t.socket, 'after', (got) => got === 'after')).got).toBe('after');
+    // Judged again on resume: still unapproved, refused with 0x02.
+    expect((await second).stderr).toMatch(/\(2\)/);
+  });
+
   it('a refused tunnel to port 22 reaches OpenSSH as a disconnect carrying the reason', async () => {
     const g = await start();
     const r = await ssh(g.gw.socks?.port ?? 0, 'git@git.example.test');
