@@ -76,7 +76,7 @@ function sshRefusal(socket: Duplex, refusal: Refusal): void {
 }
 
 /** What the client sends meanwhile is read and dropped, so a reset does not lose the answer. */
-function linger(socket: Duplex): void {
+export function linger(socket: Duplex): void {
   socket.on('error', () => socket.destroy());
   socket.resume();
   setTimeout(() => socket.destroy(), LINGER_MS).unref();

@@ -1,13 +1,14 @@
 import { createServer } from 'node:net';
 import type { Server, Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
+import { authority } from '../action/forward.js';
 import type { NetworkSubject } from '../event/event.js';
 import { parseAuthority } from '../event/network-target.js';
 import { openTunnel } from './connect.js';
 import type { ProxyContext } from './context.js';
 import type { Identified } from './identity.js';
 import { clientAddress } from './identity.js';
-import { socksAnswer } from './socks-answer.js';
+import { linger, socksAnswer } from './socks-answer.js';
 import type { Got } from './socks-negotiation.js';
 import { Negotiation } from './socks-negotiation.js';
 import type { Bad } from './socks-wire.js';
@@ -74,8 +75,9 @@ async function serveSocks(ctx: ProxyContext, socket: Socket, start: number): Pro
   const refuse = (status: number, reason: string, answer: Buffer | null) => {
     talk.finish();
     ctx.pipeline.refusal({ source: 'proxy', client, via: 'socks', ...named }, status, reason);
-    if (answer === null) socket.destroy();
-    else socket.end(answer);
+    if (answer === null) return void socket.destroy();
+    socket.end(answer);
+    linger(socket);
   };
   /** A message that did not come whole: journaled unless nothing at all was sent. */
   const failed = (
@@ -90,7 +92,10 @@ async function serveSocks(ctx: ProxyContext, socket: Socket, start: number): Pro
         null,
       );
     if (got.kind === 'closed') {
-      if (socket.bytesRead === 0) return void socket.destroy();
+      if (socket.bytesRead === 0) {
+        talk.finish();
+        return void socket.destroy();
+      }
       return refuse(
         400,
         `the client closed the connection in the middle of its SOCKS5 ${what}`,
@@ -124,15 +129,16 @@ async function serveSocks(ctx: ProxyContext, socket: Socket, start: number): Pro
   const request = await talk.read(parseRequest);
   if (request.kind !== 'ok') return failed('request', request, (b) => reply(b.reply));
   talk.finish();
-  const target = `${request.value.host}:${request.value.port}`;
-  named.target = target;
+  named.target = `${request.value.host}:${request.value.port}`;
   named.method = 'CONNECT';
   let subject: NetworkSubject;
   try {
-    subject = parseAuthority(target);
+    subject = parseAuthority(named.target);
   } catch (err) {
     return refuse(400, (err as Error).message, reply(REPLY.failure));
   }
+  // The client wrote no text: the event's target is the canonical `host:port`.
+  const target = authority(subject.host, subject.port);
   const release = tunnelSlot(ctx, who.session);
   if (typeof release !== 'function')
     return refuse(release.status, release.reason, reply(REPLY.failure));

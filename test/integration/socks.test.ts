@@ -13,7 +13,7 @@ import { flowRecords, quietFor, startHeldEcho } from '../helpers/flows.js';
 import type { TestGateway } from '../helpers/gateway.js';
 import { AGENT_TOKEN, gatewayPerTest } from '../helpers/gateway.js';
 import { roundTrip } from '../helpers/raw.js';
-import { SOCKS_CONNECT, socksTunnel } from '../helpers/socks.js';
+import { SOCKS_CONNECT, socksRaw, socksTunnel } from '../helpers/socks.js';
 import { startUpstream } from '../helpers/upstream.js';
 import { waitFor, waitForRecords } from '../helpers/wait.js';
 
@@ -119,6 +119,30 @@ describe('SOCKS5 without agents', () => {
     const records = await waitForRecords(g, (x) => x.type === 'outcome');
     expect(outcomes(records)[0]).toMatchObject({ status: 502, failed: true, via: 'socks' });
     expect(outcomes(records)[0]?.error).toMatch(/refused the connection/);
+  });
+
+  it('addresses are judged as the address: IPv4 allowed, IPv6 loopback not, targets canonical', async () => {
+    const g = await start();
+    const port = [echo.server.port >> 8, echo.server.port & 255];
+    const v4 = await socksRaw(
+      g.gw.socks?.port ?? 0,
+      Buffer.from([5, 1, 0, 5, 1, 0, 1, 127, 0, 0, 1, ...port]),
+      { want: 12 },
+    );
+    keep({ socket: v4.socket, status: 0, headers: {}, rest: '' });
+    expect(v4.got[3]).toBe(0);
+    const v6 = await socksRaw(
+      g.gw.socks?.port ?? 0,
+      Buffer.from([5, 1, 0, 5, 1, 0, 4, ...Array(15).fill(0), 1, ...port]),
+      { want: 12 },
+    );
+    expect(v6.got[3]).toBe(2);
+    const records = await waitForRecords(g, (x) => x.type === 'event', 2);
+    const events = records.filter((x): x is EventRecord => x.type === 'event');
+    expect(events.map((e) => [e.target, e.verdict])).toEqual([
+      [echo.authority, 'ALLOW'],
+      [`[::1]:${echo.server.port}`, 'REVIEW'],
+    ]);
   });
 
   it('a pause freezes an open SOCKS tunnel, a resume thaws it: journaled as a CONNECT flow', async () => {
