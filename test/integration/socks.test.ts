@@ -30,7 +30,7 @@ const LISTEN = {
   admin: '127.0.0.1:0',
   socks: '127.0.0.1:0',
 };
-const { start, keep } = gatewayPerTest({
+const { start, keep, stopped } = gatewayPerTest({
   listen: LISTEN,
   network: { allow: [UPSTREAM, echo.authority], allowPrivate: ['127.0.0.1/32'] },
   policy: { pause: 'block' },
@@ -190,6 +190,33 @@ describe('SOCKS5 without agents', () => {
     expect((await roundTrip(t.socket, 'after', (got) => got === 'after')).got).toBe('after');
     // Judged again on resume: still unapproved, refused with 0x02.
     expect((await second).stderr).toMatch(/\(2\)/);
+  });
+
+  it('a stop cuts an open SOCKS tunnel at the drain deadline and journals its outcome', async () => {
+    const g = await start({ limits: { drainTimeout: '300ms' } });
+    const t = await socksTunnel(g.gw.socks?.port ?? 0, '127.0.0.1', echo.server.port);
+    expect((await roundTrip(t.socket, 'x', (got) => got === 'x')).got).toBe('x');
+    const closed = new Promise<void>((r) => t.socket.once('close', () => r()));
+    await g.stop();
+    stopped();
+    await closed;
+    const outcome = outcomes(g.records()).at(-1);
+    expect(outcome).toMatchObject({ status: 200, bytesUp: 1, bytesDown: 1, via: 'socks' });
+  });
+
+  it('limits.maxConnections caps the SOCKS connections open at once: one more is closed', async () => {
+    const g = await start({ limits: { maxConnections: 1 } });
+    const t = await socksTunnel(g.gw.socks?.port ?? 0, '127.0.0.1', echo.server.port);
+    keep({ socket: t.socket, status: 0, headers: {}, rest: '' });
+    expect(t.reply).toBe(0);
+    const more = await socksRaw(g.gw.socks?.port ?? 0, Buffer.from([5, 1, 0]));
+    expect(more.closed).toBe(true);
+    expect(more.got.length).toBe(0);
+    t.socket.destroy();
+    await waitFor(() => outcomes(g.records()).length === 1);
+    const again = await socksTunnel(g.gw.socks?.port ?? 0, '127.0.0.1', echo.server.port);
+    keep({ socket: again.socket, status: 0, headers: {}, rest: '' });
+    expect(again.reply).toBe(0);
   });
 
   it('a refused tunnel to port 22 reaches OpenSSH as a disconnect carrying the reason', async () => {
