@@ -7,6 +7,18 @@ export const SOCKS_CONNECT = fileURLToPath(
   new URL('../fixtures/socks-connect.mjs', import.meta.url),
 );
 
+/** Listeners on free loopback ports, the SOCKS5 one included. */
+export const SOCKS_LISTEN = {
+  proxy: '127.0.0.1:0',
+  bridge: '127.0.0.1:0',
+  admin: '127.0.0.1:0',
+  socks: '127.0.0.1:0',
+};
+
+/** `host:port` of a gateway's SOCKS5 listener, for curl's `--socks5-hostname`. */
+export const socksAt = (g: { gw: { socks: { port: number } | null } }): string =>
+  `127.0.0.1:${g.gw.socks?.port}`;
+
 /** What a raw SOCKS exchange got back: the bytes, and whether the server closed. */
 export interface SocksRaw {
   readonly socket: Socket;

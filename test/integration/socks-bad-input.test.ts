@@ -3,7 +3,7 @@ import type { RefusalRecord } from '../../src/journal/records.js';
 import { curl } from '../helpers/curl.js';
 import type { TestGateway } from '../helpers/gateway.js';
 import { startTestGateway } from '../helpers/gateway.js';
-import { socksAuth, socksRaw, socksRequest } from '../helpers/socks.js';
+import { SOCKS_LISTEN, socksAuth, socksRaw, socksRequest } from '../helpers/socks.js';
 import { startUpstream } from '../helpers/upstream.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -15,12 +15,7 @@ const upstream = await startUpstream();
 let g: TestGateway;
 beforeAll(async () => {
   g = await startTestGateway({
-    listen: {
-      proxy: '127.0.0.1:0',
-      bridge: '127.0.0.1:0',
-      admin: '127.0.0.1:0',
-      socks: '127.0.0.1:0',
-    },
+    listen: SOCKS_LISTEN,
     network: { allow: [`127.0.0.1:${upstream.port}`], allowPrivate: ['127.0.0.1/32'] },
     limits: { headerTimeout: '1s' },
   });
