@@ -1,5 +1,6 @@
 import { execFile } from 'node:child_process';
 import { createServer } from 'node:net';
+import { connect as tlsConnect } from 'node:tls';
 import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import type {
@@ -11,7 +12,8 @@ import type {
 import { curl } from '../helpers/curl.js';
 import { startHeldEcho } from '../helpers/flows.js';
 import { AGENT_TOKEN, gatewayPerTest } from '../helpers/gateway.js';
-import { SOCKS_CONNECT, SOCKS_LISTEN, socksAt, socksRaw } from '../helpers/socks.js';
+import { SOCKS_CONNECT, SOCKS_LISTEN, socksAt, socksRaw, socksTunnel } from '../helpers/socks.js';
+import { startTlsServer } from '../helpers/tls.js';
 import { startUpstream } from '../helpers/upstream.js';
 import { waitForRecords } from '../helpers/wait.js';
 
@@ -22,6 +24,8 @@ import { waitForRecords } from '../helpers/wait.js';
 const upstream = await startUpstream();
 const echo = await startHeldEcho();
 const UPSTREAM = `127.0.0.1:${upstream.port}`;
+const tls = await startTlsServer('server.pem', 'server-key.pem');
+const TLS = `127.0.0.1:${tls.port}`;
 const { start, keep } = gatewayPerTest({
   listen: SOCKS_LISTEN,
   network: { allow: [UPSTREAM, echo.authority], allowPrivate: ['127.0.0.1/32'] },
@@ -134,6 +138,31 @@ describe('SOCKS5 without agents', () => {
       [echo.authority, 'ALLOW'],
       [`[::1]:${echo.server.port}`, 'REVIEW'],
     ]);
+  });
+
+  it('TLS through it naming another server is judged as that name (the SNI check): refused', async () => {
+    const g = await start({
+      network: { allow: [TLS], allowPrivate: ['127.0.0.1/32'] },
+    });
+    const t = await socksTunnel(g.gw.socks?.port ?? 0, '127.0.0.1', tls.port);
+    expect(t.reply).toBe(0);
+    const error = await new Promise<string>((resolve) => {
+      const secure = tlsConnect({
+        socket: t.socket,
+        servername: 'other.example',
+        rejectUnauthorized: false,
+      });
+      secure.once('secureConnect', () => resolve('connected'));
+      secure.once('error', (err) => resolve(err.message));
+    });
+    expect(error).toMatch(/access denied/i);
+    const records = await waitForRecords(g, (x) => x.type === 'outcome');
+    const events = records.filter((x): x is EventRecord => x.type === 'event');
+    expect(events.map((e) => [e.target, e.verdict])).toEqual([
+      [TLS, 'ALLOW'],
+      [`other.example:${tls.port}`, 'REVIEW'],
+    ]);
+    expect(outcomes(records)[0]).toMatchObject({ status: 403, sni: 'other.example', via: 'socks' });
   });
 
   it('a refused tunnel to port 22 reaches OpenSSH as a disconnect carrying the reason', async () => {
