@@ -1,6 +1,5 @@
-import { parseIp } from '../action/addresses.js';
-
 /** SOCKS5 (RFC 1928) and its username/password sub-negotiation (RFC 1929), as bytes. */
+import { parseIp } from '../action/addresses.js';
 
 /** RFC 1928 § 3: the version every SOCKS5 message starts with. */
 export const SOCKS5 = 0x05;
