@@ -7,6 +7,7 @@ import type { ProxyContext } from './context.js';
 import { tunnelRefusal } from './context.js';
 import type { Tunnel } from './inner-http.js';
 import type { TunnelAnswer } from './tunnel-answer.js';
+import { via } from './tunnel-answer.js';
 import type { Ended } from './tunnel-track.js';
 import { closedWhileOpening, gone, refused } from './tunnel-track.js';
 
@@ -65,6 +66,7 @@ async function readTunnel(
     host: subject.host,
     port: subject.port,
     scheme: 'http',
+    ...via(answer),
   };
   const intercepted = flow.basis.kind === 'intercepted';
   // Only TLS is expected where no plain request could be allowed: no need to wait and look.

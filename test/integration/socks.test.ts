@@ -165,6 +165,23 @@ describe('SOCKS5 without agents', () => {
     expect(outcomes(records)[0]).toMatchObject({ status: 403, sni: 'other.example', via: 'socks' });
   });
 
+  it('a host only path patterns allow: each request inside is read and judged; other bytes refused', async () => {
+    const g = await start({
+      network: { allow: [`GET http://${UPSTREAM}/ok/`], allowPrivate: ['127.0.0.1/32'] },
+    });
+    const ok = await curl(['--socks5-hostname', socksAt(g), `http://${UPSTREAM}/ok/x`]);
+    expect(ok.status).toBe(200);
+    const other = await curl(['--socks5-hostname', socksAt(g), `http://${UPSTREAM}/other`]);
+    expect(other.status).toBe(403);
+    expect(other.body).toContain('trajgate refused this request: GET http://');
+    const t = await socksTunnel(g.gw.socks?.port ?? 0, '127.0.0.1', upstream.port);
+    expect(t.reply).toBe(0);
+    t.socket.end('\x00\x01 not http\r\n');
+    const records = await waitForRecords(g, (x) => x.type === 'refusal');
+    expect(refusals(records)[0]).toMatchObject({ status: 400, via: 'socks', target: UPSTREAM });
+    expect(refusals(records)[0]?.reason).toMatch(/neither HTTP\/1\.x nor TLS/);
+  });
+
   it('a refused tunnel to port 22 reaches OpenSSH as a disconnect carrying the reason', async () => {
     const g = await start();
     const r = await ssh(g.gw.socks?.port ?? 0, 'git@git.example.test');
