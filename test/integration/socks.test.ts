@@ -1,4 +1,3 @@
-import { execFile } from 'node:child_process';
 import { createServer } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
 import type { AddressInfo } from 'node:net';
@@ -11,9 +10,9 @@ import type {
 } from '../../src/journal/records.js';
 import { curl } from '../helpers/curl.js';
 import { startHeldEcho } from '../helpers/flows.js';
-import { AGENT_TOKEN, gatewayPerTest } from '../helpers/gateway.js';
-import { SOCKS_CONNECT, SOCKS_LISTEN, socksAt, socksRaw, socksTunnel } from '../helpers/socks.js';
-import { startTlsServer } from '../helpers/tls.js';
+import { gatewayPerTest } from '../helpers/gateway.js';
+import { SOCKS_LISTEN, socksAt, socksRaw, socksTunnel } from '../helpers/socks.js';
+import { interceptConfig, makeLocalCa, startTlsServer } from '../helpers/tls.js';
 import { startUpstream } from '../helpers/upstream.js';
 import { waitForRecords } from '../helpers/wait.js';
 
@@ -26,12 +25,14 @@ const echo = await startHeldEcho();
 const UPSTREAM = `127.0.0.1:${upstream.port}`;
 const tls = await startTlsServer('server.pem', 'server-key.pem');
 const TLS = `127.0.0.1:${tls.port}`;
+/** An HTTPS upstream for interception, and the CA trajgate signs its leaves with. */
+const secure = await startUpstream({ tls: true });
+const ca = makeLocalCa();
 const { start, keep } = gatewayPerTest({
   listen: SOCKS_LISTEN,
   network: { allow: [UPSTREAM, echo.authority], allowPrivate: ['127.0.0.1/32'] },
   policy: { pause: 'block' },
 });
-const AGENTS = { agents: [{ id: 'agent-1', token: AGENT_TOKEN }] };
 
 const outcomes = (records: JournalRecord[]) =>
   records.filter((r): r is OutcomeRecord => r.type === 'outcome');
@@ -45,31 +46,6 @@ async function freePort(): Promise<number> {
   const { port } = server.address() as AddressInfo;
   await new Promise<void>((r) => server.close(() => r()));
   return port;
-}
-
-/** Runs the real ssh through the SOCKS listener; resolves with its exit code and stderr. */
-function ssh(socksPort: number, target: string, creds: string[] = []) {
-  const proxy = [process.execPath, SOCKS_CONNECT, String(socksPort), '%h', '%p', ...creds];
-  return new Promise<{ code: number; stderr: string }>((resolve) => {
-    execFile(
-      'ssh',
-      [
-        '-o',
-        'BatchMode=yes',
-        '-o',
-        'StrictHostKeyChecking=no',
-        '-o',
-        'UserKnownHostsFile=/dev/null',
-        '-o',
-        `ProxyCommand=${proxy.join(' ')}`,
-        target,
-        'true',
-      ],
-      { timeout: 30_000 },
-      (err, _out, stderr) =>
-        resolve({ code: err ? Number(err.code ?? 1) : 0, stderr: String(stderr) }),
-    );
-  });
 }
 
 describe('SOCKS5 without agents', () => {
@@ -182,69 +158,28 @@ describe('SOCKS5 without agents', () => {
     expect(refusals(records)[0]?.reason).toMatch(/neither HTTP\/1\.x nor TLS/);
   });
 
-  it('a refused tunnel to port 22 reaches OpenSSH as a disconnect carrying the reason', async () => {
-    const g = await start();
-    const r = await ssh(g.gw.socks?.port ?? 0, 'git@git.example.test');
-    expect(r.code).toBe(255);
-    expect(r.stderr).toContain('Received disconnect');
-    expect(r.stderr).toContain('trajgate refused this request: CONNECT git.example.test:22');
-    const records = await waitForRecords(g, (x) => x.type === 'outcome');
-    expect(records.find((x) => x.type === 'event')).toMatchObject({
-      target: 'git.example.test:22',
-      verdict: 'REVIEW',
-    });
-  });
-});
-
-describe('SOCKS5 with agents: username/password is the agent id and token', () => {
-  it('curl -U agent:token is its agent; the tunnel is judged in its session', async () => {
-    const g = await start(AGENTS);
-    const r = await curl([
-      '--socks5-hostname',
-      socksAt(g),
-      '--proxy-user',
-      `agent-1:${AGENT_TOKEN}`,
-      `http://${UPSTREAM}/agent`,
+  it('a host in tls.intercept: its HTTPS requests through SOCKS are intercepted and judged by method', async () => {
+    const origin = `https://127.0.0.1:${secure.port}`;
+    const g = await start(
+      interceptConfig({
+        ca,
+        intercept: [`127.0.0.1:${secure.port}`],
+        allow: [`GET ${origin}/`],
+        ports: [secure.port],
+      }),
+    );
+    const through = ['--socks5-hostname', socksAt(g), '--cacert', ca.certPath];
+    const get = await curl([...through, `${origin}/read`]);
+    expect(get.status).toBe(200);
+    expect(secure.seen.at(-1)).toMatchObject({ method: 'GET', url: '/read' });
+    const post = await curl([...through, '-d', 'x', `${origin}/write`]);
+    expect(post.status).toBe(403);
+    expect(secure.seen.some((q) => q.url === '/write')).toBe(false);
+    const records = await waitForRecords(g, (x) => x.type === 'event', 2);
+    const events = records.filter((x): x is EventRecord => x.type === 'event');
+    expect(events.map((e) => [e.method, e.target, e.verdict])).toEqual([
+      ['GET', `${origin}/read`, 'ALLOW'],
+      ['POST', `${origin}/write`, 'REVIEW'],
     ]);
-    expect(r.status).toBe(200);
-    const records = await waitForRecords(g, (x) => x.type === 'outcome');
-    expect(records.find((x) => x.type === 'event')).toMatchObject({
-      session: 'agent-1',
-      verdict: 'ALLOW',
-    });
-  });
-
-  it('no credentials: "no acceptable methods", journaled 407, nothing sent', async () => {
-    const g = await start(AGENTS);
-    const r = await curl(['--socks5-hostname', socksAt(g), `http://${UPSTREAM}/never`]);
-    expect(r.exitCode).toBe(97);
-    expect(r.stderr).toMatch(/No authentication method was acceptable|acceptable/i);
-    const records = await waitForRecords(g, (x) => x.type === 'refusal');
-    expect(refusals(records)[0]).toMatchObject({ status: 407, via: 'socks', client: '127.0.0.1' });
-    expect(upstream.seen.some((q) => q.url === '/never')).toBe(false);
-  });
-
-  it('a wrong token is refused (RFC 1929 status 1) and journaled, the token never written', async () => {
-    const g = await start(AGENTS);
-    const wrong = 'wrong-token-0123456789abcdef';
-    const r = await curl([
-      '--socks5-hostname',
-      socksAt(g),
-      '--proxy-user',
-      `agent-1:${wrong}`,
-      `http://${UPSTREAM}/`,
-    ]);
-    expect(r.exitCode).toBe(97);
-    const records = await waitForRecords(g, (x) => x.type === 'refusal');
-    expect(refusals(records)[0]).toMatchObject({ status: 407, reason: 'wrong agent id or token' });
-    expect(JSON.stringify(records)).not.toContain(wrong);
-  });
-
-  it("OpenSSH with the agent's credentials hears the reason of its refusal", async () => {
-    const g = await start(AGENTS);
-    const r = await ssh(g.gw.socks?.port ?? 0, 'git@git.example.test', ['agent-1', AGENT_TOKEN]);
-    expect(r.stderr).toContain('trajgate refused this request: CONNECT git.example.test:22');
-    const records = await waitForRecords(g, (x) => x.type === 'event');
-    expect(records.find((x) => x.type === 'event')).toMatchObject({ session: 'agent-1' });
   });
 });
