@@ -92,6 +92,20 @@ describe('SOCKS5 without agents', () => {
     expect(outcomes(records)[0]?.error).toMatch(/refused the connection/);
   });
 
+  it('a name is resolved by trajgate: one that resolves to a private address is refused, unconnected', async () => {
+    const lookup = async (host: string) => (host === 'inside.test' ? ['127.0.0.5'] : []);
+    const g = await start(
+      { network: { allow: [`inside.test:${upstream.port}`], allowPrivate: ['127.0.0.1/32'] } },
+      { lookup },
+    );
+    const t = await socksTunnel(g.gw.socks?.port ?? 0, 'inside.test', upstream.port);
+    expect(t.reply).toBe(2);
+    const records = await waitForRecords(g, (x) => x.type === 'outcome');
+    const event = records.find((x): x is EventRecord => x.type === 'event');
+    expect(event).toMatchObject({ target: `inside.test:${upstream.port}` });
+    expect(event?.denied).toMatch(/127\.0\.0\.5/);
+  });
+
   it('addresses are judged as the address: IPv4 allowed, IPv6 loopback not, targets canonical', async () => {
     const g = await start();
     const port = [echo.server.port >> 8, echo.server.port & 255];
