@@ -39,6 +39,8 @@ export interface RunningGateway {
   readonly proxy: HostPort;
   readonly bridge: HostPort;
   readonly admin: HostPort;
+  /** Where the SOCKS5 listener is; null unless `listen.socks` is set. */
+  readonly socks: HostPort | null;
   /** The generated admin token's file, when the config names none. */
   readonly adminTokenFile: string | null;
   /** Records read back from the journal at start. */
@@ -129,7 +131,8 @@ async function open(
   listeners.add('proxy', ingress.proxy);
   listeners.add('bridge', ingress.bridge);
   listeners.add('admin', admin.server);
-  parts.add(fixed('listeners', { listen: ['proxy', 'bridge', 'admin'] }));
+  if (initial.listen.socks !== undefined) listeners.add('socks', ingress.socks);
+  parts.add(fixed('listeners', { listen: ['proxy', 'bridge', 'admin', 'socks'] }));
   // Its own ports are never an upstream, the configured ones before they listen.
   for (const l of Object.values(initial.listen)) if (l.port !== 0) egress.addOwnPort(l.port);
   teardown.push('listeners', () => listeners.close());
@@ -138,8 +141,9 @@ async function open(
     proxy: listeners.address('proxy'),
     bridge: listeners.address('bridge'),
     admin: listeners.address('admin'),
+    socks: initial.listen.socks === undefined ? null : listeners.address('socks'),
   };
-  for (const l of Object.values(at)) egress.addOwnPort(l.port);
+  for (const l of Object.values(at)) if (l !== null) egress.addOwnPort(l.port);
   return {
     get config() {
       return parts.running;

@@ -101,7 +101,7 @@ function formatV6(groups: readonly number[]): string {
  * (odd spellings such as `127.1`, `0x7f.0.0.1`, `2130706433` read as the WHATWG URL parser
  * reads them), RFC 5952 without brackets for IPv6. Zone ids are refused.
  */
-function parseIp(text: string): ParsedIp | null {
+export function parseIp(text: string): ParsedIp | null {
   const bracketed = text.startsWith('[') && text.endsWith(']');
   const bare = bracketed ? text.slice(1, -1) : text;
   const version = isIP(bare);

@@ -16,6 +16,8 @@ export interface Transfer {
   readonly sni?: string | null;
   /** What a blind tunnel's first client bytes were; absent when the client sent none. */
   readonly protocol?: TunnelProtocol | 'unknown';
+  /** A tunnel that came by the SOCKS5 listener (`listen.socks`). */
+  readonly via?: 'socks';
 }
 
 /**

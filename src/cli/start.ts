@@ -42,6 +42,10 @@ export async function start(argv: string[], say: (line: string) => void): Promis
     );
   }
   say(`trajgate: proxy listening on http://${proxy}`);
+  if (gateway.socks !== null)
+    say(
+      `trajgate: SOCKS5 listening on ${formatHostPort(gateway.socks)} (socks5h://${credentials}${formatHostPort(gateway.socks)})`,
+    );
   for (const line of fdLines(config, openFilesLimit())) say(line);
   if (allowsNothing(config))
     say('trajgate: allows nothing yet: add network.allow (until then each request is reviewed)');

@@ -44,6 +44,7 @@ export interface Config extends Omit<
     readonly proxy: HostPort;
     readonly bridge: HostPort;
     readonly admin: HostPort;
+    readonly socks?: HostPort;
   };
   readonly kinds: ReadonlySet<string>;
 }
@@ -239,6 +240,9 @@ function resolveConfig(
     proxy: parseHostPort(raw.listen.proxy) as HostPort,
     bridge: parseHostPort(raw.listen.bridge) as HostPort,
     admin: parseHostPort(raw.listen.admin) as HostPort,
+    ...(raw.listen.socks === undefined
+      ? {}
+      : { socks: parseHostPort(raw.listen.socks) as HostPort }),
   };
   const journal = journalPath(raw.journal.path, baseDir, env);
   return {

@@ -168,6 +168,8 @@ const fields = z.strictObject({
       proxy: hostPort.default(DEFAULT_LISTEN.proxy),
       bridge: hostPort.default(DEFAULT_LISTEN.bridge),
       admin: hostPort.default(DEFAULT_LISTEN.admin),
+      // The SOCKS5 listener: off unless set.
+      socks: hostPort.optional(),
     })
     .prefault({}),
   agents: z

@@ -1,4 +1,5 @@
 import type { Server } from 'node:http';
+import type { Server as NetServer } from 'node:net';
 import { authority } from '../action/forward.js';
 import { ReverseProxy } from '../action/reverse-proxy.js';
 import { upstreamTrust } from '../action/trust.js';
@@ -10,6 +11,7 @@ import { BRIDGE } from '../ingress/bridge-calls.js';
 import { Identity } from '../ingress/identity.js';
 import { McpSessions } from '../ingress/mcp-sessions.js';
 import { createProxyServer } from '../ingress/proxy.js';
+import { createSocksServer } from '../ingress/socks.js';
 import { ProxyParts } from '../ingress/proxy-parts.js';
 import { SessionOrder } from '../ingress/session-order.js';
 import { rejudgeFlows } from '../pipeline/flow-basis.js';
@@ -40,6 +42,8 @@ export interface Ingress {
   readonly pipeline: Pipeline;
   readonly proxy: Server;
   readonly bridge: Server;
+  /** The SOCKS5 listener's server, judged on the proxy's path; listened on when `listen.socks` is set. */
+  readonly socks: NetServer;
   /** Closes the live flows whose basis a reload took away (agents' credentials included). */
   settle(): number;
 }
@@ -151,6 +155,7 @@ export async function openIngress(
   return {
     pipeline,
     proxy: proxyServer,
+    socks: createSocksServer(proxy),
     bridge: createBridgeServer({
       config: bridge.value,
       pipeline,

@@ -1,5 +1,4 @@
-import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Server } from 'node:net';
 import type { Logger } from 'pino';
 import type { HostPort } from '../config/formats.js';
 import { formatHostPort } from '../config/formats.js';
@@ -8,7 +7,7 @@ import { Drain, drained } from '../ingress/drain.js';
 import { osError } from '../os-error.js';
 import type { LimitLog } from '../review/limit-log.js';
 
-export type ListenerName = 'proxy' | 'bridge' | 'admin';
+export type ListenerName = 'proxy' | 'bridge' | 'admin' | 'socks';
 
 /** What a stop does besides closing the listeners, while their requests drain. */
 export interface DrainSteps {
@@ -22,7 +21,7 @@ export interface DrainSteps {
 }
 
 /**
- * The proxy, bridge and admin listeners: served in that order, and drained together on stop
+ * The proxy, bridge, admin (and SOCKS, when set) listeners: served in that order, and drained together on stop
  * (see Drain) — which also closes any of them that listened before a start failed.
  */
 export class Listeners {
@@ -51,9 +50,12 @@ export class Listeners {
   }
 
   /** Listens on each address in turn; the first that cannot throws E_LISTEN naming its key. */
-  async listen(at: Readonly<Record<ListenerName, HostPort>>): Promise<void> {
-    for (const [name, server] of this.#servers)
-      this.#at.set(name, await listen(server, at[name], `listen.${name}`));
+  async listen(at: { readonly [name in ListenerName]?: HostPort }): Promise<void> {
+    for (const [name, server] of this.#servers) {
+      const address = at[name];
+      if (address === undefined) throw new Error(`listen.${name} is not configured`);
+      this.#at.set(name, await listen(server, address, `listen.${name}`));
+    }
   }
 
   /** Where `name` listens (the real port when the config said 0). */

@@ -7,6 +7,8 @@ import type { ProxyContext } from './context.js';
 import { heldPresence, PROXY_AUTHENTICATE } from './context.js';
 import { clientAddress } from './identity.js';
 import { openReadTunnel } from './read-tunnel.js';
+import type { TunnelAnswer } from './tunnel-answer.js';
+import { CONNECT_ANSWER, via } from './tunnel-answer.js';
 import type { Ended, RawRequest } from './tunnel-track.js';
 import { closesBoth, judgeAndConnect, relayTracked, tunnelSlot } from './tunnel-track.js';
 import { protocolLook, protocolProblem } from './tunnel-protocol.js';
@@ -37,25 +39,55 @@ export async function handleConnect(ctx: ProxyContext, raw: RawRequest): Promise
   if (typeof release !== 'function') return refuse(release.status, release.reason, who.session);
   if (head.length > 0) socket.unshift(head);
   try {
-    const ask: NetworkAsk = {
-      session: who.session,
-      source: 'proxy',
-      client,
-      input: { kind: 'network', target },
-      what: `CONNECT ${target}`,
-      connect: true,
-      waiting: heldPresence(socket),
-    };
-    const plain = subject.port === 80 || ctx.pipeline.readsTunnel(who.session, target);
-    const transfer =
-      plain || ctx.intercept?.matches(subject) === true
-        ? await openReadTunnel(ctx, ask, socket, subject, plain)
-        : await blind(ctx, ask, socket, subject, raw.start);
-    if (transfer.rid !== null)
-      ctx.pipeline.outcome(transfer.rid, who.session, transfer, performance.now() - raw.start);
+    const tunnel = { session: who.session, client, target, subject, start: raw.start };
+    await openTunnel(ctx, tunnel, socket, CONNECT_ANSWER);
   } finally {
     release();
   }
+}
+
+/** A tunnel asked for, once its client is known and it holds a slot. */
+export interface TunnelAsk {
+  readonly session: string;
+  readonly client: string;
+  /** `host:port` as the client wrote it: the event's target. */
+  readonly target: string;
+  readonly subject: NetworkSubject;
+  /** performance.now() when it was asked for. */
+  readonly start: number;
+}
+
+/**
+ * Judges and opens a tunnel to `subject` as `CONNECT host:port`, answered on `socket` as
+ * `answer` says (CONNECT's HTTP, or SOCKS5), and journals how it ended.
+ */
+export async function openTunnel(
+  ctx: ProxyContext,
+  { session, client, target, subject, start }: TunnelAsk,
+  socket: Socket,
+  answer: TunnelAnswer,
+): Promise<void> {
+  const ask: NetworkAsk = {
+    session,
+    source: 'proxy',
+    client,
+    input: { kind: 'network', target },
+    what: `CONNECT ${target}`,
+    connect: true,
+    waiting: heldPresence(socket),
+  };
+  const plain = subject.port === 80 || ctx.pipeline.readsTunnel(session, target);
+  const transfer =
+    plain || ctx.intercept?.matches(subject) === true
+      ? await openReadTunnel(ctx, ask, socket, subject, plain, answer)
+      : await blind(ctx, ask, socket, subject, start, answer);
+  if (transfer.rid !== null)
+    ctx.pipeline.outcome(
+      transfer.rid,
+      session,
+      { ...transfer, ...via(answer) },
+      performance.now() - start,
+    );
 }
 
 async function blind(
@@ -64,13 +96,14 @@ async function blind(
   socket: Socket,
   subject: NetworkSubject,
   start: number,
+  answer: TunnelAnswer,
 ): Promise<Ended> {
-  const connected = await judgeAndConnect(ctx, ask, socket, 'connect');
+  const connected = await judgeAndConnect(ctx, ask, socket, 'connect', answer);
   if (!('upstream' in connected)) return connected;
   // Closed while its first bytes are awaited: both ends go, nothing is relayed.
   closesBoth(connected.flow, connected.upstream, socket);
   // Sends the 200 and checks the ClientHello's server name before anything is relayed.
-  const opened = await openBlind(ctx, ask, socket, subject, connected, start);
+  const opened = await openBlind(ctx, ask, socket, subject, connected, start, answer);
   if ('ended' in opened) {
     connected.flow.end();
     return opened.ended;

@@ -161,6 +161,7 @@ export function tunnelRefusal(
       session: tunnel.session,
       target: target ?? authority(tunnel.host, tunnel.port),
       ...(handshake === undefined ? {} : { handshake }),
+      ...(tunnel.via === undefined ? {} : { via: tunnel.via }),
     },
     status,
     reason,

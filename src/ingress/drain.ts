@@ -1,5 +1,6 @@
-import type { IncomingMessage, Server, ServerResponse } from 'node:http';
-import type { Socket } from 'node:net';
+import { Server } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Server as NetServer, Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 
@@ -53,9 +54,12 @@ export class Drain {
     };
   }
 
-  /** Follows a listener's responses (before its own handlers run) and its connections. */
-  attach(server: Server): void {
-    this.attachInner(server, () => server.closeIdleConnections());
+  /**
+   * Follows a listener's connections, and an HTTP listener's responses (before its own
+   * handlers run); the SOCKS listener has none.
+   */
+  attach(server: NetServer): void {
+    if (server instanceof Server) this.attachInner(server, () => server.closeIdleConnections());
     server.on('connection', this.#connected);
   }
 

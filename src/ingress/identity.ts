@@ -66,7 +66,13 @@ export class Identity {
     const decoded = Buffer.from(m[1] as string, 'base64').toString('utf8');
     const colon = decoded.indexOf(':');
     if (colon === -1) return { ok: false, reason: 'proxy credentials must be agent-id:token' };
-    return this.#check(decoded.slice(0, colon), decoded.slice(colon + 1));
+    return this.fromUserPassword(decoded.slice(0, colon), decoded.slice(colon + 1), client);
+  }
+
+  /** RFC 1929 username/password (SOCKS5): the agent id and token, as Proxy-Authorization's. */
+  fromUserPassword(id: string, token: string, client: string): Identified {
+    if (this.#byId === null) return { ok: true, session: client };
+    return this.#check(id, token);
   }
 
   /**

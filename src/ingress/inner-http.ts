@@ -19,6 +19,8 @@ export interface Tunnel {
   readonly port: number;
   /** `https` inside intercepted TLS, `http` for plain HTTP read from the tunnel. */
   readonly scheme: 'http' | 'https';
+  /** It came by the SOCKS5 listener: its refusal records say so. */
+  readonly via?: 'socks';
 }
 
 export interface InnerHooks {

@@ -6,6 +6,8 @@ import type { NetworkSubject } from '../event/event.js';
 import type { ProxyContext } from './context.js';
 import { tunnelRefusal } from './context.js';
 import type { Tunnel } from './inner-http.js';
+import type { TunnelAnswer } from './tunnel-answer.js';
+import { via } from './tunnel-answer.js';
 import type { Ended } from './tunnel-track.js';
 import { closedWhileOpening, gone, refused } from './tunnel-track.js';
 
@@ -28,17 +30,18 @@ export async function openReadTunnel(
   socket: Socket,
   subject: NetworkSubject,
   plain: boolean,
+  answer: TunnelAnswer,
 ): Promise<Ended> {
   const admitted = await ctx.pipeline.admitTunnel(ask);
   if (admitted.kind === 'gone') return gone(socket, admitted.rid);
   if (admitted.kind === 'refuse')
-    return { ...refused(socket, admitted.refusal), rid: admitted.rid };
+    return { ...refused(socket, admitted.refusal, answer), rid: admitted.rid };
   const rid = admitted.rid;
   const intercepted = ctx.intercept?.matches(subject) === true;
   const kind = intercepted ? 'intercepted' : 'read';
   const flow = ctx.pipeline.sessionFlow(kind, ask.session, ask.input.target, rid);
   try {
-    return await readTunnel(ctx, ask, socket, subject, plain, flow);
+    return await readTunnel(ctx, ask, socket, subject, plain, flow, answer);
   } finally {
     flow.end();
   }
@@ -51,17 +54,19 @@ async function readTunnel(
   subject: NetworkSubject,
   plain: boolean,
   flow: Flow,
+  answer: TunnelAnswer,
 ): Promise<Ended> {
   const rid = flow.basis.rid;
   // The `200` and every byte after it only while the session runs.
-  if (!flow.live && !(await flow.gate())) return closedWhileOpening(socket, flow);
-  socket.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+  if (!flow.live && !(await flow.gate())) return closedWhileOpening(socket, flow, answer);
+  void answer.open(socket, null);
   const tunnel: Tunnel = {
     session: ask.session,
     client: ask.client,
     host: subject.host,
     port: subject.port,
     scheme: 'http',
+    ...via(answer),
   };
   const intercepted = flow.basis.kind === 'intercepted';
   // Only TLS is expected where no plain request could be allowed: no need to wait and look.

@@ -9,6 +9,8 @@ import type { Hello } from '../tls/client-hello.js';
 import { MAX_HELLO, parseClientHello, TLS_HANDSHAKE } from '../tls/client-hello.js';
 import type { ProxyContext } from './context.js';
 import { heldPresence } from './context.js';
+import type { TunnelAnswer } from './tunnel-answer.js';
+import { via } from './tunnel-answer.js';
 import type { Connected, Ended } from './tunnel-track.js';
 import { closesBoth, gone } from './tunnel-track.js';
 
@@ -53,10 +55,9 @@ export async function openBlind(
   subject: NetworkSubject,
   connected: Connected,
   start: number,
+  answer: TunnelAnswer,
 ): Promise<Opened> {
-  const written = new Promise<void>((resolve) =>
-    socket.write('HTTP/1.1 200 Connection Established\r\n\r\n', () => resolve()),
-  );
+  const written = answer.open(socket, connected.upstream);
   const first = await readClientHello(socket, connected.upstream, ctx.limits.headerTimeout);
   await written;
   const { rid, upstream } = connected;
@@ -73,7 +74,7 @@ export async function openBlind(
   const journaled = (status: number, reason: string, alert: number | null) => {
     const { client, session } = ask;
     ctx.pipeline.refusal(
-      { source: 'proxy', client, session, target: ask.input.target },
+      { source: 'proxy', client, session, target: ask.input.target, ...via(answer) },
       status,
       reason,
     );
@@ -141,7 +142,7 @@ export async function openBlind(
   ctx.pipeline.outcome(
     rid,
     ask.session,
-    { status: 200, bytesUp: 0, bytesDown: 0, sni },
+    { status: 200, bytesUp: 0, bytesDown: 0, sni, ...via(answer) },
     performance.now() - start,
   );
   // Its flow follows that event from now on, to the address already connected.

@@ -16,6 +16,8 @@ import type { NetworkAsk } from '../pipeline/ruling.js';
 import type { ProxyContext } from './context.js';
 import { earlyRefusal } from './context.js';
 import { closedWhileHeld } from './http.js';
+import type { TunnelAnswer } from './tunnel-answer.js';
+import { CONNECT_ANSWER } from './tunnel-answer.js';
 
 /** A transfer and the request id its outcome belongs to. */
 export type Ended = Transfer & { readonly rid: number | null };
@@ -44,8 +46,13 @@ export function rawRefuser(ctx: ProxyContext, req: IncomingMessage, socket: Dupl
     writeRawRefusal(socket, earlyRefusal(ctx, req, status, reason, session), headers);
 }
 
-export function refused(socket: Duplex, refusal: Refusal): Transfer {
-  writeRawRefusal(socket, refusal);
+export function refused(
+  socket: Duplex,
+  refusal: Refusal,
+  answer: TunnelAnswer = CONNECT_ANSWER,
+  cause?: unknown,
+): Transfer {
+  answer.refuse(socket, refusal, cause);
   return { status: refusal.status, bytesUp: 0, bytesDown: 0, error: refusalLine(refusal) };
 }
 
@@ -111,10 +118,12 @@ export async function judgeAndConnect(
   ask: NetworkAsk,
   socket: Socket,
   kind: FlowKind,
+  answer: TunnelAnswer = CONNECT_ANSWER,
 ): Promise<Connected | Ended> {
   const ruling = await ctx.pipeline.judge(ask);
   if (ruling.kind === 'gone') return gone(socket, ruling.rid);
-  if (ruling.kind === 'refuse') return { ...refused(socket, ruling.refusal), rid: ruling.rid };
+  if (ruling.kind === 'refuse')
+    return { ...refused(socket, ruling.refusal, answer), rid: ruling.rid };
   const { event, rid } = ruling;
   const flow = ctx.pipeline.flow(kind, ruling);
   const { address, port } = ruling.dial;
@@ -123,16 +132,16 @@ export async function judgeAndConnect(
   try {
     upstream = await connectUpstream(address, port, ctx.limits.connectTimeout, flow);
   } catch (err) {
-    if (flow.closed !== null) return closedWhileOpening(socket, flow);
+    if (flow.closed !== null) return closedWhileOpening(socket, flow, answer);
     flow.end();
     // Unreachable: the request was let through and failed upstream.
     const failure = upstreamFailure(err, name);
-    const transfer = refused(socket, plainRefusal(failure.status, failure.reason));
+    const transfer = refused(socket, plainRefusal(failure.status, failure.reason), answer, err);
     return { ...transfer, failed: true, rid };
   }
   if (!flow.live && !(await flow.gate())) {
     upstream.destroy();
-    return closedWhileOpening(socket, flow);
+    return closedWhileOpening(socket, flow, answer);
   }
   return { event, rid, upstream, name, flow };
 }
@@ -150,10 +159,14 @@ export function closesBoth(flow: Flow, upstream: Socket, client: Socket): void {
 }
 
 /** A flow closed before it relayed a byte: its client is answered 403 with the reason. */
-export function closedWhileOpening(socket: Socket, flow: Flow): Ended {
+export function closedWhileOpening(
+  socket: Socket,
+  flow: Flow,
+  answer: TunnelAnswer = CONNECT_ANSWER,
+): Ended {
   flow.end();
   const reason = `trajgate closed this request before it was relayed: ${flow.closed ?? ''}`;
-  return { ...refused(socket, plainRefusal(403, reason)), rid: flow.basis.rid };
+  return { ...refused(socket, plainRefusal(403, reason), answer), rid: flow.basis.rid };
 }
 
 /**

@@ -40,7 +40,8 @@ function outcomeFields(r: Unstamped<OutcomeRecord>): string {
   return (
     `"type":"outcome","rid":${num(r.rid)},"session":${text(r.session)},"status":${num(r.status)}` +
     `,"bytesUp":${num(r.bytesUp)},"bytesDown":${num(r.bytesDown)}${opt('error', r.error)}` +
-    `${opt('failed', r.failed)}${opt('sni', r.sni)}${opt('protocol', r.protocol)}` +
+    `${opt('failed', r.failed)}${opt('sni', r.sni)}` +
+    `${opt('protocol', r.protocol)}${opt('via', r.via)}` +
     `,"durationMs":${num(r.durationMs)}}`
   );
 }

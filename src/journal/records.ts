@@ -30,6 +30,8 @@ export interface OutcomeRecord extends RecordBase {
   readonly sni?: string | null;
   /** What a blind tunnel's first client bytes were (ssh, postgres, tls or unknown). */
   readonly protocol?: string;
+  /** The tunnel came by the SOCKS5 listener (`listen.socks`); absent for CONNECT. */
+  readonly via?: 'socks';
 }
 
 /**
@@ -84,6 +86,8 @@ export interface RefusalRecord extends RecordBase, Partial<JournaledTarget> {
    * up. Shown by `trajgate events`, the review page and the log (review/handshakes.ts).
    */
   readonly handshake?: string;
+  /** Refused on the SOCKS5 listener (`listen.socks`). */
+  readonly via?: 'socks';
 }
 
 /**

@@ -281,6 +281,7 @@ export class Pipeline {
           failed: transfer.failed,
           sni: transfer.sni,
           protocol: transfer.protocol,
+          via: transfer.via,
           durationMs: Math.round(durationMs),
         },
         ts,

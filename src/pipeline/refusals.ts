@@ -14,6 +14,8 @@ export interface Unjudged {
   readonly target?: string;
   /** The agent refused the TLS handshake: its alert, or `closed` (ingress/intercept.ts). */
   readonly handshake?: string;
+  /** Refused on the SOCKS5 listener. */
+  readonly via?: 'socks';
 }
 
 /**

@@ -172,7 +172,12 @@ const dir = join(root, 'config');
 for (const d of [dir, join(root, 'workspace'), join(root, 'workspace2')]) mkdirSync(d);
 initCa(join(dir, 'certs'));
 const file = join(dir, 'trajgate.yaml');
-const listen = { proxy: '127.0.0.1:0', bridge: '127.0.0.1:0', admin: '127.0.0.1:0' };
+const listen = {
+  proxy: '127.0.0.1:0',
+  bridge: '127.0.0.1:0',
+  admin: '127.0.0.1:0',
+  socks: '127.0.0.1:0',
+};
 const base = merged(merged(parse(readFileSync(EXAMPLE, 'utf8')) as Tree, UNSET), { listen });
 const load = (tree: Tree): Config => parseConfig(stringify(tree), file, dir);
 const initial = load(base);

@@ -118,16 +118,18 @@ describe('POST /api/reload', () => {
   });
 
   it('agents and their tokens are replaced; listener changes are reported, not applied', async () => {
-    const agent = (token: string, admin = '127.0.0.1:0') => ({
+    const agent = (token: string, admin = '127.0.0.1:0', socks?: string) => ({
       ...network([`127.0.0.1:${upstream.port}`]),
       agents: [{ id: 'agent-a', token }],
-      listen: { proxy: '127.0.0.1:0', bridge: '127.0.0.1:0', admin },
+      listen: { proxy: '127.0.0.1:0', bridge: '127.0.0.1:0', admin, ...(socks ? { socks } : {}) },
     });
     const g = await fileGateway(agent(TOKEN_A));
     expect((await get(g, `${upstream.url}/a`, `agent-a:${TOKEN_A}@`)).status).toBe(200);
-    g.write(agent(TOKEN_B, '127.0.0.1:1'));
+    g.write(agent(TOKEN_B, '127.0.0.1:1', '127.0.0.1:0'));
     const res = await reload(g);
-    expect(res.json.restartNeeded).toEqual(['listen.admin']);
+    expect(res.json.restartNeeded).toEqual(['listen.admin', 'listen.socks']);
+    // Not listening: listen.socks takes a restart.
+    expect(g.gw.socks).toBeNull();
     expect((await get(g, `${upstream.url}/a`, `agent-a:${TOKEN_A}@`)).status).toBe(407);
     expect((await get(g, `${upstream.url}/b`, `agent-a:${TOKEN_B}@`)).status).toBe(200);
     // Still answering where it listened.

@@ -70,6 +70,8 @@ describe('valid configs', () => {
     expect(config.listen.proxy).toEqual({ host: '127.0.0.1', port: 8080 });
     expect(config.listen.bridge).toEqual({ host: '127.0.0.1', port: 8081 });
     expect(config.listen.admin).toEqual({ host: '127.0.0.1', port: 8082 });
+    // The SOCKS5 listener is off unless listen.socks is set.
+    expect(config.listen.socks).toBeUndefined();
     expect(config.network.allow).toEqual([]);
     expect(config.policy).toMatchObject({
       countBy: 'boundary',

@@ -60,6 +60,9 @@ const outcome = (over: Partial<OutcomeRecord> = {}): Unstamped<OutcomeRecord> =>
     bytesUp: o.bytesUp,
     bytesDown: o.bytesDown,
     error: o.error,
+    failed: o.failed,
+    sni: o.sni,
+    via: o.via,
     durationMs: o.durationMs,
   };
 };
@@ -112,6 +115,8 @@ describe('journal lines written field by field', () => {
     same(outcome({ status: 200 }));
     same(outcome({ status: null, error: 'client closed while held' }));
     same(outcome({ status: 502, error: undefined }));
+    same(outcome({ status: 502, failed: true, sni: null, via: 'socks' }));
+    same(outcome({ sni: 'a.test', via: 'socks' }));
   });
 
   it('numbers JSON cannot carry become null, as JSON.stringify writes them', () => {

@@ -85,6 +85,13 @@ describe('listeners that share a port', () => {
     expect(found?.text).toContain('overlaps listen.bridge (127.0.0.1:8081, its default)');
   });
 
+  it('listen.socks, when set, is one of the listeners: its port is checked as theirs', () => {
+    const [found] = conflicts('  socks: 127.0.0.1:8080\n');
+    expect(found?.path).toEqual(['listen', 'socks']);
+    expect(found?.text).toContain('listen.socks: 127.0.0.1:8080 overlaps listen.proxy');
+    expect(conflicts('  socks: 127.0.0.1:1080\n')).toEqual([]);
+  });
+
   it('port 0 never conflicts; names compare by name, and a wildcard takes any name', () => {
     expect(conflicts('  proxy: 0.0.0.0:0\n  bridge: 0.0.0.0:0\n  admin: "[::]:0"\n')).toEqual([]);
     expect(conflicts('  proxy: gw.local:9000\n  bridge: GW.local:9000\n')).toHaveLength(1);
