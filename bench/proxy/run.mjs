@@ -119,7 +119,9 @@ async function tunnels(proxy) {
  */
 async function measure(name, proxy) {
   log(
-    `${name}: measuring (each HTTP mode: warm-up ${opt.warmup} s, ${opt.duration} s wrk; tunnel)`,
+    opt.tunnelOnly
+      ? `${name}: measuring (tunnel)`
+      : `${name}: measuring (each HTTP mode: warm-up ${opt.warmup} s, ${opt.duration} s wrk; tunnel)`,
   );
   const port = proxy?.port ?? null;
   const groups = proxy ? [upstreamChild.pid, proxy.child.pid] : [upstreamChild.pid];
