@@ -25,6 +25,7 @@ function figures(r) {
     ka: http(r.keepAlive),
     nc: http(r.newConnection),
     tunnel: r.tunnel?.MBps ?? null,
+    socks: r.socksTunnel?.MBps ?? null,
     rssHttp: r.rssAfterHttp?.mb ?? null,
     rss: r.rss?.mb ?? null,
   };
@@ -36,6 +37,7 @@ function notes(r) {
   for (const [mode, label] of Object.entries(MODES))
     for (const flaw of flaws(r[mode])) out.push(`${label}: ${flaw}`);
   if (r.tunnel.error) out.push(`tunnel: ${r.tunnel.error}`);
+  if (r.socksTunnel?.error) out.push(`SOCKS5 tunnel: ${r.socksTunnel.error}`);
   if (r.rss?.processes > 1) out.push(`RSS summed over ${r.rss.processes} processes`);
   if (r.otherLoad > 0.05) out.push(`other load took ${(r.otherLoad * 100).toFixed(0)}% CPU`);
   return out.join('; ');
@@ -66,7 +68,15 @@ const ratio = (a, b) => (a == null || b == null ? null : a / b);
 
 export function report(results, meta) {
   const f = Object.fromEntries(Object.entries(results).map(([k, r]) => [k, figures(r)]));
-  const head = ['target', 'ka req/s', 'ka p99 ms', 'nc req/s', 'nc p99 ms', 'tunnel MB/s'];
+  const head = [
+    'target',
+    'ka req/s',
+    'ka p99 ms',
+    'nc req/s',
+    'nc p99 ms',
+    'tunnel MB/s',
+    'SOCKS5 MB/s',
+  ];
   const rows = [[...head, 'RSS MB after http', 'peak RSS MB', 'notes']];
   for (const [name, r] of Object.entries(results)) {
     const x = f[name];
@@ -76,6 +86,7 @@ export function report(results, meta) {
       fmt(x.nc?.rps, 0),
       fmt(x.nc?.p99, 2),
       fmt(x.tunnel, 0),
+      fmt(x.socks, 0),
       fmt(x.rssHttp, 1),
       fmt(x.rss, 1),
     ];
@@ -113,6 +124,8 @@ export function report(results, meta) {
     ['trajgate/squid keep-alive p99', ratio(t.ka.p99, s.ka.p99), '<=', 1.0],
     ['trajgate/floor peak RSS', ratio(t.rss, fl.rss), '<=', 1.0],
     ['trajgate/direct tunnel', ratio(t.tunnel, d.tunnel), '>=', 0.95],
+    ['trajgate SOCKS5/direct tunnel', ratio(t.socks, d.tunnel)],
+    ['trajgate SOCKS5/CONNECT tunnel', ratio(t.socks, t.tunnel)],
     ['trajgate/floor keep-alive req/s', ratio(t.ka.rps, fl.ka.rps)],
     ['trajgate/floor new-conn req/s', ratio(t.nc.rps, fl.nc.rps)],
     ['squid/floor keep-alive req/s', ratio(s.ka.rps, fl.ka.rps)],
@@ -150,8 +163,11 @@ export function report(results, meta) {
           `warning: CPU was ${(meta.cpuBusyBefore * 100).toFixed(0)}% busy before the run (other load)`,
         ]
       : []),
-    `wrk: ${o.connections} connections, ${o.threads} thread(s), ${o.duration} s after ${o.warmup} s warm-up, ` +
-      `ka = keep-alive, nc = new connection per request; tunnel: median of ${o.tunnelRuns} × ${o.tunnelBytes / 2 ** 20} MiB`,
+    (o.tunnelOnly
+      ? 'wrk: not run (--tunnel-only)'
+      : `wrk: ${o.connections} connections, ${o.threads} thread(s), ${o.duration} s after ${o.warmup} s warm-up, ` +
+        'ka = keep-alive, nc = new connection per request') +
+      `; tunnel: median of ${o.tunnelRuns} × ${o.tunnelBytes / 2 ** 20} MiB (trajgate: CONNECT and SOCKS5 pushes alternated)`,
     '',
     ...table,
     '',

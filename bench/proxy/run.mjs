@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // One command, one run: direct, the floor forwarder, squid and trajgate against the same
 // upstream — HTTP req/s and p99 (wrk) over keep-alive connections and with a new connection per
-// request, CONNECT tunnel MB/s, peak RSS. See README.md.
+// request, CONNECT tunnel MB/s (and trajgate's SOCKS5 tunnel beside it), peak RSS. See README.md.
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { availableParallelism, release } from 'node:os';
@@ -27,6 +27,8 @@ const { values, int } = benchArgs({
   'chain-seconds': { type: 'string', default: '5' },
   // Only the chain on/off phase (its figure alone; bench/out/proxy.json is not written).
   'chain-only': { type: 'boolean', default: false },
+  // Tunnels only: no wrk, no chain phase (a light run on a shared host).
+  'tunnel-only': { type: 'boolean', default: false },
   // Another checkout (built) measured in the same run as `baseline`: before/after one change.
   baseline: { type: 'string' },
 });
@@ -37,10 +39,13 @@ const opt = {
   warmup: int('warmup'),
   tunnelBytes: int('tunnel-mib') * 2 ** 20,
   tunnelRuns: int('tunnel-runs'),
-  chainSeconds: Number(values['chain-seconds']),
+  chainSeconds: values['tunnel-only'] ? 0 : Number(values['chain-seconds']),
+  tunnelOnly: values['tunnel-only'],
 };
 if (!Number.isInteger(opt.chainSeconds) || opt.chainSeconds < 0)
   throw new Error('--chain-seconds must be a non-negative integer');
+if (values['chain-only'] && values['tunnel-only'])
+  throw new Error('--chain-only and --tunnel-only exclude each other');
 if (values['chain-only'] && opt.chainSeconds === 0)
   throw new Error('--chain-only needs --chain-seconds above 0');
 if (opt.threads > opt.connections) throw new Error('--threads must not exceed --connections');
@@ -79,18 +84,32 @@ function probe(proxyPort) {
   });
 }
 
-async function tunnel(proxyPort) {
-  const runs = [];
+/**
+ * Pushes through each tunnel `proxy` offers (CONNECT; SOCKS5 where it listens for it), or
+ * directly: `opt.tunnelRuns` pushes each, the kinds alternated push by push so the host's drift
+ * hits them alike; the median MB/s of each.
+ */
+async function tunnels(proxy) {
+  const kinds = { tunnel: proxy ? ['--proxy', proxy.port] : [] };
+  if (proxy?.socksPort) kinds.socksTunnel = ['--socks', proxy.socksPort];
+  const runs = Object.fromEntries(Object.keys(kinds).map((k) => [k, []]));
   for (let i = 0; i < opt.tunnelRuns; i++) {
-    const args = [join(here, 'tunnel-client.mjs'), '--target', `127.0.0.1:${upstream.sink}`];
-    args.push('--bytes', `${opt.tunnelBytes}`, '--timeout', '120000');
-    if (proxyPort) args.push('--proxy', `127.0.0.1:${proxyPort}`);
-    const r = await run(...pin(0, process.execPath, args), { timeoutMs: 125_000 });
-    if (r.code !== 0) return { error: r.stderr.trim() || `tunnel client exited ${r.code}` };
-    runs.push(JSON.parse(r.stdout).MBps);
+    for (const [kind, via] of Object.entries(kinds)) {
+      if (runs[kind].error) continue;
+      const args = [join(here, 'tunnel-client.mjs'), '--target', `127.0.0.1:${upstream.sink}`];
+      args.push('--bytes', `${opt.tunnelBytes}`, '--timeout', '120000');
+      if (via.length) args.push(via[0], `127.0.0.1:${via[1]}`);
+      const r = await run(...pin(0, process.execPath, args), { timeoutMs: 125_000 });
+      if (r.code !== 0) runs[kind] = { error: r.stderr.trim() || `tunnel client exited ${r.code}` };
+      else runs[kind].push(JSON.parse(r.stdout).MBps);
+    }
   }
-  const sorted = [...runs].sort((a, b) => a - b);
-  return { MBps: sorted[Math.floor(sorted.length / 2)], runs };
+  const median = (list) => {
+    if (list.error) return list;
+    const sorted = [...list].sort((a, b) => a - b);
+    return { MBps: sorted[Math.floor(sorted.length / 2)], runs: list };
+  };
+  return Object.fromEntries(Object.entries(runs).map(([k, list]) => [k, median(list)]));
 }
 
 /**
@@ -100,14 +119,17 @@ async function tunnel(proxyPort) {
  */
 async function measure(name, proxy) {
   log(
-    `${name}: measuring (each HTTP mode: warm-up ${opt.warmup} s, ${opt.duration} s wrk; tunnel)`,
+    opt.tunnelOnly
+      ? `${name}: measuring (tunnel)`
+      : `${name}: measuring (each HTTP mode: warm-up ${opt.warmup} s, ${opt.duration} s wrk; tunnel)`,
   );
   const port = proxy?.port ?? null;
   const groups = proxy ? [upstreamChild.pid, proxy.child.pid] : [upstreamChild.pid];
   const before = cpuSnapshot(groups);
   const failed = await probe(port);
   const result = {};
-  for (const [mode, close] of Object.entries({ keepAlive: false, newConnection: true })) {
+  const modes = opt.tunnelOnly ? {} : { keepAlive: false, newConnection: true };
+  for (const [mode, close] of Object.entries(modes)) {
     if (failed) {
       result[mode] = { error: failed };
       continue;
@@ -116,7 +138,7 @@ async function measure(name, proxy) {
     result[mode] = await wrk(port, opt.duration, { close });
   }
   if (proxy) result.rssAfterHttp = peakRssMB(proxy.child.pid);
-  result.tunnel = await tunnel(port);
+  Object.assign(result, await tunnels(proxy));
   if (proxy) result.rss = peakRssMB(proxy.child.pid);
   result.otherLoad = Number(otherLoad(before, cpuSnapshot(groups)).toFixed(3));
   return result;
@@ -174,7 +196,7 @@ for (const [name, startTarget] of values['chain-only']
   : [
       ['floor', startFloor],
       ['squid', startSquid],
-      ['trajgate', startTrajgate],
+      ['trajgate', (c) => startTrajgate({ ...c, socks: true })],
       ...(values.baseline === undefined
         ? []
         : [

@@ -103,9 +103,10 @@ function passwd(name) {
 
 /**
  * trajgate from dist/ with a throwaway config that allows exactly the bench origins. Without
- * `force` it is tried only if `trajgate --help` answers.
+ * `force` it is tried only if `trajgate --help` answers. `socks`: also `listen.socks` (a
+ * baseline checkout from before it existed would refuse the key).
  */
-export async function startTrajgate({ root, tmp, pin, force, upstream, name, chain }) {
+export async function startTrajgate({ root, tmp, pin, force, upstream, name, chain, socks }) {
   const main = join(root, 'bin/trajgate.cjs');
   if (!existsSync(join(root, 'dist/cli/main.js')))
     return { skipped: 'not available (dist/cli/main.js not found; npm run build)' };
@@ -119,6 +120,7 @@ export async function startTrajgate({ root, tmp, pin, force, upstream, name, cha
     main,
     dir,
     pin,
+    socks,
     // `chain`: false turns the journal's hash chain off (run.mjs measures what it costs).
     ...(chain === false ? { journal: `{ path: ${dir}/data/journal.jsonl, chain: false }` } : {}),
     lines: [
@@ -133,11 +135,11 @@ export async function startTrajgate({ root, tmp, pin, force, upstream, name, cha
 
 /**
  * Starts trajgate from dist/ on core 1 as its command runs it (the launcher's Node flags), on
- * a throwaway config in `dir`: workspace, journal and listeners on port 0, then `lines`.
- * Resolves { child, port } with the proxy's port once it listens (its start line says which),
- * or { why } when it did not start (the child is stopped).
+ * a throwaway config in `dir`: workspace, journal and listeners on port 0 (with `socks`, a
+ * SOCKS5 listener too), then `lines`. Resolves { child, port, socksPort } once the proxy
+ * listens (its start lines say where), or { why } when it did not start (the child is stopped).
  */
-export async function spawnTrajgate({ main, dir, pin, lines, env, journal }) {
+export async function spawnTrajgate({ main, dir, pin, lines, env, journal, socks }) {
   mkdirSync(join(dir, 'workspace'), { recursive: true });
   const conf = join(dir, 'trajgate.yaml');
   const head = [
@@ -145,13 +147,16 @@ export async function spawnTrajgate({ main, dir, pin, lines, env, journal }) {
     `workspace: ${dir}/workspace`,
     // The journal's folder is trajgate's own, apart from the workspace (start refuses an overlap).
     `journal: ${journal ?? `${dir}/data/journal.jsonl`}`,
-    'listen: { proxy: 127.0.0.1:0, admin: 127.0.0.1:0, bridge: 127.0.0.1:0 }',
+    `listen: { proxy: 127.0.0.1:0, admin: 127.0.0.1:0, bridge: 127.0.0.1:0${socks ? ', socks: 127.0.0.1:0' : ''} }`,
   ];
   writeFileSync(conf, [...head, ...lines].join('\n') + '\n');
   const args = [...launcherFlags(main), main, 'start', '--config', conf];
   const child = start(...pin(1, process.execPath, args), { cwd: dir, ...(env ? { env } : {}) });
-  const { match, why } = await printed(child, /proxy listening on http:\/\/127\.0\.0\.1:(\d+)/);
-  if (match) return { child, port: Number(match[1]) };
+  const listening = socks
+    ? /proxy listening on http:\/\/127\.0\.0\.1:(\d+)\n.*SOCKS5 listening on 127\.0\.0\.1:(\d+)/
+    : /proxy listening on http:\/\/127\.0\.0\.1:(\d+)/;
+  const { match, why } = await printed(child, listening);
+  if (match) return { child, port: Number(match[1]), socksPort: socks ? Number(match[2]) : null };
   await stop(child);
   return { why };
 }
