@@ -38,6 +38,7 @@ export const ERRORS = {
   E_ADMIN_API: { status: null, exit: 1 },
   E_GATEWAY: { status: null, exit: 2 },
   E_TIMEOUT: { status: null, exit: 2 },
+  E_CONNECT: { status: null, exit: 1 },
   // The admin API and decision links.
   E_UNAUTHORIZED: { status: 401, exit: null },
   E_NOT_FOUND: { status: 404, exit: null },

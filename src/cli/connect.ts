@@ -5,6 +5,7 @@ import { closeSync } from 'node:fs';
 import { isIP, connect as tcp } from 'node:net';
 import type { Socket } from 'node:net';
 import type { Readable, Writable } from 'node:stream';
+import { exitCode, TrajgateError } from '../errors.js';
 import { terminalLines } from './table.js';
 
 /** A proxy's answer head larger than this is not one. */
@@ -23,15 +24,9 @@ export interface ConnectIo {
   readonly usage: () => Promise<string>;
 }
 
-/** A CLI failure: its message for stderr, its exit code (2: usage, 1: anything else). */
-class Failed extends Error {
-  constructor(
-    message: string,
-    readonly code: 1 | 2,
-  ) {
-    super(message);
-  }
-}
+/** A failure of this command: E_USAGE (exit 2) or E_CONNECT (exit 1), its message for stderr. */
+const failed = (message: string, code: 1 | 2): TrajgateError =>
+  new TrajgateError(code === 2 ? 'E_USAGE' : 'E_CONNECT', message);
 
 /**
  * Relays stdin and stdout over `CONNECT HOST:PORT` to the proxy of `https_proxy` (or
@@ -49,10 +44,10 @@ export async function connectCommand(argv: readonly string[], io: ConnectIo): Pr
     io.err(`trajgate connect: ${target.authority}: the tunnel ended: ${error}`);
     return 1;
   } catch (err) {
-    if (!(err instanceof Failed)) throw err;
+    if (!(err instanceof TrajgateError)) throw err;
     io.err(`trajgate connect: ${err.message}`);
-    if (err.code === 2) io.err(`usage: ${await io.usage()}`);
-    return err.code;
+    if (err.code === 'E_USAGE') io.err(`usage: ${await io.usage()}`);
+    return exitCode(err.code);
   }
 }
 
@@ -62,10 +57,10 @@ interface Target {
 }
 
 function targetOf(argv: readonly string[]): Target {
-  if (argv.length !== 2) throw new Failed('expected HOST PORT', 2);
+  if (argv.length !== 2) throw failed('expected HOST PORT', 2);
   const [host, portText] = argv as [string, string];
   if (!/^\d{1,5}$/.test(portText) || Number(portText) < 1 || Number(portText) > 65535)
-    throw new Failed(`port ${JSON.stringify(portText)}: expected a number 1-65535`, 2);
+    throw failed(`port ${JSON.stringify(portText)}: expected a number 1-65535`, 2);
   const bare = /^\[(.*)\]$/.exec(host)?.[1] ?? host;
   // Anything that could end the request line or split the authority is no host.
   if (
@@ -73,7 +68,7 @@ function targetOf(argv: readonly string[]): Target {
     /[\s/@?#[\]\u0000-\u001f\u007f]/.test(bare) ||
     (bare.includes(':') && isIP(bare) !== 6)
   )
-    throw new Failed(`host ${JSON.stringify(host)}: expected a host name or an IP address`, 2);
+    throw failed(`host ${JSON.stringify(host)}: expected a host name or an IP address`, 2);
   return { authority: bare.includes(':') ? `[${bare}]:${portText}` : `${bare}:${portText}` };
 }
 
@@ -89,7 +84,7 @@ interface Proxy {
 function proxyOf(env: NodeJS.ProcessEnv): Proxy {
   const name = env.https_proxy ? 'https_proxy' : env.HTTPS_PROXY ? 'HTTPS_PROXY' : null;
   if (name === null)
-    throw new Failed(
+    throw failed(
       'no proxy: set https_proxy or HTTPS_PROXY to the gateway (eval "$(trajgate env AGENT)")',
       1,
     );
@@ -97,11 +92,11 @@ function proxyOf(env: NodeJS.ProcessEnv): Proxy {
   try {
     url = new URL(env[name] as string);
   } catch {
-    throw new Failed(`${name} is not a URL`, 1);
+    throw failed(`${name} is not a URL`, 1);
   }
   const shown = `${url.protocol}//${url.host}`;
   if (url.protocol !== 'http:')
-    throw new Failed(`${name} (${shown}): expected an http:// proxy URL`, 1);
+    throw failed(`${name} (${shown}): expected an http:// proxy URL`, 1);
   const user = decodeURIComponent(url.username);
   const authorization =
     user === '' && url.password === ''
@@ -119,7 +114,7 @@ function open(proxy: Proxy, { authority }: Target): Promise<Socket> {
     let got = Buffer.alloc(0);
     const fail = (why: string) => {
       socket.destroy();
-      reject(new Failed(`${authority} through ${proxy.shown}: ${why}`, 1));
+      reject(failed(`${authority} through ${proxy.shown}: ${why}`, 1));
     };
     socket.on('error', (err) => fail(err.message));
     socket.on('end', () => answered(true));
