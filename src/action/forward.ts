@@ -6,7 +6,7 @@ import { plainConnector, tlsConnector } from './upstream-connect.js';
 import type { Capture } from './capture.js';
 import type { Egress } from './egress.js';
 import type { Flow } from './flows.js';
-import { hasBody, upstreamRequestHeaders } from './headers.js';
+import { hasBody, requestHeadLength, upstreamRequestHeaders } from './headers.js';
 import type { Forwarded } from './response-relay.js';
 import { ResponseRelay } from './response-relay.js';
 
@@ -65,7 +65,7 @@ export class Forwarder {
     const path = url.pathname + url.search;
     const headers = upstreamRequestHeaders(req.rawHeaders, url.host);
     // The request line and header section count as sent up (volume rules), as the body does.
-    flow.up(headBytes(req.method as string, path, headers));
+    flow.up(requestHeadLength(req.method as string, path, headers));
     return new Promise((resolve) => {
       const relay = new ResponseRelay(res, upstream, capture, resolve, flow);
       (tls ? this.#tls : this.#plain).dispatch(
@@ -86,11 +86,4 @@ export class Forwarder {
   async close(): Promise<void> {
     await Promise.all([this.#plain.close(), this.#tls.close()]);
   }
-}
-
-/** The request line and header section as written (RFC 9112 § 3, § 5): bytes sent up. */
-function headBytes(method: string, path: string, headers: readonly string[]): number {
-  let n = method.length + path.length + 13; // SP, SP HTTP/1.1 CRLF, the CRLF that ends it
-  for (const field of headers) n += field.length + 2; // name ": " / value CRLF
-  return n;
 }

@@ -152,3 +152,14 @@ export function hostFieldProblem(raw: readonly string[], required: boolean): str
   if (hosts > 1) return 'more than one Host field';
   return hosts === 0 && required ? 'no Host field' : null;
 }
+
+/** The request line and header section as written (RFC 9112 § 3, § 5): bytes sent up. */
+export function requestHeadLength(
+  method: string,
+  path: string,
+  headers: readonly string[],
+): number {
+  let n = method.length + path.length + 14; // SP, SP "HTTP/1.1" CRLF, the CRLF that ends it
+  for (const field of headers) n += field.length + 2; // name ": " / value CRLF
+  return n;
+}

@@ -3,7 +3,7 @@ import { request } from 'node:http';
 import type { Socket } from 'node:net';
 import { pipeline } from 'node:stream/promises';
 import type { Flow } from './flows.js';
-import { downstreamRawHeaders, upstreamRequestHeaders } from './headers.js';
+import { downstreamRawHeaders, requestHeadLength, upstreamRequestHeaders } from './headers.js';
 import { plainRefusal } from './refusal.js';
 import { writeRawRefusal } from './respond.js';
 import type { Transfer } from './transfer.js';
@@ -57,14 +57,12 @@ export function sendUpgrade(
     const length = req.headers['content-length'];
     const headers = upstreamRequestHeaders(req.rawHeaders, url.host, UPGRADE_FIELDS);
     if (length === undefined && !UNFRAMED.has(method)) headers.push('content-length', '0');
-    const outgoing = request({
-      method,
-      path: url.pathname + url.search,
-      headers,
-      createConnection: () => upstream,
-    });
+    const path = url.pathname + url.search;
+    const outgoing = request({ method, path, headers, createConnection: () => upstream });
     let left = Number(length ?? 0);
-    let bytesUp = 0;
+    // Counted as a request's are (volume rules): its head and body, then the tunnel's bytes.
+    let bytesUp = requestHeadLength(method, path, headers);
+    flow?.up(bytesUp);
     let decided = false;
     const decide = (): boolean => {
       if (decided) return false;
@@ -97,6 +95,7 @@ export function sendUpgrade(
       const body = chunk.subarray(0, left);
       left -= body.length;
       bytesUp += body.length;
+      flow?.up(body.length);
       const more = outgoing.write(body);
       if (left > 0) {
         if (!more) client.pause();
