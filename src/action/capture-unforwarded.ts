@@ -16,8 +16,8 @@ export function readUnforwarded(
   maxBytes: number,
   timeoutMs: number,
 ): Promise<void> {
-  if (maxBytes <= 0 || req.readableEnded || !hasBody(req.headers) || expectsContinue(req)) {
-    if (!req.complete && hasBody(req.headers)) capture.requestCut();
+  if (maxBytes <= 0 || req.readableEnded || !hasBody(req) || expectsContinue(req)) {
+    if (!req.complete && hasBody(req)) capture.requestCut();
     return Promise.resolve();
   }
   return new Promise((resolve) => {

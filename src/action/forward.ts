@@ -34,6 +34,8 @@ export function authority(address: string, port: number): string {
 export class Forwarder {
   readonly #plain: Agent;
   readonly #tls: Agent;
+  /** For HTTP/2 agents: HTTP/2 to upstreams that offer it by ALPN, else HTTP/1.1. */
+  readonly #h2: Agent;
   readonly #bodyTimeout: number;
 
   constructor(limits: ForwardLimits, egress: Egress, trust: () => readonly string[]) {
@@ -46,7 +48,12 @@ export class Forwarder {
     this.#plain = new Agent({ ...timeouts, connect: plainConnector(limits.connectTimeout) });
     this.#tls = new Agent({
       ...timeouts,
-      connect: tlsConnector(limits.connectTimeout, egress, trust),
+      connect: tlsConnector(limits.connectTimeout, egress, trust, ['http/1.1']),
+    });
+    this.#h2 = new Agent({
+      ...timeouts,
+      allowH2: true,
+      connect: tlsConnector(limits.connectTimeout, egress, trust, ['h2', 'http/1.1']),
     });
   }
 
@@ -61,14 +68,17 @@ export class Forwarder {
     const tls = url.protocol === 'https:';
     const port = url.port === '' ? (tls ? 443 : 80) : Number(url.port);
     const upstream = tls ? url.host : authority(address, port);
-    const body = hasBody(req.headers);
+    const body = hasBody(req);
     const path = url.pathname + url.search;
+    const h2 = tls && req.httpVersionMajor === 2;
     const headers = upstreamRequestHeaders(req.rawHeaders, url.host);
+    // The one TE an HTTP/2 request may carry (RFC 9113 § 8.2.2); gRPC sends it end to end.
+    if (h2 && req.headers.te === 'trailers') headers.push('te', 'trailers');
     // The request line and header section count as sent up (volume rules), as the body does.
     flow.up(requestHeadLength(req.method as string, path, headers));
     return new Promise((resolve) => {
       const relay = new ResponseRelay(res, upstream, capture, resolve, flow);
-      (tls ? this.#tls : this.#plain).dispatch(
+      (h2 ? this.#h2 : tls ? this.#tls : this.#plain).dispatch(
         {
           origin: `${url.protocol}//${upstream}`,
           path,
@@ -84,6 +94,6 @@ export class Forwarder {
   }
 
   async close(): Promise<void> {
-    await Promise.all([this.#plain.close(), this.#tls.close()]);
+    await Promise.all([this.#plain.close(), this.#tls.close(), this.#h2.close()]);
   }
 }

@@ -59,7 +59,8 @@ export function upstreamRequestHeaders(
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i] as string;
     const lower = name.toLowerCase();
-    if (lower === 'host') continue;
+    // HTTP/2 pseudo-headers (RFC 9113 § 8.3) are the request line's parts, given separately.
+    if (lower === 'host' || lower.charCodeAt(0) === 0x3a) continue;
     if (lower === 'via') {
       via = via === null ? (raw[i + 1] as string) : `${via}, ${raw[i + 1]}`;
       continue;
@@ -110,10 +111,15 @@ function withoutFields(flat: readonly string[], names: ReadonlySet<string>): str
   return out;
 }
 
-/** Whether a request announces content (RFC 9112 § 6.3): chunked, or a non-zero length. */
-export function hasBody(headers: IncomingHttpHeaders): boolean {
-  const length = headers['content-length'];
-  return headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
+/**
+ * Whether a request announces content: chunked or a non-zero length (RFC 9112 § 6.3); on
+ * HTTP/2, a HEADERS frame without END_STREAM (RFC 9113 § 8.1), Content-Length or not.
+ */
+export function hasBody(req: IncomingMessage): boolean {
+  const stream = (req as { stream?: { endAfterHeaders: boolean } }).stream;
+  if (stream !== undefined) return !stream.endAfterHeaders;
+  const length = req.headers['content-length'];
+  return req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
 }
 
 /** The request content's size as its Content-Length says (RFC 9110 § 8.6), else null. */

@@ -93,6 +93,10 @@ export function dropIfAnswered(socket: Duplex): boolean {
   return true;
 }
 
+/**
+ * Content left unread closes an HTTP/1.1 connection; an HTTP/2 stream ends by itself and
+ * Connection is not a field there (RFC 9113 § 8.2.2).
+ */
 function contentUnread(req: IncomingMessage): boolean {
-  return !req.complete && hasBody(req.headers);
+  return req.httpVersionMajor < 2 && !req.complete && hasBody(req);
 }

@@ -44,6 +44,8 @@ export class ResponseRelay implements Dispatcher.DispatchHandler, FlowControl {
   #upstreamDone = false;
   /** Set before undici is told to abort for the flow's sake. */
   #stopped: 'held' | 'closed' | null = null;
+  /** A gRPC call's status (its `grpc-status` trailer, or header in a trailers-only answer). */
+  #grpc: number | undefined;
 
   constructor(
     private readonly res: ServerResponse,
@@ -147,6 +149,7 @@ export class ResponseRelay implements Dispatcher.DispatchHandler, FlowControl {
   #head(statusCode: number, raw: Buffer[]): void {
     this.#status = statusCode;
     const headers = downstreamRawHeaders(raw);
+    this.#grpc = grpcStatus(headers);
     this.capture?.responseStart(statusCode, headers);
     this.res.writeHead(statusCode, headers);
   }
@@ -168,14 +171,23 @@ export class ResponseRelay implements Dispatcher.DispatchHandler, FlowControl {
     return false;
   }
 
-  onComplete(): void {
+  onComplete(trailers: (Buffer | string)[] | null): void {
     this.#upstreamDone = true;
-    if (this.#frozen) this.#hold(() => this.#complete());
-    else this.#complete();
+    if (this.#frozen) this.#hold(() => this.#complete(trailers));
+    else this.#complete(trailers);
   }
 
-  #complete(): void {
+  /**
+   * Ends the answer; an HTTP/2 agent gets the upstream's trailers (gRPC's status is there),
+   * hop-by-hop fields removed as from a header section (RFC 9110 § 6.5.1).
+   */
+  #complete(trailers: (Buffer | string)[] | null): void {
     this.#completed = true;
+    if (trailers && trailers.length > 0) {
+      const fields = downstreamRawHeaders(trailers).slice(0, -2);
+      this.#grpc = grpcStatus(fields) ?? this.#grpc;
+      if (this.res.req.httpVersionMajor === 2) this.res.addTrailers(pairs(fields));
+    }
     this.res.end();
     this.#done();
   }
@@ -217,6 +229,28 @@ export class ResponseRelay implements Dispatcher.DispatchHandler, FlowControl {
     };
     if (error !== undefined) transfer.error = error;
     if (stopped !== undefined) transfer.stopped = stopped;
+    if (this.#grpc !== undefined) transfer.grpcStatus = this.#grpc;
     this.resolve(transfer);
   }
+}
+
+/** `grpc-status` in a flat field list, as a number; undefined when absent or not a number. */
+function grpcStatus(fields: readonly string[]): number | undefined {
+  for (let i = 0; i < fields.length; i += 2) {
+    if ((fields[i] as string).toLowerCase() !== 'grpc-status') continue;
+    const value = fields[i + 1] as string;
+    return /^\d{1,3}$/.test(value) ? Number(value) : undefined;
+  }
+  return undefined;
+}
+
+/** A flat field list as an object, repeated names joined (RFC 9110 § 5.3). */
+function pairs(fields: readonly string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (let i = 0; i < fields.length; i += 2) {
+    const name = (fields[i] as string).toLowerCase();
+    const value = fields[i + 1] as string;
+    out[name] = name in out ? `${out[name]}, ${value}` : value;
+  }
+  return out;
 }

@@ -18,14 +18,19 @@ export interface Transfer {
   readonly protocol?: TunnelProtocol | 'unknown';
   /** A tunnel that came by the SOCKS5 listener (`listen.socks`). */
   readonly via?: 'socks';
+  /** A gRPC call's status (`grpc-status`, 0 = OK): another is a failure though the HTTP one is 200. */
+  readonly grpcStatus?: number;
 }
 
 /**
  * A forwarded request's transfer, `failed` when the upstream answered ≥ 400 (502 and 504 when
- * it could not be reached). Only for what was sent on: a refusal by trajgate is no failure.
+ * it could not be reached) or a gRPC status other than OK. Only for what was sent on: a refusal
+ * by trajgate is no failure.
  */
 export function upstreamOutcome<T extends Transfer>(transfer: T): T {
-  const failed = transfer.status !== null && transfer.status >= 400;
+  const failed =
+    (transfer.status !== null && transfer.status >= 400) ||
+    (transfer.grpcStatus !== undefined && transfer.grpcStatus !== 0);
   return failed ? { ...transfer, failed: true } : transfer;
 }
 

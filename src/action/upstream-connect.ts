@@ -39,7 +39,8 @@ export function plainConnector(connectTimeout: number): Connector {
 
 /**
  * HTTPS upstreams (intercepted TLS): each new connection's name is resolved and checked by
- * egress, and the server's certificate verified against `trust`. One context for every
+ * egress, and the server's certificate verified against `trust`; `alpn` the protocols offered
+ * (undici speaks HTTP/2 on a socket that negotiated `h2`). One context for every
  * connection: building it from ~140 roots costs ~17 ms and ~1 MB per connection otherwise;
  * built at the first one, so a gateway that intercepts nothing starts lighter.
  */
@@ -47,6 +48,7 @@ export function tlsConnector(
   connectTimeout: number,
   egress: Egress,
   trust: () => readonly string[],
+  alpn: readonly string[],
 ): Connector {
   let secureContext: SecureContext | undefined;
   return (opts, callback) => {
@@ -59,7 +61,7 @@ export function tlsConnector(
           port,
           ...(isIP(opts.hostname) ? {} : { servername: opts.hostname }),
           secureContext: (secureContext ??= createSecureContext({ ca: [...trust()] })),
-          ALPNProtocols: ['http/1.1'],
+          ALPNProtocols: [...alpn],
         });
         handOver(socket, 'secureConnect', connectTimeout, callback);
       },

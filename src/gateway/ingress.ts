@@ -148,6 +148,7 @@ export async function openIngress(
         install: () => {
           proxyServer.keepAliveTimeout = limits.keepAliveIdle;
           proxy.inner.keepAlive(limits.keepAliveIdle);
+          proxy.innerH2.keepAlive(limits.keepAliveIdle);
         },
       }),
     }),

@@ -72,6 +72,11 @@ export class Drain {
       // A listener where there was none would change how Node answers an expectation.
       if (server.listenerCount(event) > 0) server.prependListener(event, this.#follow);
     }
+    this.atStart(closeIdle);
+  }
+
+  /** Runs `closeIdle` when the drain starts (an inner server's idle connections close). */
+  atStart(closeIdle: () => void): void {
     this.#closeIdle.push(closeIdle);
   }
 

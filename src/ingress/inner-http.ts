@@ -5,10 +5,10 @@ import type { Duplex } from 'node:stream';
 import type { Refusal } from '../action/refusal.js';
 import { dropIfAnswered, sendRefusal, writeRawRefusal } from '../action/respond.js';
 import type { Config } from '../config/load.js';
-import { canonicalHost } from '../event/network-target.js';
 import type { Drain } from './drain.js';
 import { HeaderDeadlines } from './header-deadline.js';
 import { CLOSE, parseErrorProblem, requestProblem } from './request-rules.js';
+import { DEFAULT_PORT, hostOf, safeUrl, tunnelOrigin } from './tunnel-names.js';
 
 /** One tunnel whose HTTP trajgate reads: who opened it and the authority its CONNECT named. */
 export interface Tunnel {
@@ -29,8 +29,6 @@ export interface InnerHooks {
   /** Journals a refusal (bad request, Host mismatch) and returns what to answer. */
   refuse(tunnel: Tunnel, status: number, reason: string, target?: string): Refusal;
 }
-
-const DEFAULT_PORT = { http: 80, https: 443 } as const;
 
 /**
  * The HTTP/1.1 server for requests read from inside a CONNECT tunnel (decrypted TLS, or plain
@@ -128,7 +126,7 @@ export class InnerHttp {
     }
     const authority = tunnel.host.includes(':') ? `[${tunnel.host}]` : tunnel.host;
     const defaultPort = DEFAULT_PORT[tunnel.scheme];
-    const origin = `${tunnel.scheme}://${authority}${tunnel.port === defaultPort ? '' : `:${tunnel.port}`}`;
+    const origin = tunnelOrigin(tunnel);
     const target = req.url ?? '/';
     const url = target.startsWith('/') ? safeUrl(origin + target) : safeUrl(target);
     const refuse = (status: number, reason: string, headers: Record<string, string> = {}) =>
@@ -150,25 +148,4 @@ export class InnerHttp {
 
 function where(tunnel: Tunnel): string {
   return tunnel.scheme === 'https' ? ' inside TLS' : ' inside a CONNECT tunnel';
-}
-
-/** One parse: an unparsable target (rare, refused) pays for the throw instead of every request. */
-function safeUrl(text: string): URL | null {
-  try {
-    return new URL(text);
-  } catch {
-    return null;
-  }
-}
-
-/** `host:port` of a Host header in canonical form (the scheme's port when absent), or null. */
-function hostOf(header: string | undefined, defaultPort: number): string | null {
-  if (header === undefined) return null;
-  const m = /^(\[[^\]]+\]|[^:]+)(?::(\d{1,5}))?$/.exec(header);
-  if (!m) return null;
-  try {
-    return `${canonicalHost(m[1] as string)}:${Number(m[2] ?? defaultPort)}`;
-  } catch {
-    return null;
-  }
 }

@@ -10,6 +10,7 @@ import { canonicalHost } from '../event/network-target.js';
 import type { NetworkPattern } from '../event/network-pattern.js';
 import { matchesNetwork, parseNetworkPattern } from '../event/network-pattern.js';
 import type { LeafCache } from '../tls/leaves.js';
+import type { InnerH2 } from './inner-h2.js';
 import type { InnerHttp, Tunnel } from './inner-http.js';
 
 /** How a refusal of the handshake by the agent is passed on: its alert, or `closed`. */
@@ -32,13 +33,15 @@ function refusedBy(err: Error & { code?: string }): string | undefined {
 /**
  * TLS interception for CONNECT targets matching `tls.intercept`: once the CONNECT is answered,
  * trajgate completes the handshake with a leaf certificate for the CONNECT host (signed by its
- * CA) and hands the decrypted HTTP/1.1 to the inner server, so every request is judged with its
- * method and URL. An SNI other than the CONNECT host fails the handshake.
+ * CA) and hands the decrypted HTTP to the inner server of the protocol the agent chose by ALPN
+ * (HTTP/2 or HTTP/1.1), so every request is judged with its method and URL. An SNI other than
+ * the CONNECT host fails the handshake.
  */
 export class Interceptor {
   readonly #patterns: readonly NetworkPattern[];
   readonly #leaves: LeafCache;
   readonly #inner: InnerHttp;
+  readonly #h2: InnerH2;
   readonly #handshakeMs: number;
   readonly #refuse: Refuse;
 
@@ -49,11 +52,13 @@ export class Interceptor {
     },
     leaves: LeafCache,
     inner: InnerHttp,
+    h2: InnerH2,
     refuse: Refuse,
   ) {
     this.#patterns = config.tls.intercept.map(parseNetworkPattern);
     this.#leaves = leaves;
     this.#inner = inner;
+    this.#h2 = h2;
     this.#handshakeMs = config.limits.headerTimeout;
     this.#refuse = refuse;
   }
@@ -76,7 +81,8 @@ export class Interceptor {
     const tls = new TLSSocket(socket as Socket, {
       isServer: true,
       secureContext: this.#leaves.context(tunnel.host),
-      ALPNProtocols: ['http/1.1'],
+      // RFC 9113 § 3.2: the agent picks; a client that offers nothing speaks HTTP/1.1.
+      ALPNProtocols: ['h2', 'http/1.1'],
       SNICallback: (servername, callback) => {
         let name: string | null = null;
         try {
@@ -108,7 +114,8 @@ export class Interceptor {
     tls.once('secure', () => {
       secured = true;
       clearTimeout(timer);
-      this.#inner.serve(tls, tunnel);
+      if (tls.alpnProtocol === 'h2') this.#h2.serve(tls, tunnel);
+      else this.#inner.serve(tls, tunnel);
       onOpen(socketControl(tls));
     });
     tls.on('error', (err: Error & { reason?: string; code?: string }) => {

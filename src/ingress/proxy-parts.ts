@@ -15,8 +15,9 @@ import { tunnelRefusal } from './context.js';
 import type { Drain } from './drain.js';
 import { serveHttp } from './http.js';
 import type { Identity } from './identity.js';
-import type { Tunnel } from './inner-http.js';
+import type { InnerHooks, Tunnel } from './inner-http.js';
 import { InnerHttp } from './inner-http.js';
+import { InnerH2 } from './inner-h2.js';
 import { Interceptor } from './intercept.js';
 import type { LimitLog } from '../review/limit-log.js';
 
@@ -77,6 +78,7 @@ export class ProxyParts implements ProxyContext {
   readonly flows: FlowRegistry;
   readonly drain: Drain;
   readonly inner: InnerHttp;
+  readonly innerH2: InnerH2;
   readonly tunnels: OpenTunnels = { bySession: new Map(), total: 0 };
   readonly limitLog: LimitLog;
   readonly #deps: ProxyDeps;
@@ -90,12 +92,14 @@ export class ProxyParts implements ProxyContext {
     ({ pipeline: this.pipeline, identity: this.identity, log: this.log } = deps);
     ({ flows: this.flows, drain: this.drain, limitLog: this.limitLog } = deps);
     this.#handlers = pick(config, HANDLERS);
-    this.inner = new InnerHttp(config, deps.drain, {
+    const inner: InnerHooks = {
       serve: (req, res, url, tunnel) =>
         serveHttp(this, req, res, url, url.href, who(tunnel), performance.now()),
       refuse: (tunnel, status, reason, target) =>
         tunnelRefusal(this, tunnel, status, reason, target),
-    });
+    };
+    this.inner = new InnerHttp(config, deps.drain, inner);
+    this.innerH2 = new InnerH2(config, deps.drain, inner);
     this.#forwarder = forwarder(pick(config, POOLS), deps.egress);
     this.#capture = captureOptions(pick(config, CAPTURE));
   }
@@ -166,6 +170,7 @@ export class ProxyParts implements ProxyContext {
 
   async close(): Promise<void> {
     this.inner.close();
+    this.innerH2.close();
     await this.#forwarder.close();
   }
 
@@ -175,7 +180,7 @@ export class ProxyParts implements ProxyContext {
     const { loadCa } = await import('../tls/ca.js');
     const { LeafCache } = await import('../tls/leaves.js');
     const leaves = new LeafCache(loadCa(config.tls.ca));
-    return new Interceptor(config, leaves, this.inner, (tunnel, status, reason, how) => {
+    return new Interceptor(config, leaves, this.inner, this.innerH2, (tunnel, status, reason, how) => {
       const target = authority(tunnel.host, tunnel.port);
       if (how !== undefined) this.#deps.handshakeRefused(tunnel, how, reason);
       tunnelRefusal(this, tunnel, status, reason, target, how);

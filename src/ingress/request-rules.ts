@@ -29,7 +29,7 @@ export function requestProblem(
   hostRequired: boolean,
 ): Problem | null {
   const version = req.httpVersion;
-  if (version !== '1.1' && version !== '1.0') {
+  if (version !== '1.1' && version !== '1.0' && !isHttp2(req)) {
     // Node's parser takes `HTTP/2.0` and a versionless (0.9) line as requests; neither is
     // what upstreams will read from the HTTP/1.1 trajgate sends (RFC 9110 § 15.6.6).
     return { status: 505, reason: `HTTP/${version} is not supported: send HTTP/1.1` };
@@ -55,6 +55,11 @@ export function requestProblem(
   const override = methodOverrideProblem(req.rawHeaders, url.search);
   if (override !== null) return { status: 400, reason: override };
   return null;
+}
+
+/** A stream of trajgate's own HTTP/2 server (inner-h2), not an HTTP/1 line saying `HTTP/2.0`. */
+function isHttp2(req: IncomingMessage): boolean {
+  return req.httpVersionMajor === 2 && 'stream' in req;
 }
 
 /**

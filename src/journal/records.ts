@@ -32,6 +32,8 @@ export interface OutcomeRecord extends RecordBase {
   readonly protocol?: string;
   /** The tunnel came by the SOCKS5 listener (`listen.socks`); absent for CONNECT. */
   readonly via?: 'socks';
+  /** A gRPC call's status (`grpc-status`); any but 0 makes it `failed`. */
+  readonly grpcStatus?: number;
 }
 
 /**

@@ -282,6 +282,7 @@ export class Pipeline {
           sni: transfer.sni,
           protocol: transfer.protocol,
           via: transfer.via,
+          grpcStatus: transfer.grpcStatus,
           durationMs: Math.round(durationMs),
         },
         ts,

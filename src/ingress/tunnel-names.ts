@@ -1,0 +1,35 @@
+import { canonicalHost } from '../event/network-target.js';
+import type { Tunnel } from './inner-http.js';
+
+export const DEFAULT_PORT = { http: 80, https: 443 } as const;
+
+/** `scheme://host[:port]` of a tunnel, the port omitted when it is the scheme's. */
+export function tunnelOrigin(tunnel: Tunnel): string {
+  const authority = tunnel.host.includes(':') ? `[${tunnel.host}]` : tunnel.host;
+  const port = tunnel.port === DEFAULT_PORT[tunnel.scheme] ? '' : `:${tunnel.port}`;
+  return `${tunnel.scheme}://${authority}${port}`;
+}
+
+/** One parse: an unparsable target (rare, refused) pays for the throw instead of every request. */
+export function safeUrl(text: string): URL | null {
+  try {
+    return new URL(text);
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * `host:port` of a Host field or `:authority` in canonical form (the scheme's port when
+ * absent), or null: what is compared with the tunnel's CONNECT host and port.
+ */
+export function hostOf(header: string | undefined, defaultPort: number): string | null {
+  if (header === undefined) return null;
+  const m = /^(\[[^\]]+\]|[^:]+)(?::(\d{1,5}))?$/.exec(header);
+  if (!m) return null;
+  try {
+    return `${canonicalHost(m[1] as string)}:${Number(m[2] ?? defaultPort)}`;
+  } catch {
+    return null;
+  }
+}
