@@ -8,7 +8,7 @@ import type { Config } from '../config/load.js';
 import type { Drain } from './drain.js';
 import { HeaderDeadlines } from './header-deadline.js';
 import { CLOSE, parseErrorProblem, requestProblem } from './request-rules.js';
-import { DEFAULT_PORT, hostOf, safeUrl, tunnelOrigin } from './tunnel-names.js';
+import { DEFAULT_PORT, hostOf, safeUrl, tunnelHost, tunnelOrigin } from './tunnel-names.js';
 
 /** One tunnel whose HTTP trajgate reads: who opened it and the authority its CONNECT named. */
 export interface Tunnel {
@@ -124,7 +124,7 @@ export class InnerHttp {
       res.destroy();
       return;
     }
-    const authority = tunnel.host.includes(':') ? `[${tunnel.host}]` : tunnel.host;
+    const authority = tunnelHost(tunnel);
     const defaultPort = DEFAULT_PORT[tunnel.scheme];
     const origin = tunnelOrigin(tunnel);
     const target = req.url ?? '/';

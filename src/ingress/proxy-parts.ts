@@ -180,11 +180,17 @@ export class ProxyParts implements ProxyContext {
     const { loadCa } = await import('../tls/ca.js');
     const { LeafCache } = await import('../tls/leaves.js');
     const leaves = new LeafCache(loadCa(config.tls.ca));
-    return new Interceptor(config, leaves, this.inner, this.innerH2, (tunnel, status, reason, how) => {
-      const target = authority(tunnel.host, tunnel.port);
-      if (how !== undefined) this.#deps.handshakeRefused(tunnel, how, reason);
-      tunnelRefusal(this, tunnel, status, reason, target, how);
-    });
+    return new Interceptor(
+      config,
+      leaves,
+      this.inner,
+      this.innerH2,
+      (tunnel, status, reason, how) => {
+        const target = authority(tunnel.host, tunnel.port);
+        if (how !== undefined) this.#deps.handshakeRefused(tunnel, how, reason);
+        tunnelRefusal(this, tunnel, status, reason, target, how);
+      },
+    );
   }
 }
 

@@ -3,11 +3,15 @@ import type { Tunnel } from './inner-http.js';
 
 export const DEFAULT_PORT = { http: 80, https: 443 } as const;
 
+/** The tunnel's host as in a URL: IPv6 in brackets. */
+export function tunnelHost(tunnel: Tunnel): string {
+  return tunnel.host.includes(':') ? `[${tunnel.host}]` : tunnel.host;
+}
+
 /** `scheme://host[:port]` of a tunnel, the port omitted when it is the scheme's. */
 export function tunnelOrigin(tunnel: Tunnel): string {
-  const authority = tunnel.host.includes(':') ? `[${tunnel.host}]` : tunnel.host;
   const port = tunnel.port === DEFAULT_PORT[tunnel.scheme] ? '' : `:${tunnel.port}`;
-  return `${tunnel.scheme}://${authority}${port}`;
+  return `${tunnel.scheme}://${tunnelHost(tunnel)}${port}`;
 }
 
 /** One parse: an unparsable target (rare, refused) pays for the throw instead of every request. */

@@ -171,7 +171,13 @@ describe('curl --cacert <trajgate CA> through the proxy', () => {
   it('Host header other than the CONNECT authority: 421, journaled, nothing sent', async () => {
     const g = await start();
     const seen = up.seen.length;
-    const res = await curl([...trusted(g), '-H', 'Host: other.example', `${ORIGIN}/get`]);
+    const res = await curl([
+      ...trusted(g),
+      '--http1.1',
+      '-H',
+      'Host: other.example',
+      `${ORIGIN}/get`,
+    ]);
     expect(res.status).toBe(421);
     expect(res.body).toMatch(/^trajgate: Host "other.example" and target "\/get" do not match/);
     expect(up.seen.length).toBe(seen);
