@@ -128,7 +128,11 @@ async function blind(
   const required = ctx.pipeline.tunnelProtocols(ask.session, ask.input.target);
   const { client, session } = ask;
   const refused = (why: string) =>
-    ctx.pipeline.refusal({ source: 'proxy', client, session, target: ask.input.target }, 403, why);
+    ctx.pipeline.refusal(
+      { source: 'proxy', client, session, target: ask.input.target, ...via(answer) },
+      403,
+      why,
+    );
   const wrongTls = tls ? protocolProblem(required, 'tls') : null;
   if (wrongTls !== null) {
     refused(wrongTls);

@@ -4,6 +4,7 @@ import type { OutcomeRecord, RefusalRecord } from '../../src/journal/records.js'
 import type { TestGateway } from '../helpers/gateway.js';
 import { gatewayPerTest } from '../helpers/gateway.js';
 import { connectTunnel, roundTrip, startEchoServer, startTcpServer } from '../helpers/raw.js';
+import { SOCKS_LISTEN, socksTunnel } from '../helpers/socks.js';
 import { waitForRecords } from '../helpers/wait.js';
 
 /**
@@ -29,6 +30,7 @@ const ANY = `127.0.0.1:${anyEcho.port}`;
 const SSL_REQUEST = Buffer.from([0, 0, 0, 8, 0x04, 0xd2, 0x16, 0x2f]);
 
 const { start, keep } = gatewayPerTest({
+  listen: SOCKS_LISTEN,
   network: {
     allow: [`ssh://${SSH}`, `postgres://${PG}`, ANY],
     allowPrivate: ['127.0.0.1/32'],
@@ -76,6 +78,23 @@ describe('tunnels named by protocol', () => {
     const reason = `the patterns that allow this tunnel (ssh://${SSH}) require SSH, and its first bytes are no protocol trajgate knows`;
     expect(await outcome(g)).toMatchObject({ protocol: 'unknown', bytesUp: 0, error: reason });
     expect(refusals(g)).toMatchObject([{ status: 403, target: SSH, reason }]);
+  });
+
+  it('the same through SOCKS5: refused before a byte goes up, the refusal says via socks', async () => {
+    const g = await start();
+    const before = received.length;
+    const { socket, reply } = await socksTunnel(
+      g.gw.socks?.port as number,
+      '127.0.0.1',
+      sshLike.port,
+    );
+    keep({ socket, status: 200, headers: {}, rest: '' });
+    expect(reply).toBe(0);
+    const r = await roundTrip(socket, 'GET / HTTP/1.1\r\nHost: x\r\n\r\n');
+    expect(r.closed).toBe(true);
+    expect(received.length).toBe(before);
+    expect(await outcome(g)).toMatchObject({ protocol: 'unknown', bytesUp: 0, via: 'socks' });
+    expect(refusals(g)).toMatchObject([{ status: 403, target: SSH, via: 'socks' }]);
   });
 
   it('TLS through a tunnel only ssh:// allows is refused, named tls', async () => {
