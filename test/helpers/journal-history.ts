@@ -23,6 +23,7 @@ import { Review } from '../../src/review/review.js';
 import type { SnapshotState } from '../../src/review/snapshot.js';
 import { captureState, restoreState, snapshotOptions } from '../../src/review/snapshot.js';
 import { letBuild } from './snapshot.js';
+import { secretThenEgress } from './rules.js';
 
 /**
  * Histories made as the gateway makes them (decide, write, install) into a journal that
@@ -42,13 +43,7 @@ export function configFor(dir: string, journal: object | string): Config {
     policy: {
       recentEvents: 5,
       sequences: [
-        {
-          name: 'secret-then-egress',
-          after: { kind: 'read', target: ['**/.ssh/**'] },
-          then: { kind: 'network' },
-          within: '1h',
-          verdict: 'PAUSE',
-        },
+        secretThenEgress(),
         {
           name: 'drift',
           after: { failed: true },

@@ -10,3 +10,17 @@ export const DRIFT_AFTER_FAILURE = {
   within: '5 events',
   verdict: 'PAUSE',
 };
+
+/**
+ * The example config's `secret-then-egress` rule on `targets` (default `**\/.ssh/**`): a read
+ * of one of them, then any network request within an hour, pauses the session.
+ */
+export function secretThenEgress(targets: readonly string[] = ['**/.ssh/**']) {
+  return {
+    name: 'secret-then-egress',
+    after: { kind: 'read', target: [...targets] },
+    then: { kind: 'network' },
+    within: '1h',
+    verdict: 'PAUSE',
+  };
+}

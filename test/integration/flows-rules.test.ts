@@ -19,7 +19,7 @@ import type { TestGateway } from '../helpers/gateway.js';
 import { gatewayPerTest } from '../helpers/gateway.js';
 import { agentToken, postAsAgent } from '../helpers/ingest.js';
 import { connectTunnel, roundTrip } from '../helpers/raw.js';
-import { DRIFT_AFTER_FAILURE } from '../helpers/rules.js';
+import { DRIFT_AFTER_FAILURE, secretThenEgress } from '../helpers/rules.js';
 import { tempDir } from '../helpers/tmp.js';
 
 /**
@@ -42,15 +42,7 @@ const CONFIG = {
   policy: {
     pause: 'hold',
     holdTimeout: '30s',
-    sequences: [
-      {
-        name: 'secret-then-egress',
-        after: { kind: 'read', target: ['**/.ssh/**'] },
-        then: { kind: 'network' },
-        within: '1h',
-        verdict: 'PAUSE',
-      },
-    ],
+    sequences: [secretThenEgress()],
   },
 };
 const { start, keep } = gatewayPerTest(CONFIG);

@@ -9,6 +9,7 @@ import { startTestGateway } from '../helpers/gateway.js';
 import { agentToken, postAsAgent } from '../helpers/ingest.js';
 import { mcpClient, startSupergateway } from '../helpers/mcp.js';
 import { layout, tempDir } from '../helpers/tmp.js';
+import { secretThenEgress } from '../helpers/rules.js';
 
 /**
  * Secrets are found by what a call can return, not by its tool's name: the real
@@ -36,15 +37,7 @@ const g: TestGateway = await startTestGateway(
     agents: AGENTS.map((id) => ({ id, token: agentToken(id) })),
     policy: {
       pause: 'block',
-      sequences: [
-        {
-          name: 'secret-then-egress',
-          after: { kind: 'read', target: [`${ws}/secrets/**`, `${home}/.ssh/**`] },
-          then: { kind: 'network' },
-          within: '1h',
-          verdict: 'PAUSE',
-        },
-      ],
+      sequences: [secretThenEgress([`${ws}/secrets/**`, `${home}/.ssh/**`])],
     },
     bridge: { upstream: sg.url },
   },

@@ -14,6 +14,7 @@ import { applyRecord, unlinkedResult } from '../../src/journal/rebuild.js';
 import type { JournalRecord, Unstamped } from '../../src/journal/records.js';
 import { eventRecord } from '../../src/journal/records.js';
 import { layout, tempDir } from '../helpers/tmp.js';
+import { secretThenEgress } from '../helpers/rules.js';
 
 /**
  * Trajectory rules (`policy.sequences`). Each case is a table of steps: events with
@@ -29,13 +30,7 @@ const KEY = join(tmp, 'home/u/.ssh/id_ed25519');
 const DOCS = 'https://docs.example.com/guide';
 const EVIL = 'https://evil.test/upload';
 
-const SECRET = {
-  name: 'secret-then-egress',
-  after: { kind: 'read', target: ['**/.ssh/**', '**/.env'] },
-  then: { kind: 'network' },
-  within: '1h',
-  verdict: 'PAUSE',
-};
+const SECRET = secretThenEgress(['**/.ssh/**', '**/.env']);
 const DRIFT = {
   name: 'drift-after-failure',
   after: { failed: true },
