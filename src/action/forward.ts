@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
 import { Agent } from '../undici.js';
 import type { Dispatcher } from 'undici';
-import { plainConnector, tlsConnector } from './upstream-connect.js';
+import { plainConnector, tlsConnector, UpstreamTls } from './upstream-connect.js';
 import type { Capture } from './capture.js';
 import type { Egress } from './egress.js';
 import type { Flow } from './flows.js';
@@ -37,6 +37,8 @@ export class Forwarder {
   /** For HTTP/2 agents: HTTP/2 to upstreams that offer it by ALPN, else HTTP/1.1. */
   readonly #h2: Agent;
   readonly #bodyTimeout: number;
+  /** How its HTTPS connections verify upstreams; upgrades inside intercepted TLS use it too. */
+  readonly tls: UpstreamTls;
 
   constructor(limits: ForwardLimits, egress: Egress, trust: () => readonly string[]) {
     const timeouts = {
@@ -45,15 +47,16 @@ export class Forwarder {
       keepAliveTimeout: 4_000,
     };
     this.#bodyTimeout = limits.bodyTimeout;
+    this.tls = new UpstreamTls(trust);
     this.#plain = new Agent({ ...timeouts, connect: plainConnector(limits.connectTimeout) });
     this.#tls = new Agent({
       ...timeouts,
-      connect: tlsConnector(limits.connectTimeout, egress, trust, ['http/1.1']),
+      connect: tlsConnector(limits.connectTimeout, egress, this.tls, ['http/1.1']),
     });
     this.#h2 = new Agent({
       ...timeouts,
       allowH2: true,
-      connect: tlsConnector(limits.connectTimeout, egress, trust, ['h2', 'http/1.1']),
+      connect: tlsConnector(limits.connectTimeout, egress, this.tls, ['h2', 'http/1.1']),
     });
   }
 

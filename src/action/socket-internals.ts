@@ -1,4 +1,5 @@
 import { Socket } from 'node:net';
+import { TLSSocket } from 'node:tls';
 
 /**
  * The one place trajgate relies on Node's private socket internals, for the tunnel relay's
@@ -46,6 +47,8 @@ function constructorKeepsOnread(): boolean {
  * null when it can.
  */
 export function whyNoHandleMove(socket: Socket): string | null {
+  // Its handle reads TLS records for the TLSSocket to decrypt: moved, the relay would read those.
+  if (socket instanceof TLSSocket) return 'a TLS socket reads through its TLS layer';
   if (!constructorKeepsOnread()) return 'new net.Socket() ignores the onread option';
   const handle = (socket as Shell)._handle;
   if (handle === null || typeof handle !== 'object') return 'socket._handle is not an object';

@@ -1,5 +1,7 @@
 import { connect } from 'node:net';
 import type { Socket } from 'node:net';
+import { connect as tlsConnect } from 'node:tls';
+import type { ConnectionOptions } from 'node:tls';
 import { TrajgateError } from '../errors.js';
 import { moveHandle } from './socket-internals.js';
 import type { Flow, FlowControl } from './flows.js';
@@ -8,7 +10,8 @@ import { Direction } from './relay-direction.js';
 import type { Transfer } from './transfer.js';
 
 /**
- * Opens a TCP connection to the checked address, or rejects after `timeoutMs`, or as soon as
+ * Opens a TCP connection to the checked address (with `tls`, a TLS one: ready once its
+ * handshake is done and the certificate verified), or rejects after `timeoutMs`, or as soon as
  * `flow` is closed (a revoke, deny or reload while connecting: its reason is the error's).
  */
 export function connectUpstream(
@@ -16,9 +19,13 @@ export function connectUpstream(
   port: number,
   timeoutMs: number,
   flow?: Flow,
+  tls?: ConnectionOptions,
 ): Promise<Socket> {
   return new Promise((resolve, reject) => {
-    const socket = connect({ host: address, port, noDelay: true });
+    const socket =
+      tls === undefined
+        ? connect({ host: address, port, noDelay: true })
+        : tlsConnect({ host: address, port, ...tls }).setNoDelay(true);
     flow?.attach({
       freeze: () => undefined,
       thaw: () => undefined,
@@ -33,7 +40,7 @@ export function connectUpstream(
       socket.destroy();
       reject(err);
     }, timeoutMs);
-    socket.once('connect', () => {
+    socket.once(tls === undefined ? 'connect' : 'secureConnect', () => {
       clearTimeout(timer);
       socket.removeListener('error', reject);
       resolve(socket);

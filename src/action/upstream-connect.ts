@@ -1,7 +1,7 @@
 import { connect as netConnect, isIP } from 'node:net';
 import type { Socket } from 'node:net';
 import { createSecureContext, connect as tlsConnect } from 'node:tls';
-import type { SecureContext } from 'node:tls';
+import type { ConnectionOptions, SecureContext } from 'node:tls';
 import type { buildConnector } from 'undici';
 import { TrajgateError } from '../errors.js';
 import type { Egress } from './egress.js';
@@ -38,19 +38,44 @@ export function plainConnector(connectTimeout: number): Connector {
 }
 
 /**
+ * TLS to upstreams, the server's certificate verified against `trust` (see upstreamTrust). One
+ * context for every connection: building it from ~140 roots costs ~17 ms and ~1 MB per
+ * connection otherwise; built at the first one, so a gateway that intercepts nothing starts
+ * lighter.
+ */
+export class UpstreamTls {
+  readonly #trust: () => readonly string[];
+  #context: SecureContext | undefined;
+
+  constructor(trust: () => readonly string[]) {
+    this.#trust = trust;
+  }
+
+  /**
+   * `tls.connect` options for a connection to `hostname` (a URL's: IPv6 in brackets), checked
+   * against the certificate and sent as SNI unless it is an address, offering `alpn`.
+   */
+  options(hostname: string, alpn: readonly string[]): ConnectionOptions {
+    const name = hostname.startsWith('[') ? hostname.slice(1, -1) : hostname;
+    return {
+      ...(isIP(name) ? {} : { servername: name }),
+      secureContext: (this.#context ??= createSecureContext({ ca: [...this.#trust()] })),
+      ALPNProtocols: [...alpn],
+    };
+  }
+}
+
+/**
  * HTTPS upstreams (intercepted TLS): each new connection's name is resolved and checked by
- * egress, and the server's certificate verified against `trust`; `alpn` the protocols offered
- * (undici speaks HTTP/2 on a socket that negotiated `h2`). One context for every
- * connection: building it from ~140 roots costs ~17 ms and ~1 MB per connection otherwise;
- * built at the first one, so a gateway that intercepts nothing starts lighter.
+ * egress, and the server's certificate verified by `tls`; `alpn` the protocols offered (undici
+ * speaks HTTP/2 on a socket that negotiated `h2`).
  */
 export function tlsConnector(
   connectTimeout: number,
   egress: Egress,
-  trust: () => readonly string[],
+  tls: UpstreamTls,
   alpn: readonly string[],
 ): Connector {
-  let secureContext: SecureContext | undefined;
   return (opts, callback) => {
     const port = Number(opts.port) || 443;
     Promise.resolve(egress.check(opts.hostname, port)).then(
@@ -59,9 +84,7 @@ export function tlsConnector(
         const socket = tlsConnect({
           host: check.address,
           port,
-          ...(isIP(opts.hostname) ? {} : { servername: opts.hostname }),
-          secureContext: (secureContext ??= createSecureContext({ ca: [...trust()] })),
-          ALPNProtocols: [...alpn],
+          ...tls.options(opts.hostname, alpn),
         });
         handOver(socket, 'secureConnect', connectTimeout, callback);
       },

@@ -1,13 +1,16 @@
 import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
+import { performance } from 'node:perf_hooks';
 import type { Duplex } from 'node:stream';
 import type { Refusal } from '../action/refusal.js';
 import { dropIfAnswered, sendRefusal, writeRawRefusal } from '../action/respond.js';
 import type { Config } from '../config/load.js';
 import type { Drain } from './drain.js';
 import { HeaderDeadlines } from './header-deadline.js';
+import type { Problem } from './request-rules.js';
 import { CLOSE, parseErrorProblem, requestProblem } from './request-rules.js';
+import type { RawRefuser, RawRequest } from './tunnel-track.js';
 import { DEFAULT_PORT, hostOf, safeUrl, tunnelHost, tunnelOrigin } from './tunnel-names.js';
 
 /** One tunnel whose HTTP trajgate reads: who opened it and the authority its CONNECT named. */
@@ -26,6 +29,11 @@ export interface Tunnel {
 export interface InnerHooks {
   /** Judges and serves one inner request, as a plain HTTP one with its full URL. */
   serve(req: IncomingMessage, res: ServerResponse, url: URL, tunnel: Tunnel): Promise<void>;
+  /**
+   * Judges and serves one inner Upgrade (its checks passed) as a request to `url`: the
+   * connection is the upgrade's from here on.
+   */
+  upgrade(raw: RawRequest, url: URL, tunnel: Tunnel): Promise<void>;
   /** Journals a refusal (bad request, Host mismatch) and returns what to answer. */
   refuse(tunnel: Tunnel, status: number, reason: string, target?: string): Refusal;
 }
@@ -86,6 +94,24 @@ export class InnerHttp {
       if (dropIfAnswered(socket)) return;
       writeRawRefusal(socket, hooks.refuse(tunnel, status, reason));
     });
+    // An Upgrade is checked here as a request is; without this listener Node would serve it as
+    // a plain request, its Upgrade dropped upstream as hop-by-hop, so it could never switch.
+    this.#server.on('upgrade', (req: IncomingMessage, duplex: Duplex, head: Buffer) => {
+      const start = performance.now();
+      const socket = duplex as Socket;
+      this.#deadlines.clear(socket);
+      const tunnel = this.#tunnels.get(socket);
+      if (!tunnel) return socket.destroy();
+      const target = req.url ?? '/';
+      // A raw refusal always closes (its session is the tunnel's).
+      const refuse: RawRefuser = (status, reason) =>
+        writeRawRefusal(socket, hooks.refuse(tunnel, status, reason, target));
+      const checked = this.#check(req, tunnel);
+      if (!('url' in checked)) return refuse(checked.status, checked.reason);
+      const served = hooks.upgrade({ req, socket, head, start, refuse }, checked.url, tunnel);
+      drain.track('tunnel', served);
+      served.catch(() => socket.destroy());
+    });
     // A tunnel within a tunnel would hide its requests again (Node would drop it unanswered).
     this.#server.on('connect', (req: IncomingMessage, socket: Duplex) => {
       const tunnel = this.#tunnels.get(socket);
@@ -124,25 +150,36 @@ export class InnerHttp {
       res.destroy();
       return;
     }
+    const checked = this.#check(req, tunnel);
+    if (!('url' in checked)) {
+      const refusal = this.#hooks.refuse(tunnel, checked.status, checked.reason, req.url ?? '/');
+      return sendRefusal(res, refusal, checked.headers);
+    }
+    const served = this.#hooks.serve(req, res, checked.url, tunnel);
+    this.#drain.track('request', served);
+    served.catch(() => res.destroy());
+  }
+
+  /** The URL an inner request is judged as, or why it is refused. */
+  #check(
+    req: IncomingMessage,
+    tunnel: Tunnel,
+  ): { readonly url: URL } | (Problem & { readonly headers?: Record<string, string> }) {
     const authority = tunnelHost(tunnel);
     const defaultPort = DEFAULT_PORT[tunnel.scheme];
     const origin = tunnelOrigin(tunnel);
     const target = req.url ?? '/';
     const url = target.startsWith('/') ? safeUrl(origin + target) : safeUrl(target);
-    const refuse = (status: number, reason: string, headers: Record<string, string> = {}) =>
-      sendRefusal(res, this.#hooks.refuse(tunnel, status, reason, target), headers);
     // The same rules as on the listener, word for word; Host is required whatever the version,
     // as it is checked against the tunnel.
     const problem = url === null ? null : requestProblem(req, url, true);
-    if (problem !== null) return refuse(problem.status, problem.reason, CLOSE);
+    if (problem !== null) return { ...problem, headers: CLOSE };
     const host = hostOf(req.headers.host, defaultPort);
     if (url === null || url.origin !== origin || host !== `${tunnel.host}:${tunnel.port}`) {
       const reason = `Host ${JSON.stringify(req.headers.host ?? '')} and target ${JSON.stringify(target.slice(0, 200))} do not match the tunnel to ${authority}:${tunnel.port}`;
-      return refuse(421, reason);
+      return { status: 421, reason };
     }
-    const served = this.#hooks.serve(req, res, url, tunnel);
-    this.#drain.track('request', served);
-    served.catch(() => res.destroy());
+    return { url };
   }
 }
 

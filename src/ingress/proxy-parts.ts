@@ -19,6 +19,7 @@ import type { InnerHooks, Tunnel } from './inner-http.js';
 import { InnerHttp } from './inner-http.js';
 import { InnerH2 } from './inner-h2.js';
 import { Interceptor } from './intercept.js';
+import { serveUpgrade } from './upgrade.js';
 import type { LimitLog } from '../review/limit-log.js';
 
 /** What the handlers read at each request. */
@@ -95,6 +96,7 @@ export class ProxyParts implements ProxyContext {
     const inner: InnerHooks = {
       serve: (req, res, url, tunnel) =>
         serveHttp(this, req, res, url, url.href, who(tunnel), performance.now()),
+      upgrade: (raw, url, tunnel) => serveUpgrade(this, raw, who(tunnel), url, url.href),
       refuse: (tunnel, status, reason, target) =>
         tunnelRefusal(this, tunnel, status, reason, target),
     };

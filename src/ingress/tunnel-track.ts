@@ -1,6 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
+import type { ConnectionOptions } from 'node:tls';
 import { authority } from '../action/forward.js';
 import type { Flow, FlowKind } from '../action/flows.js';
 import type { Refusal } from '../action/refusal.js';
@@ -111,7 +112,9 @@ export interface Connected {
  * Judges `ask` and connects to the checked address; the flow is registered from the judgement
  * on, so a pause, deny, revoke or reload while connecting reaches it, and it starts relaying
  * only while its session runs. A refusal, a client that left while held, a flow closed while
- * opening (403) or an upstream that cannot be reached (502/504) ends here, answered on `socket`.
+ * opening (403) or an upstream that cannot be reached or whose certificate does not verify
+ * (502/504) ends here, answered on `socket`. With `tls` the connection is TLS (an upgrade
+ * inside intercepted TLS).
  */
 export async function judgeAndConnect(
   ctx: ProxyContext,
@@ -119,6 +122,7 @@ export async function judgeAndConnect(
   socket: Socket,
   kind: FlowKind,
   answer: TunnelAnswer = CONNECT_ANSWER,
+  tls?: ConnectionOptions,
 ): Promise<Connected | Ended> {
   const ruling = await ctx.pipeline.judge(ask);
   if (ruling.kind === 'gone') return gone(socket, ruling.rid);
@@ -130,7 +134,7 @@ export async function judgeAndConnect(
   const name = authority(address, port);
   let upstream: Socket;
   try {
-    upstream = await connectUpstream(address, port, ctx.limits.connectTimeout, flow);
+    upstream = await connectUpstream(address, port, ctx.limits.connectTimeout, flow, tls);
   } catch (err) {
     if (flow.closed !== null) return closedWhileOpening(socket, flow, answer);
     flow.end();

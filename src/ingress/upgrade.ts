@@ -7,7 +7,9 @@ import { upgradeRefusal } from '../http/upgrade-protocols.js';
 import type { NetworkAsk } from '../pipeline/ruling.js';
 import type { ProxyContext } from './context.js';
 import { heldPresence } from './context.js';
+import type { Who } from './identity.js';
 import { checkRequest } from './request-checks.js';
+import { CONNECT_ANSWER } from './tunnel-answer.js';
 import type { Ended, RawRequest } from './tunnel-track.js';
 import { closedWhileOpening, judgeAndConnect, relayTracked, tunnelSlot } from './tunnel-track.js';
 
@@ -15,17 +17,36 @@ import { closedWhileOpening, judgeAndConnect, relayTracked, tunnelSlot } from '.
 const SCHEMES: ReadonlySet<string> = new Set(['http:', 'ws:']);
 
 /**
- * An HTTP Upgrade through the proxy (RFC 9110 § 7.8), such as WebSocket over plain HTTP. It is
- * checked and judged like any request and sent upstream as one; only the upstream's `101`
- * makes the connection a tunnel; from its judgement on it is a flow that follows its session
- * (while connecting, while waiting for the `101`, relaying). Until
- * then nothing the client sent after the request, but a Content-Length body, goes upstream.
+ * An HTTP Upgrade on the proxy listener (RFC 9110 § 7.8), such as WebSocket over plain HTTP:
+ * absolute-form `http:` or `ws:` with the agent's credentials (checkRequest), then served as
+ * every upgrade is (serveUpgrade).
  */
 export async function handleUpgrade(ctx: ProxyContext, raw: RawRequest): Promise<void> {
-  const { req, socket, head, refuse } = raw;
-  const checked = checkRequest(ctx, req, SCHEMES);
-  if (!checked.ok) return refuse(checked.status, checked.reason, checked.session, checked.headers);
+  const checked = checkRequest(ctx, raw.req, SCHEMES);
+  if (!checked.ok)
+    return raw.refuse(checked.status, checked.reason, checked.session, checked.headers);
   const { session, client, url } = checked;
+  await serveUpgrade(ctx, raw, { session, client }, url, raw.req.url ?? '');
+}
+
+/**
+ * An upgrade that passed its path's checks (the listener's, or requestProblem and the tunnel's
+ * names inside a read or intercepted tunnel), judged as `url` and journaled as `target`. It is
+ * sent upstream as a request (over TLS for an `https:` URL, verified as the Forwarder
+ * verifies); only the upstream's `101` makes the connection a tunnel; from its judgement on it
+ * is a flow that follows its session (while connecting, while waiting for the `101`,
+ * relaying). Until then nothing the client sent after the request, but a Content-Length body,
+ * goes upstream.
+ */
+export async function serveUpgrade(
+  ctx: ProxyContext,
+  raw: RawRequest,
+  who: Who,
+  url: URL,
+  target: string,
+): Promise<void> {
+  const { req, socket, head, refuse } = raw;
+  const { session, client } = who;
   // Before judging: a protocol whose traffic could not be judged is never asked for.
   const protocol = upgradeRefusal(req.rawHeaders, ctx.upgrades);
   if (protocol !== null) return refuse(protocol.status, protocol.reason, session);
@@ -43,7 +64,6 @@ export async function handleUpgrade(ctx: ProxyContext, raw: RawRequest): Promise
   if (head.length > 0) socket.unshift(head);
   try {
     const method = req.method ?? 'GET';
-    const target = req.url ?? '';
     const ask: NetworkAsk = {
       session,
       source: 'proxy',
@@ -68,7 +88,10 @@ async function upgrade(
   socket: Socket,
   url: URL,
 ): Promise<Ended> {
-  const connected = await judgeAndConnect(ctx, ask, socket, 'upgrade');
+  // HTTP/1.1 upstream: an Upgrade is HTTP/1.1's (RFC 9113 § 8.6 has none).
+  const tls =
+    url.protocol === 'https:' ? ctx.forwarder.tls.options(url.hostname, ['http/1.1']) : undefined;
+  const connected = await judgeAndConnect(ctx, ask, socket, 'upgrade', CONNECT_ANSWER, tls);
   if (!('upstream' in connected)) return connected;
   const { upstream, name, rid, flow } = connected;
   const limit = ctx.limits.upstreamTimeout;
