@@ -70,7 +70,10 @@ export function writeRawRefusal(
   const refusal = httpRefusal(decided, headers);
   const head = [
     `HTTP/1.1 ${refusal.status} ${STATUS_CODES[refusal.status] ?? 'Error'}`,
-    ...Object.entries(refusal.headers).map(([k, v]) => `${k}: ${v}`),
+    // It always closes: a Connection field given with the refusal is not written twice.
+    ...Object.entries(refusal.headers)
+      .filter(([k]) => k.toLowerCase() !== 'connection')
+      .map(([k, v]) => `${k}: ${v}`),
     'content-type: text/plain; charset=utf-8',
     `content-length: ${Buffer.byteLength(refusal.body)}`,
     'connection: close',

@@ -220,6 +220,8 @@ describe('bad upgrades: the status and reason of a plain request, one journal re
     expect((records[0] as { reason: string }).reason).toMatch(row.reason);
     const body = Buffer.from(res.body, 'latin1').toString();
     expect(body).toBe(`trajgate: ${(records[0] as { reason: string }).reason}\n`);
+    // One Connection field, however the refusal asked to close (RFC 9110 § 7.6.1).
+    expect(res.text.match(/^connection:/gim)).toHaveLength(1);
     expect(upstream.connections).toBe(before);
   });
 
