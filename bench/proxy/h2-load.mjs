@@ -4,7 +4,7 @@
 // intercepting proxy must offer h2) or straight at the upstream. The client trusts only `--ca`.
 // A connection that closes is opened again at its next request. Prints one JSON line
 // (bench/tls/request-loops.mjs); `--probe` sends one request and prints its status instead.
-// Usage: node h2-load.mjs --target https://127.0.0.1:PORT/ --ca CA.pem [--proxy 127.0.0.1:PORT]
+// Usage: node h2-load.mjs --target https://127.0.0.1:PORT/ --ca CA.pem [--proxy http://127.0.0.1:PORT]
 //          [--connections 5] [--streams 10] [--duration 10] [--warmup 2] [--cpu-pid PID] [--probe]
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
@@ -22,7 +22,7 @@ const connections = Number(values.connections);
 
 /** A CONNECT tunnel to the target through the proxy: its socket once the proxy answered 200. */
 function tunnel() {
-  const [host, port] = values.proxy.split(':');
+  const { hostname: host, port } = new URL(values.proxy);
   return new Promise((resolve, reject) => {
     const req = http.request({ host, port, method: 'CONNECT', path: target.host, agent: false });
     req.once('connect', (res, socket) => {

@@ -4,7 +4,8 @@
 // of two loopback HTTPS upstreams (bench/tls/upstream.mjs): one HTTP/1.1 only, one offering h2.
 import { join } from 'node:path';
 import { log } from '../run-setup.mjs';
-import { peakRssMB } from './proc-stats.mjs';
+import { median } from '../tls/request-loops.mjs';
+import { cpuSnapshot, otherLoad, peakRssMB } from './proc-stats.mjs';
 import { firstJsonLine, run, start, stop } from './procs.mjs';
 import { alignTable, fmt } from './report.mjs';
 import { startInterceptingTrajgate } from './targets.mjs';
@@ -20,8 +21,6 @@ const KINDS = {
   h2: { label: 'h2 → HTTP/1.1 upstream', client: 'h2-load.mjs', upstream: 'h1' },
   h2h2: { label: 'h2 → h2 upstream', client: 'h2-load.mjs', upstream: 'h2' },
 };
-
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)];
 
 /**
  * Runs the phase: `opt.h2Rounds` rounds, the kinds in turn (reversed every other round, so
@@ -57,18 +56,10 @@ export async function intercepted({ here, root, tmp, pin, opt }) {
     const clientArgs = (kind) => {
       const { client, upstream } = KINDS[kind];
       const args = [join(here, client), '--target', url(upstream), '--ca', proxy.ca];
-      if (client === 'h2-load.mjs') {
-        const streams = opt.connections / opt.h2Connections;
-        args.push('--proxy', `127.0.0.1:${proxy.port}`, '--connections', `${opt.h2Connections}`);
-        return [...args, '--streams', `${streams}`];
-      }
-      return [
-        ...args,
-        '--proxy',
-        `http://127.0.0.1:${proxy.port}`,
-        '--connections',
-        `${opt.connections}`,
-      ];
+      args.push('--proxy', `http://127.0.0.1:${proxy.port}`);
+      if (client !== 'h2-load.mjs') return [...args, '--connections', `${opt.connections}`];
+      const streams = opt.connections / opt.h2Connections;
+      return [...args, '--connections', `${opt.h2Connections}`, '--streams', `${streams}`];
     };
     const runs = Object.fromEntries(Object.keys(KINDS).map((k) => [k, []]));
     for (const kind of Object.keys(KINDS)) {
@@ -85,6 +76,8 @@ export async function intercepted({ here, root, tmp, pin, opt }) {
         if (runs[kind].error) continue;
         const args = [...clientArgs(kind), '--duration', `${opt.duration}`];
         args.push('--warmup', `${opt.warmup}`, '--cpu-pid', `${proxy.child.pid}`);
+        const groups = children.map((child) => child.pid);
+        const before = cpuSnapshot(groups);
         const r = await run(...pin(0, process.execPath, args), {
           timeoutMs: (opt.duration + opt.warmup + 30) * 1000,
         });
@@ -93,6 +86,7 @@ export async function intercepted({ here, root, tmp, pin, opt }) {
           continue;
         }
         const result = JSON.parse(r.stdout.trim().split('\n').pop());
+        result.otherLoad = otherLoad(before, cpuSnapshot(groups));
         runs[kind].push(result);
         log(
           `  ${KINDS[kind].label}: ${Math.round(result.rps)} req/s, p99 ` +
@@ -117,13 +111,14 @@ function summary(list) {
       error: `${flawed.errors} errors (${flawed.errorSample}), ${flawed.non2xx} non-2xx`,
       runs: list,
     };
-  const of = (key) => median(list.map((r) => r[key]));
+  const of = (key) => median(list.map((r) => r[key]).filter((v) => v != null));
   return {
     rps: of('rps'),
     p50: of('p50'),
     p99: of('p99'),
     proxyCpuUsPerRequest: of('proxyCpuUsPerRequest'),
     clientCpu: of('clientCpu'),
+    otherLoad: of('otherLoad'),
     runs: list,
   };
 }
@@ -147,7 +142,8 @@ export function interceptedLines(result) {
   for (const [kind, x] of Object.entries(result.rows)) {
     const client = x.clientCpu == null ? '-' : `${(x.clientCpu * 100).toFixed(0)}%`;
     const cells = [fmt(x.rps, 0), fmt(x.p50, 2), fmt(x.p99, 2), fmt(x.proxyCpuUsPerRequest, 0)];
-    rows.push([KINDS[kind].label, ...cells, client, x.error ?? '']);
+    const load = x.otherLoad > 0.05 ? `other load took ${(x.otherLoad * 100).toFixed(0)}% CPU` : '';
+    rows.push([KINDS[kind].label, ...cells, client, x.error ?? load]);
   }
   const rss = `trajgate (intercepting) peak RSS: ${fmt(result.peakRssMB, 1)} MB`;
   const lines = Object.entries(result.ratios).map(

@@ -34,6 +34,16 @@ export function runLoad(values, { concurrency, once }) {
   });
 }
 
+/** The middle value (of an even count, the mean of the middle two); null for none. */
+export const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length === 0
+    ? null
+    : s.length % 2
+      ? s[(s.length - 1) / 2]
+      : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
+
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /** utime + stime of process `pid`, in µs (clock ticks of 10 ms), or null if it is not ours to read. */

@@ -12,6 +12,7 @@ import { firstJsonLine, run, start, stop } from '../proxy/procs.mjs';
 import { benchArgs, busyBefore, log, pin, pinned, runTmp } from '../run-setup.mjs';
 import { startInterceptingTrajgate } from '../proxy/targets.mjs';
 import { startMitmproxy, startSquidBump } from './peers.mjs';
+import { median } from './request-loops.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = resolve(here, '../..');
@@ -74,15 +75,6 @@ async function measure(name, proxy, ca) {
   );
   return row;
 }
-
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length === 0
-    ? null
-    : s.length % 2
-      ? s[(s.length - 1) / 2]
-      : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
 
 const rows = [];
 let handshake = null;
