@@ -60,11 +60,24 @@ function tcpLine(results, { ephemeralPorts, twReuse }) {
   );
 }
 
-const fmt = (v, digits) =>
+export const fmt = (v, digits) =>
   v === null || v === undefined
     ? '-'
     : v.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
 const ratio = (a, b) => (a == null || b == null ? null : a / b);
+
+/** Rows of cells as aligned lines: the first and last column left, the figures right. */
+export function alignTable(rows) {
+  const widths = rows[0].map((_, i) => Math.max(...rows.map((row) => row[i].length)));
+  return rows.map((row) =>
+    row
+      .map((cell, i) =>
+        i === 0 || i === row.length - 1 ? cell.padEnd(widths[i]) : cell.padStart(widths[i]),
+      )
+      .join('  ')
+      .trimEnd(),
+  );
+}
 
 export function report(results, meta) {
   const f = Object.fromEntries(Object.entries(results).map(([k, r]) => [k, figures(r)]));
@@ -92,15 +105,7 @@ export function report(results, meta) {
     ];
     rows.push([name, ...cells, notes(r)]);
   }
-  const widths = rows[0].map((_, i) => Math.max(...rows.map((row) => row[i].length)));
-  const table = rows.map((row) =>
-    row
-      .map((cell, i) =>
-        i === 0 || i === row.length - 1 ? cell.padEnd(widths[i]) : cell.padStart(widths[i]),
-      )
-      .join('  ')
-      .trimEnd(),
-  );
+  const table = alignTable(rows);
 
   // A target skipped (not installed, not available) has no figures: its ratios are null.
   const measured = (x) => ({ ...x, ka: x?.ka ?? {}, nc: x?.nc ?? {} });

@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // One command, one run: direct, the floor forwarder, squid and trajgate against the same
 // upstream — HTTP req/s and p99 (wrk) over keep-alive connections and with a new connection per
-// request, CONNECT tunnel MB/s (and trajgate's SOCKS5 tunnel beside it), peak RSS. See README.md.
+// request, CONNECT tunnel MB/s (and trajgate's SOCKS5 tunnel beside it), peak RSS; then
+// intercepted HTTPS through trajgate, HTTP/1.1 against HTTP/2 (intercepted.mjs). See README.md.
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { availableParallelism, release } from 'node:os';
@@ -11,6 +12,7 @@ import { benchArgs, busyBefore, log, pin, pinned, runTmp } from '../run-setup.mj
 import { cpuSnapshot, otherLoad, peakRssMB } from './proc-stats.mjs';
 import { firstJsonLine, run, start, stop, which } from './procs.mjs';
 import { writerChainCost } from './chain-cost.mjs';
+import { intercepted, interceptedLines } from './intercepted.mjs';
 import { report } from './report.mjs';
 import { startFloor, startSquid, startTrajgate } from './targets.mjs';
 import { tcpSettings, wrkRunner } from './wrk.mjs';
@@ -29,6 +31,11 @@ const { values, int } = benchArgs({
   'chain-only': { type: 'boolean', default: false },
   // Tunnels only: no wrk, no chain phase (a light run on a shared host).
   'tunnel-only': { type: 'boolean', default: false },
+  // Only the intercepted phase: HTTP/1.1 and HTTP/2 through trajgate's TLS interception.
+  'h2-only': { type: 'boolean', default: false },
+  // The intercepted h2 load's connections; the --connections streams are spread over them.
+  'h2-connections': { type: 'string', default: '5' },
+  'h2-rounds': { type: 'string', default: '1' },
   // Another checkout (built) measured in the same run as `baseline`: before/after one change.
   baseline: { type: 'string' },
 });
@@ -39,17 +46,22 @@ const opt = {
   warmup: int('warmup'),
   tunnelBytes: int('tunnel-mib') * 2 ** 20,
   tunnelRuns: int('tunnel-runs'),
-  chainSeconds: values['tunnel-only'] ? 0 : Number(values['chain-seconds']),
+  chainSeconds: values['tunnel-only'] || values['h2-only'] ? 0 : Number(values['chain-seconds']),
   tunnelOnly: values['tunnel-only'],
+  h2Connections: int('h2-connections'),
+  h2Rounds: int('h2-rounds'),
 };
 if (!Number.isInteger(opt.chainSeconds) || opt.chainSeconds < 0)
   throw new Error('--chain-seconds must be a non-negative integer');
-if (values['chain-only'] && values['tunnel-only'])
-  throw new Error('--chain-only and --tunnel-only exclude each other');
+const only = ['chain-only', 'tunnel-only', 'h2-only'].filter((name) => values[name]);
+if (only.length > 1) throw new Error(`--${only.join(' and --')} exclude each other`);
 if (values['chain-only'] && opt.chainSeconds === 0)
   throw new Error('--chain-only needs --chain-seconds above 0');
 if (opt.threads > opt.connections) throw new Error('--threads must not exceed --connections');
-if (!which('wrk')) throw new Error('wrk is not installed (apt-get install -y wrk)');
+if (opt.connections % opt.h2Connections !== 0)
+  throw new Error('--connections must be a multiple of --h2-connections (streams per connection)');
+if (!values['h2-only'] && !which('wrk'))
+  throw new Error('wrk is not installed (apt-get install -y wrk)');
 
 const cpuBusyBefore = await busyBefore();
 const tmp = runTmp('proxy');
@@ -189,9 +201,10 @@ function chainLine(c) {
   );
 }
 
-const results = values['chain-only'] ? {} : { direct: await measure('direct', null) };
+const alone = values['chain-only'] || values['h2-only'];
+const results = alone ? {} : { direct: await measure('direct', null) };
 const ctx = { here, root, tmp, pin, upstream, force: values.trajgate };
-for (const [name, startTarget] of values['chain-only']
+for (const [name, startTarget] of alone
   ? []
   : [
       ['floor', startFloor],
@@ -218,6 +231,10 @@ for (const [name, startTarget] of values['chain-only']
     await stop(target.child, 5000); // squid takes ~3 s to shut down even with shutdown_lifetime 0
   }
 }
+const intercept =
+  values['chain-only'] || opt.tunnelOnly
+    ? { skipped: `--${values['chain-only'] ? 'chain' : 'tunnel'}-only` }
+    : await intercepted({ here, root, tmp, pin, opt });
 const chain = await chainCost();
 await stop(upstreamChild);
 
@@ -242,16 +259,17 @@ const meta = {
   tcp: tcpSettings(),
   options: opt,
 };
-if (values['chain-only']) {
-  log(chainLine(chain));
+if (alone) {
+  log(values['chain-only'] ? chainLine(chain) : interceptedLines(intercept).join('\n'));
   process.exit(0);
 }
 const { text, checks } = report(results, meta);
 log('\n' + text);
+log(interceptedLines(intercept).join('\n'));
 log(chainLine(chain));
 mkdirSync(join(root, 'bench/out'), { recursive: true });
 writeFileSync(
   join(root, 'bench/out/proxy.json'),
-  JSON.stringify({ meta, results, checks, chain }, null, 2) + '\n',
+  JSON.stringify({ meta, results, checks, intercepted: intercept, chain }, null, 2) + '\n',
 );
 log(`\nwrote bench/out/proxy.json`);

@@ -134,6 +134,40 @@ export async function startTrajgate({ root, tmp, pin, force, upstream, name, cha
 }
 
 /**
+ * trajgate intercepting TLS (bench/tls and run.mjs's intercepted phase): `trajgate ca init`
+ * into `tmp`/`name`, then started with `tls.intercept` = `intercept` (host:port list), the
+ * upstreams verified against the test CA, `allow` (patterns) and `ports` allowed on loopback,
+ * logs at `warn`. Resolves { child, port, ca } (`ca`: its CA certificate, for the client to
+ * trust) or { skipped }.
+ */
+export async function startInterceptingTrajgate({ root, tmp, pin, name, intercept, allow, ports }) {
+  const main = join(root, 'bin/trajgate.cjs');
+  const dir = join(tmp, name ?? 'trajgate');
+  const init = await run(process.execPath, [main, 'ca', 'init', '--dir', join(dir, 'certs')], {
+    timeoutMs: 15_000,
+  });
+  if (init.code !== 0) return { skipped: `ca init failed: ${init.stderr.trim()}` };
+  const started = await spawnTrajgate({
+    main,
+    dir,
+    pin,
+    env: { ...process.env, TRAJGATE_LOG_LEVEL: 'warn' },
+    lines: [
+      'tls:',
+      `  intercept: ${JSON.stringify(intercept)}`,
+      `  ca: ${dir}/certs`,
+      `  upstreamCa: [${join(root, 'test/fixtures/tls/ca.pem')}]`,
+      'network:',
+      `  allow: ${JSON.stringify(allow)}`,
+      '  allowPrivate: ["127.0.0.0/8"]',
+      `  ports: [${ports.join(', ')}]`,
+    ],
+  });
+  if (started.why !== undefined) return { skipped: `not available (${started.why})` };
+  return { ...started, ca: join(dir, 'certs/ca.pem') };
+}
+
+/**
  * Starts trajgate from dist/ on core 1 as its command runs it (the launcher's Node flags), on
  * a throwaway config in `dir`: workspace, journal and listeners on port 0 (with `socks`, a
  * SOCKS5 listener too), then `lines`. Resolves { child, port, socksPort } once the proxy

@@ -10,8 +10,9 @@ import { fileURLToPath } from 'node:url';
 import { cpuSnapshot, otherLoad, peakRssMB } from '../proxy/proc-stats.mjs';
 import { firstJsonLine, run, start, stop } from '../proxy/procs.mjs';
 import { benchArgs, busyBefore, log, pin, pinned, runTmp } from '../run-setup.mjs';
-import { spawnTrajgate } from '../proxy/targets.mjs';
+import { startInterceptingTrajgate } from '../proxy/targets.mjs';
 import { startMitmproxy, startSquidBump } from './peers.mjs';
+import { median } from './request-loops.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = resolve(here, '../..');
@@ -24,7 +25,6 @@ const opt = {
   connections: int('connections'),
   hosts: Math.min(int('hosts'), 250),
 };
-const main = join(root, 'bin/trajgate.cjs');
 if (!existsSync(join(root, 'dist/cli/main.js')))
   throw new Error('dist/cli/main.js not found: npm run build');
 
@@ -76,49 +76,19 @@ async function measure(name, proxy, ca) {
   return row;
 }
 
-// ---- trajgate ----------------------------------------------------------------------------
-async function startTrajgate() {
-  const dir = join(tmp, 'trajgate');
-  const init = await run(process.execPath, [main, 'ca', 'init', '--dir', join(dir, 'certs')], {
-    timeoutMs: 15_000,
-  });
-  if (init.code !== 0) return { skipped: `ca init failed: ${init.stderr.trim()}` };
-  const intercept = [`127.0.0.1:${upstreamPort}`, ...newHosts.map((h) => `${h}:443`)];
-  const started = await spawnTrajgate({
-    main,
-    dir,
-    pin,
-    env: { ...process.env, TRAJGATE_LOG_LEVEL: 'warn' },
-    lines: [
-      'tls:',
-      `  intercept: ${JSON.stringify(intercept)}`,
-      `  ca: ${dir}/certs`,
-      `  upstreamCa: [${join(fixtures, 'ca.pem')}]`,
-      'network:',
-      `  allow: ["GET https://127.0.0.1:${upstreamPort}/"]`,
-      '  allowPrivate: ["127.0.0.0/8"]',
-      `  ports: [443, ${upstreamPort}]`,
-    ],
-  });
-  if (started.why !== undefined) return { skipped: `not available (${started.why})` };
-  return { ...started, ca: join(dir, 'certs/ca.pem') };
-}
-
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length === 0
-    ? null
-    : s.length % 2
-      ? s[(s.length - 1) / 2]
-      : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
-
 const rows = [];
 let handshake = null;
 
 rows.push(await measure('direct', null, join(fixtures, 'ca.pem')));
 
-const trajgate = await startTrajgate();
+const trajgate = await startInterceptingTrajgate({
+  root,
+  tmp,
+  pin,
+  intercept: [`127.0.0.1:${upstreamPort}`, ...newHosts.map((h) => `${h}:443`)],
+  allow: [`GET https://127.0.0.1:${upstreamPort}/`],
+  ports: [443, upstreamPort],
+});
 if (trajgate.skipped) {
   rows.push({ name: 'trajgate', skipped: trajgate.skipped });
   log(`trajgate: ${trajgate.skipped}`);
