@@ -171,19 +171,24 @@ export class ResponseRelay implements Dispatcher.DispatchHandler, FlowControl {
     return false;
   }
 
-  onComplete(trailers: (Buffer | string)[] | null): void {
+  /**
+   * undici's HTTP/1.1 client gives the trailers as a flat raw list; its HTTP/2 client
+   * (client-h2.js, 'trailers' event) as Node's headers object: both are read.
+   */
+  onComplete(trailers: (Buffer | string)[] | Record<string, string | string[]> | null): void {
     this.#upstreamDone = true;
-    if (this.#frozen) this.#hold(() => this.#complete(trailers));
-    else this.#complete(trailers);
+    const raw = Array.isArray(trailers) ? trailers : flat(trailers ?? {});
+    if (this.#frozen) this.#hold(() => this.#complete(raw));
+    else this.#complete(raw);
   }
 
   /**
    * Ends the answer; an HTTP/2 agent gets the upstream's trailers (gRPC's status is there),
    * hop-by-hop fields removed as from a header section (RFC 9110 § 6.5.1).
    */
-  #complete(trailers: (Buffer | string)[] | null): void {
+  #complete(trailers: (Buffer | string)[]): void {
     this.#completed = true;
-    if (trailers && trailers.length > 0) {
+    if (trailers.length > 0) {
       const fields = downstreamRawHeaders(trailers).slice(0, -2);
       this.#grpc = grpcStatus(fields) ?? this.#grpc;
       if (this.res.req.httpVersionMajor === 2) this.res.addTrailers(pairs(fields));
@@ -242,6 +247,13 @@ function grpcStatus(fields: readonly string[]): number | undefined {
     return /^\d{1,3}$/.test(value) ? Number(value) : undefined;
   }
   return undefined;
+}
+
+/** Node's HTTP/2 headers object as a flat field list, a repeated field once per value. */
+function flat(fields: Record<string, string | string[]>): string[] {
+  return Object.entries(fields).flatMap(([name, value]) =>
+    Array.isArray(value) ? value.flatMap((v) => [name, v]) : [name, value],
+  );
 }
 
 /** A flat field list as an object, repeated names joined (RFC 9110 § 5.3). */
