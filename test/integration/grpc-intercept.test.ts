@@ -1,5 +1,7 @@
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { EventRecord, OutcomeRecord, TunnelRecord } from '../../src/journal/records.js';
+import { CA_BUNDLE } from '../../src/tls/ca-bundle.js';
 import { adminClient, generatedToken } from '../helpers/admin.js';
 import { curl } from '../helpers/curl.js';
 import type { TestGateway } from '../helpers/gateway.js';
@@ -83,9 +85,10 @@ describe('grpc-js through https_proxy with interception', () => {
     expect(out.bytesDown).toBeGreaterThan(100_000);
   });
 
-  it('a server-streaming call gets every message in order, then status 0 (createSsl() trusting NODE_EXTRA_CA_CERTS)', async () => {
+  it('a server-streaming call gets every message in order, then status 0 (createSsl() trusting GRPC_DEFAULT_SSL_ROOTS_FILE_PATH)', async () => {
     const g = await start();
-    const trust = { env: { NODE_EXTRA_CA_CERTS: ca.certPath } };
+    // What `trajgate env` names: the bundle, the system's roots plus trajgate's CA.
+    const trust = { env: { GRPC_DEFAULT_SSL_ROOTS_FILE_PATH: join(ca.dir, CA_BUNDLE) } };
     const r = await call(g, 'Count', { count: 5 }, trust).done;
     expect(messages(r.lines)).toEqual([1, 2, 3, 4, 5].map((n) => `message ${n}`));
     expect(r.lines.at(-1)).toEqual({ status: { code: 0, details: 'OK' } });
@@ -94,10 +97,10 @@ describe('grpc-js through https_proxy with interception', () => {
     expect(await outcome(g, event)).toMatchObject({ status: 200, grpcStatus: 0 });
   });
 
-  it('a client-streaming call sends every message up', async () => {
+  it('a client-streaming call sends every message up (createSsl() trusting NODE_EXTRA_CA_CERTS)', async () => {
     const g = await start();
     const pings = ['a', 'b', 'c'].map((text) => ({ text }));
-    const r = await call(g, 'Collect', pings).done;
+    const r = await call(g, 'Collect', pings, { env: { NODE_EXTRA_CA_CERTS: ca.certPath } }).done;
     expect(r.lines).toEqual([{ message: { text: 'a,b,c', n: 3 }, status: { code: 0 } }]);
   });
 
