@@ -7,6 +7,8 @@ import type { Capture } from './capture.js';
 import type { Egress } from './egress.js';
 import type { Flow } from './flows.js';
 import { hasBody, requestHeadLength, upstreamRequestHeaders } from './headers.js';
+import { isGrpcCall } from './grpc.js';
+import { H2Upstream } from './h2-upstream.js';
 import type { Forwarded } from './response-relay.js';
 import { ResponseRelay } from './response-relay.js';
 
@@ -34,11 +36,12 @@ export function authority(address: string, port: number): string {
 export class Forwarder {
   readonly #plain: Agent;
   readonly #tls: Agent;
-  /** For HTTP/2 agents: HTTP/2 to upstreams that offer it by ALPN, else HTTP/1.1. */
-  readonly #h2: Agent;
+  /** For HTTP/2 agents: HTTP/2 to upstreams that offer it by ALPN, else HTTP/1.1 (`#tls`). */
+  readonly #h2: H2Upstream;
   readonly #bodyTimeout: number;
   /** How its HTTPS connections verify upstreams; upgrades inside intercepted TLS use it too. */
   readonly tls: UpstreamTls;
+  readonly #upstreamTimeout: number;
 
   constructor(limits: ForwardLimits, egress: Egress, trust: () => readonly string[]) {
     const timeouts = {
@@ -48,16 +51,16 @@ export class Forwarder {
     };
     this.#bodyTimeout = limits.bodyTimeout;
     this.tls = new UpstreamTls(trust);
+    this.#upstreamTimeout = limits.upstreamTimeout;
     this.#plain = new Agent({ ...timeouts, connect: plainConnector(limits.connectTimeout) });
     this.#tls = new Agent({
       ...timeouts,
       connect: tlsConnector(limits.connectTimeout, egress, this.tls, ['http/1.1']),
     });
-    this.#h2 = new Agent({
-      ...timeouts,
-      allowH2: true,
-      connect: tlsConnector(limits.connectTimeout, egress, this.tls, ['h2', 'http/1.1']),
-    });
+    this.#h2 = new H2Upstream(
+      tlsConnector(limits.connectTimeout, egress, this.tls, ['h2', 'http/1.1']),
+      this.#tls,
+    );
   }
 
   forward(
@@ -81,18 +84,20 @@ export class Forwarder {
     flow.up(requestHeadLength(req.method as string, path, headers));
     return new Promise((resolve) => {
       const relay = new ResponseRelay(res, upstream, capture, resolve, flow);
-      (h2 ? this.#h2 : tls ? this.#tls : this.#plain).dispatch(
-        {
-          origin: `${url.protocol}//${upstream}`,
-          path,
-          method: req.method as Dispatcher.HttpMethod,
-          headers,
-          body: body
-            ? Readable.from(relay.requestBody(req, this.#bodyTimeout), { objectMode: false })
-            : null,
-        },
-        relay,
-      );
+      const request = {
+        origin: `${url.protocol}//${upstream}`,
+        path,
+        method: req.method as Dispatcher.HttpMethod,
+        headers,
+        body: body
+          ? Readable.from(relay.requestBody(req, this.#bodyTimeout), { objectMode: false })
+          : null,
+      };
+      if (!h2) return void (tls ? this.#tls : this.#plain).dispatch(request, relay);
+      // A gRPC stream may be quiet for as long as its call lasts: its deadline (`grpc-timeout`)
+      // is the client's and the server's to keep.
+      const idleTimeout = isGrpcCall(req) ? 0 : this.#upstreamTimeout;
+      this.#h2.dispatch({ ...request, idleTimeout }, relay);
     });
   }
 

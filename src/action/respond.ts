@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
+import { isGrpcCall, sendGrpcRefusal } from './grpc.js';
 import { hasBody } from './headers.js';
 import type { Refusal } from './refusal.js';
 import { refusalText } from './refusal.js';
@@ -36,13 +37,14 @@ export function httpRefusal(
  * Sends a refusal on a request's response. Content not yet read is not read at all: the
  * connection closes after the answer (RFC 9110 § 10.1.1, RFC 9112 § 9.6), so a refused
  * upload is not received, and its bytes can never be parsed as a next request or a second
- * (journaled) error.
+ * (journaled) error. A gRPC call gets it as its gRPC status (action/grpc.ts).
  */
 export function sendRefusal(
   res: ServerResponse,
   decided: Refusal,
   headers?: Readonly<Record<string, string>>,
 ): void {
+  if (isGrpcCall(res.req)) return sendGrpcRefusal(res, httpRefusal(decided, headers));
   if (res.headersSent) {
     res.destroy();
     return;

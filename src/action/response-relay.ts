@@ -3,6 +3,7 @@ import type { Dispatcher } from 'undici';
 import { isTrajgateError, TrajgateError } from '../errors.js';
 import type { Capture } from './capture.js';
 import type { Flow, FlowControl } from './flows.js';
+import { grpcStatus, isGrpcCall } from './grpc.js';
 import { downstreamRawHeaders, expectsContinue } from './headers.js';
 import { plainRefusal } from './refusal.js';
 import { sendRefusal } from './respond.js';
@@ -100,6 +101,11 @@ export class ResponseRelay implements Dispatcher.DispatchHandler, FlowControl {
     });
   }
 
+  /** Its session paused it: nothing goes up or down until thawed (H2Upstream's timer waits). */
+  get frozen(): boolean {
+    return this.#frozen;
+  }
+
   freeze(): void {
     this.#frozen = true;
   }
@@ -135,7 +141,7 @@ export class ResponseRelay implements Dispatcher.DispatchHandler, FlowControl {
     this.#thawed?.();
   }
 
-  onHeaders(statusCode: number, raw: Buffer[], resume: () => void): boolean {
+  onHeaders(statusCode: number, raw: readonly (Buffer | string)[], resume: () => void): boolean {
     if (statusCode < 200) return true; // informational: the final response follows
     this.#resume = resume;
     if (this.#frozen) {
@@ -146,11 +152,19 @@ export class ResponseRelay implements Dispatcher.DispatchHandler, FlowControl {
     return true;
   }
 
-  #head(statusCode: number, raw: Buffer[]): void {
+  #head(statusCode: number, raw: readonly (Buffer | string)[]): void {
     this.#status = statusCode;
     const headers = downstreamRawHeaders(raw);
     this.#grpc = grpcStatus(headers);
     this.capture?.responseStart(statusCode, headers);
+    // A status in the head is gRPC's Trailers-Only answer, whose HEADERS frame ends the stream:
+    // clients read a status only there (PROTOCOL-HTTP2.md), so the head is set, not written,
+    // and goes with the end (Node sends it then as one frame with END_STREAM).
+    if (this.#grpc !== undefined && isGrpcCall(this.res.req)) {
+      this.res.statusCode = statusCode;
+      for (const [name, value] of Object.entries(pairs(headers))) this.res.setHeader(name, value);
+      return;
+    }
     this.res.writeHead(statusCode, headers);
   }
 
@@ -171,19 +185,20 @@ export class ResponseRelay implements Dispatcher.DispatchHandler, FlowControl {
     return false;
   }
 
-  onComplete(trailers: (Buffer | string)[] | null): void {
+  onComplete(trailers: readonly (Buffer | string)[] | null): void {
     this.#upstreamDone = true;
-    if (this.#frozen) this.#hold(() => this.#complete(trailers));
-    else this.#complete(trailers);
+    const raw = trailers ?? [];
+    if (this.#frozen) this.#hold(() => this.#complete(raw));
+    else this.#complete(raw);
   }
 
   /**
    * Ends the answer; an HTTP/2 agent gets the upstream's trailers (gRPC's status is there),
    * hop-by-hop fields removed as from a header section (RFC 9110 § 6.5.1).
    */
-  #complete(trailers: (Buffer | string)[] | null): void {
+  #complete(trailers: readonly (Buffer | string)[]): void {
     this.#completed = true;
-    if (trailers && trailers.length > 0) {
+    if (trailers.length > 0) {
       const fields = downstreamRawHeaders(trailers).slice(0, -2);
       this.#grpc = grpcStatus(fields) ?? this.#grpc;
       if (this.res.req.httpVersionMajor === 2) this.res.addTrailers(pairs(fields));
@@ -211,11 +226,10 @@ export class ResponseRelay implements Dispatcher.DispatchHandler, FlowControl {
 
   #fail(status: number, reason: string, stopped?: 'closed'): void {
     const res = this.res;
-    if (res.headersSent) {
-      res.destroy();
-    } else if (!res.destroyed) {
+    if (!res.destroyed) {
+      // An answer under way is cut; a gRPC call's ends with the refusal as its status.
+      if (!res.headersSent) this.#status = status;
       sendRefusal(res, plainRefusal(status, reason));
-      this.#status = status;
     }
     this.#done(reason, stopped);
   }
@@ -232,16 +246,6 @@ export class ResponseRelay implements Dispatcher.DispatchHandler, FlowControl {
     if (this.#grpc !== undefined) transfer.grpcStatus = this.#grpc;
     this.resolve(transfer);
   }
-}
-
-/** `grpc-status` in a flat field list, as a number; undefined when absent or not a number. */
-function grpcStatus(fields: readonly string[]): number | undefined {
-  for (let i = 0; i < fields.length; i += 2) {
-    if ((fields[i] as string).toLowerCase() !== 'grpc-status') continue;
-    const value = fields[i + 1] as string;
-    return /^\d{1,3}$/.test(value) ? Number(value) : undefined;
-  }
-  return undefined;
 }
 
 /** A flat field list as an object, repeated names joined (RFC 9110 § 5.3). */

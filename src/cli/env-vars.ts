@@ -57,6 +57,8 @@ export function clientVars(view: ClientView): [string, Value][] {
       'GIT_SSL_CAINFO',
       'PIP_CERT',
       'npm_config_cafile',
+      // gRPC's C core and grpc-js: their default roots, in place of Node's and the system's.
+      'GRPC_DEFAULT_SSL_ROOTS_FILE_PATH',
     ])
       vars.push([name, [text(ca.bundle)]]);
   }

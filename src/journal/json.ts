@@ -41,7 +41,7 @@ function outcomeFields(r: Unstamped<OutcomeRecord>): string {
     `"type":"outcome","rid":${num(r.rid)},"session":${text(r.session)},"status":${num(r.status)}` +
     `,"bytesUp":${num(r.bytesUp)},"bytesDown":${num(r.bytesDown)}${opt('error', r.error)}` +
     `${opt('failed', r.failed)}${opt('sni', r.sni)}` +
-    `${opt('protocol', r.protocol)}${opt('via', r.via)}` +
+    `${opt('protocol', r.protocol)}${opt('via', r.via)}${opt('grpcStatus', r.grpcStatus)}` +
     `,"durationMs":${num(r.durationMs)}}`
   );
 }

@@ -18,8 +18,8 @@ const SYSTEM_BUNDLES = [
 
 /**
  * The roots a client trusts without trajgate: the system's bundle, else Node's (Mozilla's).
- * SSL_CERT_FILE, REQUESTS_CA_BUNDLE, CURL_CA_BUNDLE, GIT_SSL_CAINFO, PIP_CERT and npm's cafile
- * replace the roots they name rather than add to them: without these, every host that is not
+ * SSL_CERT_FILE, REQUESTS_CA_BUNDLE, CURL_CA_BUNDLE, GIT_SSL_CAINFO, PIP_CERT, npm's cafile and
+ * GRPC_DEFAULT_SSL_ROOTS_FILE_PATH replace the roots they name rather than add to them: without these, every host that is not
  * intercepted (a blind tunnel to the real server) would fail to verify.
  */
 function systemRoots(): string {

@@ -130,6 +130,7 @@ export function trustInstructions(ca: Ca): string {
     `  curl:            curl --cacert ${bundle} …   (or CURL_CA_BUNDLE=${bundle})`,
     `  OpenSSL:         SSL_CERT_FILE=${bundle}`,
     `  Python requests: REQUESTS_CA_BUNDLE=${bundle}`,
+    `  gRPC:            GRPC_DEFAULT_SSL_ROOTS_FILE_PATH=${bundle}   (grpc-js, grpcio: C core)`,
     `npm, pip, git and curl trust only the file named: ${pem} alone works for intercepted hosts`,
     'only; the bundle keeps blind tunnels (hosts not in tls.intercept) working too.',
     `Without installing it: ${join(dirname(pem), CA_BUNDLE)} is the system's roots plus this CA,`,

@@ -62,6 +62,7 @@ export interface InterceptOptions {
   readonly lookup?: Lookup;
   /** Trust the test upstream CA (`tls.upstreamCa`); default true. */
   readonly upstreamCa?: boolean;
+  readonly agents?: readonly { readonly id: string; readonly token: string }[];
 }
 
 /** The config of a gateway intercepting `intercept`, trusting the test upstream CA. */
@@ -80,6 +81,7 @@ export function interceptConfig(options: InterceptOptions): Record<string, unkno
     ...(options.capture ? { capture: options.capture } : {}),
     ...(options.limits ? { limits: options.limits } : {}),
     ...(options.policy ? { policy: options.policy } : {}),
+    ...(options.agents ? { agents: options.agents } : {}),
   };
 }
 

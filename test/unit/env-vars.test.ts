@@ -124,6 +124,7 @@ describe('the variables', () => {
       'GIT_SSL_CAINFO',
       'PIP_CERT',
       'npm_config_cafile',
+      'GRPC_DEFAULT_SSL_ROOTS_FILE_PATH',
     ])
       expect(vars[n], n).toBe(ca.bundle);
   });

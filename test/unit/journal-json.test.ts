@@ -62,7 +62,9 @@ const outcome = (over: Partial<OutcomeRecord> = {}): Unstamped<OutcomeRecord> =>
     error: o.error,
     failed: o.failed,
     sni: o.sni,
+    protocol: o.protocol,
     via: o.via,
+    grpcStatus: o.grpcStatus,
     durationMs: o.durationMs,
   };
 };
@@ -117,6 +119,9 @@ describe('journal lines written field by field', () => {
     same(outcome({ status: 502, error: undefined }));
     same(outcome({ status: 502, failed: true, sni: null, via: 'socks' }));
     same(outcome({ sni: 'a.test', via: 'socks' }));
+    same(outcome({ sni: null, protocol: 'ssh' }));
+    same(outcome({ status: 200, failed: true, grpcStatus: 5 }));
+    same(outcome({ status: 200, grpcStatus: 0 }));
   });
 
   it('numbers JSON cannot carry become null, as JSON.stringify writes them', () => {
