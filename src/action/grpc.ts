@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { HttpRefusal } from './respond.js';
+import type { HttpRefusal } from './refusal.js';
 
 /**
  * A gRPC call: HTTP/2 with `application/grpc` or `application/grpc+proto` (…`;params`), as

@@ -93,3 +93,10 @@ const END_TEXT: Record<HoldEnd, string> = {
   credentials:
     'The credentials it was sent with are no longer valid (its agent was removed or its token changed). The session stays paused.',
 };
+
+/** A refusal as an HTTP response: its status, headers and the plain-text body for the model. */
+export interface HttpRefusal {
+  readonly status: number;
+  readonly headers: Readonly<Record<string, string>>;
+  readonly body: string;
+}

@@ -3,15 +3,8 @@ import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { isGrpcCall, sendGrpcRefusal } from './grpc.js';
 import { hasBody } from './headers.js';
-import type { Refusal } from './refusal.js';
+import type { HttpRefusal, Refusal } from './refusal.js';
 import { refusalText } from './refusal.js';
-
-/** A refusal as an HTTP response: its status, headers and the plain-text body for the model. */
-export interface HttpRefusal {
-  readonly status: number;
-  readonly headers: Readonly<Record<string, string>>;
-  readonly body: string;
-}
 
 /**
  * The proxy's and the bridge's HTTP rendering of a refusal: a verdict's 403 carries

@@ -1,6 +1,6 @@
 import type { Http2ServerRequest } from 'node:http2';
 import type { IncomingMessage } from 'node:http';
-import type { Tunnel } from './inner-http.js';
+import type { Tunnel } from './tunnel-names.js';
 import { requestProblem } from './request-rules.js';
 import { DEFAULT_PORT, hostOf, safeUrl, tunnelHost } from './tunnel-names.js';
 

@@ -2,7 +2,7 @@ import { constants } from 'node:http2';
 import type { ServerHttp2Session } from 'node:http2';
 import type { Refusal } from '../action/refusal.js';
 import { refusalLine } from '../action/refusal.js';
-import type { Tunnel } from './inner-http.js';
+import type { Tunnel } from './tunnel-names.js';
 
 /**
  * Streams an agent may reset before trajgate has looked at them, per connection. A client

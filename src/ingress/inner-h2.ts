@@ -12,7 +12,8 @@ import type { Config } from '../config/load.js';
 import type { Drain } from './drain.js';
 import { h2RequestProblem } from './h2-rules.js';
 import { tunnelOrigin } from './tunnel-names.js';
-import type { InnerHooks, Tunnel } from './inner-http.js';
+import type { InnerHooks } from './inner-http.js';
+import type { Tunnel } from './tunnel-names.js';
 import { SessionGuard } from './h2-session-guard.js';
 
 /** Concurrent streams an agent may open on one connection (RFC 9113 § 6.5.2). */

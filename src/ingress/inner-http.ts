@@ -10,21 +10,9 @@ import type { Drain } from './drain.js';
 import { HeaderDeadlines } from './header-deadline.js';
 import type { Problem } from './request-rules.js';
 import { CLOSE, parseErrorProblem, requestProblem } from './request-rules.js';
-import type { RawRefuser, RawRequest } from './tunnel-track.js';
+import type { RawRefuser, RawRequest } from './raw-request.js';
+import type { Tunnel } from './tunnel-names.js';
 import { DEFAULT_PORT, hostOf, safeUrl, tunnelHost, tunnelOrigin } from './tunnel-names.js';
-
-/** One tunnel whose HTTP trajgate reads: who opened it and the authority its CONNECT named. */
-export interface Tunnel {
-  readonly session: string;
-  readonly client: string;
-  /** Canonical host (no brackets) and port from the CONNECT line. */
-  readonly host: string;
-  readonly port: number;
-  /** `https` inside intercepted TLS, `http` for plain HTTP read from the tunnel. */
-  readonly scheme: 'http' | 'https';
-  /** It came by the SOCKS5 listener: its refusal records say so. */
-  readonly via?: 'socks';
-}
 
 export interface InnerHooks {
   /** Judges and serves one inner request, as a plain HTTP one with its full URL. */

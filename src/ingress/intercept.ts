@@ -11,7 +11,8 @@ import type { NetworkPattern } from '../event/network-pattern.js';
 import { matchesNetwork, parseNetworkPattern } from '../event/network-pattern.js';
 import type { LeafCache } from '../tls/leaves.js';
 import type { InnerH2 } from './inner-h2.js';
-import type { InnerHttp, Tunnel } from './inner-http.js';
+import type { InnerHttp } from './inner-http.js';
+import type { Tunnel } from './tunnel-names.js';
 
 /** How a refusal of the handshake by the agent is passed on: its alert, or `closed`. */
 type Refuse = (tunnel: Tunnel, status: number, reason: string, handshake?: string) => void;

@@ -11,7 +11,7 @@ import type { ProxyContext } from './context.js';
 import { handleHttp } from './http.js';
 import { clientAddress } from './identity.js';
 import { parseErrorProblem } from './request-rules.js';
-import type { RawRequest } from './tunnel-track.js';
+import type { RawRequest } from './raw-request.js';
 import { rawRefuser } from './tunnel-track.js';
 import { handleUpgrade } from './upgrade.js';
 

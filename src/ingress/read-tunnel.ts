@@ -5,7 +5,7 @@ import type { NetworkAsk } from '../pipeline/ruling.js';
 import type { NetworkSubject } from '../event/event.js';
 import type { ProxyContext } from './context.js';
 import { tunnelRefusal } from './context.js';
-import type { Tunnel } from './inner-http.js';
+import type { Tunnel } from './tunnel-names.js';
 import type { TunnelAnswer } from './tunnel-answer.js';
 import { via } from './tunnel-answer.js';
 import type { Ended } from './tunnel-track.js';

@@ -1,5 +1,17 @@
 import { canonicalHost } from '../event/network-target.js';
-import type { Tunnel } from './inner-http.js';
+
+/** One tunnel whose HTTP trajgate reads: who opened it and the authority its CONNECT named. */
+export interface Tunnel {
+  readonly session: string;
+  readonly client: string;
+  /** Canonical host (no brackets) and port from the CONNECT line. */
+  readonly host: string;
+  readonly port: number;
+  /** `https` inside intercepted TLS, `http` for plain HTTP read from the tunnel. */
+  readonly scheme: 'http' | 'https';
+  /** It came by the SOCKS5 listener: its refusal records say so. */
+  readonly via?: 'socks';
+}
 
 export const DEFAULT_PORT = { http: 80, https: 443 } as const;
 

@@ -17,30 +17,12 @@ import type { NetworkAsk } from '../pipeline/ruling.js';
 import type { ProxyContext } from './context.js';
 import { earlyRefusal } from './context.js';
 import { closedWhileHeld } from './http.js';
+import type { RawRefuser } from './raw-request.js';
 import type { TunnelAnswer } from './tunnel-answer.js';
 import { CONNECT_ANSWER } from './tunnel-answer.js';
 
 /** A transfer and the request id its outcome belongs to. */
 export type Ended = Transfer & { readonly rid: number | null };
-
-/** Refuses a raw-socket request before it is judged: journaled, then closed. */
-export type RawRefuser = (
-  status: number,
-  reason: string,
-  session?: string,
-  headers?: Record<string, string>,
-) => void;
-
-/** A request that takes its connection over (CONNECT, Upgrade), as the proxy hands it on. */
-export interface RawRequest {
-  readonly req: IncomingMessage;
-  readonly socket: Socket;
-  /** What the client sent past the request head. */
-  readonly head: Buffer;
-  /** performance.now() when it arrived. */
-  readonly start: number;
-  readonly refuse: RawRefuser;
-}
 
 export function rawRefuser(ctx: ProxyContext, req: IncomingMessage, socket: Duplex): RawRefuser {
   return (status, reason, session, headers) =>

@@ -10,7 +10,8 @@ import { heldPresence } from './context.js';
 import type { Who } from './identity.js';
 import { checkRequest } from './request-checks.js';
 import { CONNECT_ANSWER } from './tunnel-answer.js';
-import type { Ended, RawRequest } from './tunnel-track.js';
+import type { RawRequest } from './raw-request.js';
+import type { Ended } from './tunnel-track.js';
 import { closedWhileOpening, judgeAndConnect, relayTracked, tunnelSlot } from './tunnel-track.js';
 
 /** `ws:` names the same origin-form request on the same default port as `http:`. */
