@@ -2,6 +2,7 @@ import { constants } from 'node:http2';
 import type { ServerHttp2Session } from 'node:http2';
 import type { Refusal } from '../action/refusal.js';
 import { refusalLine } from '../action/refusal.js';
+import { goAway, H2ConnectionFlow } from './h2-connection-flow.js';
 import type { Tunnel } from './inner-http.js';
 
 /**
@@ -23,6 +24,8 @@ type Refuse = (tunnel: Tunnel, status: number, reason: string) => Refusal;
 export class SessionGuard {
   #resets = 0;
   #refused = false;
+  /** The connection's control as an `intercepted` flow (pause, resume, deny). */
+  readonly flow: H2ConnectionFlow;
 
   constructor(
     private readonly session: ServerHttp2Session,
@@ -30,6 +33,7 @@ export class SessionGuard {
     idleMs: number,
     private readonly refuse: Refuse,
   ) {
+    this.flow = new H2ConnectionFlow(session);
     session.on('error', (err: Error & { code?: string }) =>
       this.breach(`HTTP/2 connection error (${err.code ?? 'ERR_HTTP2'}: ${err.message})`),
     );
@@ -57,11 +61,6 @@ export class SessionGuard {
   breach(reason: string, code: number = constants.NGHTTP2_PROTOCOL_ERROR): void {
     if (this.#refused) return;
     this.#refused = true;
-    const refusal = this.refuse(this.tunnel, 400, reason);
-    const session = this.session;
-    if (!session.destroyed && !session.closed) {
-      session.goaway(code, 0, Buffer.from(refusalLine(refusal).slice(0, 512)));
-    }
-    session.destroy();
+    goAway(this.session, code, refusalLine(this.refuse(this.tunnel, 400, reason)));
   }
 }

@@ -7,6 +7,7 @@ import type {
 } from 'node:http2';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { TLSSocket } from 'node:tls';
+import type { FlowControl } from '../action/flows.js';
 import { sendRefusal } from '../action/respond.js';
 import type { Config } from '../config/load.js';
 import type { Drain } from './drain.js';
@@ -33,6 +34,8 @@ export class InnerH2 {
   readonly #sessions = new Map<ServerHttp2Session, SessionGuard>();
   /** The tunnel whose connection is being handed over (the 'session' event is synchronous). */
   #handing: Tunnel | null = null;
+  /** The guard of the connection just handed over. */
+  #handed: SessionGuard | null = null;
 
   constructor(
     config: {
@@ -60,6 +63,7 @@ export class InnerH2 {
       if (tunnel === null) return session.destroy();
       const guard = new SessionGuard(session, tunnel, config.limits.keepAliveIdle, hooks.refuse);
       this.#sessions.set(session, guard);
+      this.#handed = guard;
       session.once('close', () => this.#sessions.delete(session));
     });
     this.#server.on('request', (req: Http2ServerRequest, res: Http2ServerResponse) =>
@@ -76,16 +80,23 @@ export class InnerH2 {
     drain.atStart(() => this.closeIdle());
   }
 
-  /** Serves HTTP/2 read from `socket` (decrypted TLS that negotiated `h2`) until it closes. */
-  serve(socket: TLSSocket, tunnel: Tunnel): void {
+  /**
+   * Serves HTTP/2 read from `socket` (decrypted TLS that negotiated `h2`) until it closes;
+   * returns the connection's control as a flow.
+   */
+  serve(socket: TLSSocket, tunnel: Tunnel): FlowControl {
     // What tls.Server does before 'secureConnection': an HTTP/2 session waits for a socket
     // still marked as connecting to finish, and a server's never says it has by itself.
     (socket as TLSSocket & { secureConnecting: boolean }).secureConnecting = false;
     this.#handing = tunnel;
     try {
       this.#server.emit('connection', socket);
+      const guard = this.#handed;
+      if (guard === null) throw new Error('node:http2 made no session of the connection');
+      return guard.flow;
     } finally {
       this.#handing = null;
+      this.#handed = null;
     }
   }
 
@@ -107,12 +118,15 @@ export class InnerH2 {
   #request(req: Http2ServerRequest, res: Http2ServerResponse): void {
     const guard = this.#sessions.get(req.stream.session as ServerHttp2Session);
     if (guard === undefined) return void req.stream.close(constants.NGHTTP2_REFUSED_STREAM);
-    // Judged a turn later: a stream the agent reset at once (rapid reset, CVE-2023-44487) is
-    // counted by the guard, not judged and journaled one by one.
-    setImmediate(() => {
-      if (req.stream.closed || req.stream.destroyed) return guard.reset();
-      this.#serve(req, res, guard.tunnel);
-    });
+    // Judged a turn later (or at the thaw of a frozen connection): a stream the agent reset by
+    // then (rapid reset, CVE-2023-44487) is counted by the guard, not judged and journaled one
+    // by one.
+    setImmediate(() =>
+      guard.flow.admit(req.stream, () => {
+        if (req.stream.closed || req.stream.destroyed) return guard.reset();
+        this.#serve(req, res, guard.tunnel);
+      }),
+    );
   }
 
   #serve(req: Http2ServerRequest, res: Http2ServerResponse, tunnel: Tunnel): void {
