@@ -5,7 +5,7 @@ import type { Capture } from './capture.js';
 import type { Flow, FlowControl } from './flows.js';
 import { downstreamRawHeaders, expectsContinue } from './headers.js';
 import { plainRefusal } from './refusal.js';
-import { sendRefusal } from './respond.js';
+import { cutAnswer, sendRefusal } from './respond.js';
 import type { Transfer } from './transfer.js';
 import { upstreamFailure } from './transfer.js';
 
@@ -212,7 +212,7 @@ export class ResponseRelay implements Dispatcher.DispatchHandler, FlowControl {
   #fail(status: number, reason: string, stopped?: 'closed'): void {
     const res = this.res;
     if (res.headersSent) {
-      res.destroy();
+      cutAnswer(res);
     } else if (!res.destroyed) {
       sendRefusal(res, plainRefusal(status, reason));
       this.#status = status;

@@ -198,7 +198,7 @@ describe('streams are flows', () => {
     );
   });
 
-  it('a stream opened on a frozen connection waits, unjudged, for the resume', async () => {
+  it('a frozen connection reads nothing: a stream opened meanwhile waits, unjudged, for the resume, as does a PING', async () => {
     const g = await start();
     const { session, upstream: kept } = await openStream(g, '/stream/kept');
     await pauseSession(g);
@@ -208,11 +208,16 @@ describe('streams are flows', () => {
     const stream = session.request({ ':path': '/asked-while-paused' });
     let status = 0;
     stream.on('response', (h) => (status = Number(h[':status'])));
+    // Not even a PING is answered: nghttp2 reads nothing of a frozen connection.
+    let pinged = false;
+    const pong = new Promise<void>((r) => session.ping(() => r(void (pinged = true))));
     expect(await quietFor(stream as never, 400)).toBe('');
     expect(status).toBe(0);
+    expect(pinged).toBe(false);
     expect(events(g).length).toBe(judged);
     expect(h2up.seen.length).toBe(seen);
     g.gw.sessions.resume(SESSION, { reset: true });
+    await pong;
     const body = await new Promise<string>((resolve) => {
       let got = '';
       stream.setEncoding('utf8');
