@@ -91,7 +91,7 @@ export class H2Wire extends Duplex {
       tls.destroy();
       return done(err);
     }
-    const timer = setTimeout(() => tls.destroy(), LINGER_MS);
+    const timer = setTimeout(() => tls.destroy(), LINGER_MS).unref();
     tls.once('close', () => clearTimeout(timer));
     tls.once('end', () => tls.destroy());
     tls.end();

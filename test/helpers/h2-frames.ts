@@ -9,16 +9,14 @@ import { waitFor } from './wait.js';
  */
 
 /** The client connection preface (RFC 9113 § 3.4). */
-export const PREFACE = 'PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n';
+const PREFACE = 'PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n';
 
 export const FRAME = {
   DATA: 0x0,
   HEADERS: 0x1,
   RST_STREAM: 0x3,
   SETTINGS: 0x4,
-  PING: 0x6,
   GOAWAY: 0x7,
-  WINDOW_UPDATE: 0x8,
   CONTINUATION: 0x9,
 } as const;
 
@@ -26,10 +24,8 @@ export const FLAG = { END_STREAM: 0x1, ACK: 0x1, END_HEADERS: 0x4 } as const;
 
 /** Error codes (RFC 9113 § 7). */
 export const ERROR = {
-  NO_ERROR: 0x0,
   PROTOCOL_ERROR: 0x1,
   FRAME_SIZE_ERROR: 0x6,
-  REFUSED_STREAM: 0x7,
   CANCEL: 0x8,
   ENHANCE_YOUR_CALM: 0xb,
 } as const;
@@ -163,10 +159,18 @@ export const bodyOf = (frames: readonly Frame[], stream: number): string =>
  * (200, 204, 206, 304, 400, 404, 500: RFC 7541 Appendix A), which nghttp2 sends indexed.
  */
 export function staticStatusOf(frames: readonly Frame[], stream: number): number | undefined {
-  const f = frames.find((x) => x.type === FRAME.HEADERS && x.stream === stream);
-  const index = (f?.payload[0] ?? 0) & 0x7f;
-  const STATIC: Record<number, number> = { 8: 200, 9: 204, 10: 206, 11: 304, 12: 400, 13: 404 };
-  return f !== undefined && (f.payload[0] ?? 0) & 0x80 ? (STATIC[index] ?? 500) : undefined;
+  const first = frames.find((x) => x.type === FRAME.HEADERS && x.stream === stream)?.payload[0];
+  if (first === undefined || (first & 0x80) === 0) return undefined;
+  const STATIC: Record<number, number> = {
+    8: 200,
+    9: 204,
+    10: 206,
+    11: 304,
+    12: 400,
+    13: 404,
+    14: 500,
+  };
+  return STATIC[first & 0x7f];
 }
 
 /** A TLS connection speaking raw HTTP/2 through the proxy, and what the server sent on it. */

@@ -135,4 +135,4 @@ export function h2Request(
   });
 }
 
-export const { NGHTTP2_CANCEL, NGHTTP2_REFUSED_STREAM } = constants;
+export const { NGHTTP2_CANCEL } = constants;

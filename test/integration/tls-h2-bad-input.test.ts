@@ -5,6 +5,7 @@ import { h2Request, h2Through } from '../helpers/h2.js';
 import {
   bodyOf,
   ERROR,
+  FLAG,
   FRAME,
   frame,
   goAwayOf,
@@ -231,7 +232,9 @@ describe('header sections RFC 9113 § 8.2 forbids reset their stream, with one r
       await raw.until((frames) => resetsOf(frames, 1).length > 0);
       raw.send(headers(3, request(UP, '/after')));
       await raw.until((frames) =>
-        frames.some((f) => f.type === FRAME.DATA && f.stream === 3 && (f.flags & 1) === 1),
+        frames.some(
+          (f) => f.type === FRAME.DATA && f.stream === 3 && (f.flags & FLAG.END_STREAM) !== 0,
+        ),
       );
       expect(resetsOf(raw.frames, 1)).toEqual([ERROR.PROTOCOL_ERROR]);
       expect(staticStatusOf(raw.frames, 3)).toBe(200);
@@ -255,7 +258,9 @@ describe('header sections RFC 9113 § 8.2 forbids reset their stream, with one r
     const raw = await open(g);
     raw.send(Buffer.concat([OPENING, headers(1, request(UP, '/te-ok', [['te', 'trailers']]))]));
     await raw.until((frames) =>
-      frames.some((f) => f.type === FRAME.DATA && f.stream === 1 && (f.flags & 1) === 1),
+      frames.some(
+        (f) => f.type === FRAME.DATA && f.stream === 1 && (f.flags & FLAG.END_STREAM) !== 0,
+      ),
     );
     raw.socket.destroy();
     expect(staticStatusOf(raw.frames, 1)).toBe(200);

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { AgentFrames, MAX_SETTINGS_FRAMES, SentFrames } from '../../src/ingress/h2-frames.js';
 import type { SentWatch } from '../../src/ingress/h2-frames.js';
-import { ERROR, FRAME, frame, OPENING, rstStream, settings } from '../helpers/h2-frames.js';
+import { ERROR, FLAG, FRAME, frame, OPENING, rstStream, settings } from '../helpers/h2-frames.js';
 
 /** A GOAWAY frame (RFC 9113 § 6.8): last stream, code, debug data. */
 function goAway(last: number, code: number, debug: string): Buffer {
@@ -85,7 +85,7 @@ describe('AgentFrames: what the agent sends, checked before nghttp2 reads it', (
 
   it(`counts SETTINGS frames (ACKs aside): the ${MAX_SETTINGS_FRAMES + 1}th is a flood`, () => {
     const agent = new AgentFrames();
-    const ack = frame(FRAME.SETTINGS, 0x1, 0);
+    const ack = frame(FRAME.SETTINGS, FLAG.ACK, 0);
     expect(agent.read(OPENING)).toBeNull();
     for (let i = 1; i < MAX_SETTINGS_FRAMES; i++)
       expect(agent.read(Buffer.concat([settings(), ack]))).toBeNull();
