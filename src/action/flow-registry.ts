@@ -213,8 +213,8 @@ class SessionFlows {
 }
 
 /**
- * Control of a connection whose HTTP trajgate reads itself (intercepted TLS, read plain
- * HTTP). Node's HTTP server pauses and resumes its sockets for its own flow control, so while
+ * Control of a connection whose HTTP trajgate reads itself (intercepted TLS, read plain HTTP;
+ * HTTP/2 through ingress/h2-wire, as nghttp2 would read the socket natively, unpaused). Node's HTTP server pauses and resumes its sockets for its own flow control, so while
  * frozen a resume from it is ignored; corked, responses in flight stop reaching the agent.
  */
 export function socketControl(socket: Socket): FlowControl {

@@ -1,5 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { STATUS_CODES } from 'node:http';
+import { constants } from 'node:http2';
+import type { Http2Stream } from 'node:http2';
 import type { Duplex } from 'node:stream';
 import { isGrpcCall, sendGrpcRefusal } from './grpc.js';
 import { hasBody } from './headers.js';
@@ -38,10 +40,7 @@ export function sendRefusal(
   headers?: Readonly<Record<string, string>>,
 ): void {
   if (isGrpcCall(res.req)) return sendGrpcRefusal(res, httpRefusal(decided, headers));
-  if (res.headersSent) {
-    res.destroy();
-    return;
-  }
+  if (res.headersSent) return cutAnswer(res);
   const refusal = httpRefusal(decided, headers);
   res.writeHead(refusal.status, {
     ...refusal.headers,
@@ -50,6 +49,18 @@ export function sendRefusal(
     'content-length': Buffer.byteLength(refusal.body),
   });
   res.end(refusal.body);
+}
+
+/**
+ * Cuts an answer already under way so that the agent cannot take it for a whole one: an HTTP/2
+ * stream is reset with CANCEL (Node's destroy resets it with NO_ERROR, which says nothing went
+ * wrong, RFC 9113 § 8.1), an HTTP/1.1 connection is closed.
+ */
+export function cutAnswer(res: ServerResponse): void {
+  const stream = (res as unknown as { stream?: Http2Stream }).stream;
+  if (res.req.httpVersionMajor === 2 && stream !== undefined)
+    stream.close(constants.NGHTTP2_CANCEL);
+  else res.destroy();
 }
 
 /** The same on a raw socket (CONNECT, upgrades, parse errors), then closes it. */

@@ -7,6 +7,7 @@ import type {
 } from 'node:http2';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { TLSSocket } from 'node:tls';
+import type { FlowControl } from '../action/flows.js';
 import { sendRefusal } from '../action/respond.js';
 import type { Config } from '../config/load.js';
 import type { Drain } from './drain.js';
@@ -15,6 +16,7 @@ import { tunnelOrigin } from './tunnel-names.js';
 import type { InnerHooks } from './inner-http.js';
 import type { Tunnel } from './tunnel-names.js';
 import { SessionGuard } from './h2-session-guard.js';
+import { H2Wire } from './h2-wire.js';
 
 /** Concurrent streams an agent may open on one connection (RFC 9113 § 6.5.2). */
 const MAX_STREAMS = 100;
@@ -23,17 +25,22 @@ const MAX_STREAMS = 100;
  * The HTTP/2 server for intercepted TLS whose agent chose `h2` by ALPN (RFC 9113 § 3.2). Each
  * stream is a request served exactly as an HTTP/1.1 one inside the tunnel (InnerHooks.serve:
  * the same judgement, journal record, flow and refusal, a 403 with the reason on its stream),
- * once its pseudo-headers agree with the tunnel (h2-rules). What breaks the connection itself
- * (malformed frames, floods, rapid resets) is nghttp2's to catch and SessionGuard's to count:
- * one refusal record per connection, and the connection goes (GOAWAY).
+ * once its pseudo-headers agree with the tunnel (h2-rules). nghttp2 reads the connection
+ * through H2Wire, so that a pause stops it and what nghttp2 refuses by itself is seen. What
+ * breaks the connection (malformed frames, floods, rapid resets) is nghttp2's and H2Wire's to
+ * catch and SessionGuard's to count: one refusal record per connection, and the connection goes
+ * (GOAWAY); a stream nghttp2 resets as malformed gets one of its own.
  */
 export class InnerH2 {
   readonly #hooks: InnerHooks;
   readonly #server: Http2Server;
   readonly #drain: Drain;
   readonly #sessions = new Map<ServerHttp2Session, SessionGuard>();
-  /** The tunnel whose connection is being handed over (the 'session' event is synchronous). */
-  #handing: Tunnel | null = null;
+  /** The connection being handed over (the 'session' event is synchronous). */
+  #handing: { readonly tunnel: Tunnel; readonly socket: TLSSocket; readonly wire: H2Wire } | null =
+    null;
+  /** The guard of the connection just handed over. */
+  #handed: SessionGuard | null = null;
 
   constructor(
     config: {
@@ -57,10 +64,19 @@ export class InnerH2 {
       maxSessionRejectedStreams: 16,
     });
     this.#server.on('session', (session: ServerHttp2Session) => {
-      const tunnel = this.#handing;
-      if (tunnel === null) return session.destroy();
-      const guard = new SessionGuard(session, tunnel, config.limits.keepAliveIdle, hooks.refuse);
+      const handing = this.#handing;
+      if (handing === null) return session.destroy();
+      const { tunnel, socket, wire } = handing;
+      const guard = new SessionGuard(
+        session,
+        socket,
+        tunnel,
+        config.limits.keepAliveIdle,
+        hooks.refuse,
+      );
+      wire.watchWith(guard);
       this.#sessions.set(session, guard);
+      this.#handed = guard;
       session.once('close', () => this.#sessions.delete(session));
     });
     this.#server.on('request', (req: Http2ServerRequest, res: Http2ServerResponse) =>
@@ -77,16 +93,24 @@ export class InnerH2 {
     drain.atStart(() => this.closeIdle());
   }
 
-  /** Serves HTTP/2 read from `socket` (decrypted TLS that negotiated `h2`) until it closes. */
-  serve(socket: TLSSocket, tunnel: Tunnel): void {
+  /**
+   * Serves HTTP/2 read from `socket` (decrypted TLS that negotiated `h2`) until it closes;
+   * returns the connection's control as a flow.
+   */
+  serve(socket: TLSSocket, tunnel: Tunnel): FlowControl {
     // What tls.Server does before 'secureConnection': an HTTP/2 session waits for a socket
     // still marked as connecting to finish, and a server's never says it has by itself.
     (socket as TLSSocket & { secureConnecting: boolean }).secureConnecting = false;
-    this.#handing = tunnel;
+    const wire = new H2Wire(socket);
+    this.#handing = { tunnel, socket, wire };
     try {
-      this.#server.emit('connection', socket);
+      this.#server.emit('connection', wire);
+      const guard = this.#handed;
+      if (guard === null) throw new Error('node:http2 made no session of the connection');
+      return guard.flow;
     } finally {
       this.#handing = null;
+      this.#handed = null;
     }
   }
 
@@ -111,8 +135,7 @@ export class InnerH2 {
     // Judged a turn later: a stream the agent reset at once (rapid reset, CVE-2023-44487) is
     // counted by the guard, not judged and journaled one by one.
     setImmediate(() => {
-      if (req.stream.closed || req.stream.destroyed) return guard.reset();
-      this.#serve(req, res, guard.tunnel);
+      if (guard.judge(req.stream)) this.#serve(req, res, guard.tunnel);
     });
   }
 

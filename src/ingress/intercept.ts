@@ -115,8 +115,8 @@ export class Interceptor {
     tls.once('secure', () => {
       secured = true;
       clearTimeout(timer);
-      if (tls.alpnProtocol === 'h2') this.#h2.serve(tls, tunnel);
-      else this.#inner.serve(tls, tunnel);
+      if (tls.alpnProtocol === 'h2') return onOpen(this.#h2.serve(tls, tunnel));
+      this.#inner.serve(tls, tunnel);
       onOpen(socketControl(tls));
     });
     tls.on('error', (err: Error & { reason?: string; code?: string }) => {
