@@ -86,12 +86,15 @@ export function exchange(
   s.once('response', (headers: IncomingHttpHeaders) => {
     responded = true;
     timer?.refresh();
-    if (!settled && !handler.onHeaders(Number(headers[':status']), flat(headers), resume))
-      s.pause();
-  });
-  s.on('data', (chunk: Buffer) => {
-    timer?.refresh();
-    if (!settled && !handler.onData(chunk)) s.pause();
+    if (settled) return;
+    const go = handler.onHeaders(Number(headers[':status']), flat(headers), resume);
+    // Read only now: Node emits 'response' a tick after the HEADERS frame, and DATA that came
+    // in the same read would otherwise reach the agent first (its status then implied as 200).
+    s.on('data', (chunk: Buffer) => {
+      timer?.refresh();
+      if (!settled && !handler.onData(chunk)) s.pause();
+    });
+    if (!go) s.pause();
   });
   let trailers: IncomingHttpHeaders = {};
   s.once('trailers', (t: IncomingHttpHeaders) => (trailers = t));

@@ -101,6 +101,28 @@ describe('H2Upstream', () => {
     expect(seen.trailers).toEqual(['grpc-status', '0']);
   });
 
+  it('DATA that arrives with its HEADERS is told after the headers, for each of many answers', async () => {
+    // A small answer is one write: HEADERS and DATA in the same read by the client.
+    const server = await h2Server((s) => {
+      s.respond({ ':status': 201 });
+      s.end('small');
+    });
+    const order: string[][] = [];
+    const calls = Array.from({ length: 300 }, () => {
+      const { seen, handler } = recorder();
+      const told: string[] = [];
+      order.push(told);
+      const { onHeaders, onData } = handler;
+      handler.onHeaders = (...args) => (told.push('headers'), onHeaders.apply(handler, args));
+      handler.onData = (chunk) => (told.push('data'), onData.call(handler, chunk));
+      upstream.dispatch(request(originOf(server)), handler);
+      return seen;
+    });
+    await waitFor(() => calls.every((c) => c.done));
+    expect(calls.every((c) => c.status === 201 && c.bytes === 5 && c.error === null)).toBe(true);
+    expect(order.every((told) => told[0] === 'headers')).toBe(true);
+  });
+
   it('concurrent POSTs with bodies share one connection', async () => {
     let sessions = 0;
     const server = await h2Server((s) => {
