@@ -88,8 +88,9 @@ export function exchange(
     timer?.refresh();
     if (settled) return;
     const go = handler.onHeaders(Number(headers[':status']), flat(headers), resume);
-    // Read only now: Node emits 'response' a tick after the HEADERS frame, and DATA that came
-    // in the same read would otherwise reach the agent first (its status then implied as 200).
+    // Read only now: Node emits 'response' on a later tick than it reads the HEADERS frame,
+    // and DATA (or the stream's end) read before it would reach the agent first, its status
+    // implied as 200 (seen under bench/proxy's h2 → h2 load).
     s.on('data', (chunk: Buffer) => {
       timer?.refresh();
       if (!settled && !handler.onData(chunk)) s.pause();
