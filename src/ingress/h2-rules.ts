@@ -2,7 +2,7 @@ import type { Http2ServerRequest } from 'node:http2';
 import type { IncomingMessage } from 'node:http';
 import type { Tunnel } from './tunnel-names.js';
 import { requestProblem } from './request-rules.js';
-import { DEFAULT_PORT, hostOf, safeUrl, tunnelHost } from './tunnel-names.js';
+import { DEFAULT_PORT, hostOf, safeUrl, tunnelHost, tunnelOrigin } from './tunnel-names.js';
 
 /** A stream's request, checked: its URL, or why it is refused and the target it named. */
 export type H2Checked =
@@ -22,11 +22,8 @@ export type H2Checked =
  * names, connection-specific fields and the pseudo-headers' presence are nghttp2's (§ 8.2).
  * Then every rule a request passes on any path (requestProblem).
  */
-export function h2RequestProblem(
-  req: Http2ServerRequest,
-  tunnel: Tunnel,
-  origin: string,
-): H2Checked {
+export function h2RequestProblem(req: Http2ServerRequest, tunnel: Tunnel): H2Checked {
+  const origin = tunnelOrigin(tunnel);
   const headers = req.headers;
   const authority = headers[':authority'];
   const hosts = req.rawHeaders.filter((_, i) => i % 2 === 0 && req.rawHeaders[i] === 'host');

@@ -12,7 +12,6 @@ import { sendRefusal } from '../action/respond.js';
 import type { Config } from '../config/load.js';
 import type { Drain } from './drain.js';
 import { h2RequestProblem } from './h2-rules.js';
-import { tunnelOrigin } from './tunnel-names.js';
 import type { InnerHooks } from './inner-http.js';
 import type { Tunnel } from './tunnel-names.js';
 import { SessionGuard } from './h2-session-guard.js';
@@ -142,8 +141,7 @@ export class InnerH2 {
   #serve(req: Http2ServerRequest, res: Http2ServerResponse, tunnel: Tunnel): void {
     const http1Req = req as unknown as IncomingMessage;
     const http1Res = res as unknown as ServerResponse;
-    const origin = tunnelOrigin(tunnel);
-    const checked = h2RequestProblem(req, tunnel, origin);
+    const checked = h2RequestProblem(req, tunnel);
     if (!checked.ok) {
       const refusal = this.#hooks.refuse(tunnel, checked.status, checked.reason, checked.target);
       return sendRefusal(http1Res, refusal);
