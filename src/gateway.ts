@@ -45,6 +45,8 @@ export interface RunningGateway {
   readonly adminTokenFile: string | null;
   /** Records read back from the journal at start. */
   readonly restored: number;
+  /** The credentials as they run (validated, not yet applied to any request). */
+  readonly credentials: Config['credentials'];
   /** Whether the journal can be written (GET /api/health). */
   readonly health: JournalHealth;
   /** Where the trajectory is kept and whether it answers; this gateway's replica name. */
@@ -102,7 +104,8 @@ async function open(
   const trajectory = await openTrajectory(initial, lookup, opening);
   const { guard, review, held, journal, flows, egress, sessions } = trajectory;
   const drainTimeout = live('drain', { limits: ['drainTimeout'] }, initial);
-  parts.add(drainTimeout.part);
+  const credentials = live('credentials', { credentials: true }, initial);
+  parts.add(drainTimeout.part, credentials.part);
   const limitLog = new LimitLog(log, trajectory.metrics);
   teardown.push('limit log', () => limitLog.close());
   const listeners = new Listeners(
@@ -157,6 +160,9 @@ async function open(
     ...at,
     adminTokenFile: admin.tokenFile,
     restored: trajectory.restored,
+    get credentials() {
+      return credentials.value.credentials;
+    },
     health: trajectory.health,
     store: trajectory.store,
     reload: (by) => reloader.reload(by),

@@ -8,7 +8,7 @@ import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
  * HTTP2-Settings is connection-specific, for an h2c upgrade (RFC 7540 § 3.2.1), and h2c is
  * deprecated (RFC 9113 § 3.1): it is never forwarded, named in Connection or not.
  */
-const HOP_BY_HOP = new Set([
+export const HOP_BY_HOP: ReadonlySet<string> = new Set([
   'connection',
   'proxy-connection',
   'keep-alive',

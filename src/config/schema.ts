@@ -8,6 +8,7 @@ import { checkCrossings, sequencesSchema } from './sequences-schema.js';
 import { journalSchema } from './journal-schema.js';
 import { protocolName } from '../http/upgrade-protocols.js';
 import { duration } from './duration-schema.js';
+import { checkScopes, credentialsSchema } from './credentials-schema.js';
 
 /**
  * The YAML schema; key names are the contract (docs/configuration.md, and
@@ -196,6 +197,7 @@ const fields = z.strictObject({
     .optional(),
   /** Shared allow lists: an agent listing a role in `roles` gets its patterns. */
   roles: z.record(name('a role name'), role).default({}),
+  credentials: credentialsSchema(networkPattern),
   policy: z
     .strictObject({
       countBy: z.enum(['boundary', 'target']).default('boundary'),
@@ -379,6 +381,7 @@ export const configSchema = fields.superRefine((raw, ctx) => {
       });
     }),
   );
+  checkScopes(raw, ctx);
 });
 
 export type RawConfig = z.output<typeof configSchema>;
