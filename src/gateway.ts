@@ -17,6 +17,8 @@ import type { Sessions } from './review/sessions.js';
 import type { StoreView } from './wire.js';
 import { openAdmin, openLinks } from './gateway/admin.js';
 import { ConfigParts } from './gateway/config-parts.js';
+import type { ArmedCredential } from './gateway/credentials.js';
+import { openCredentials } from './gateway/credentials.js';
 import { openIngress } from './gateway/ingress.js';
 import { Listeners } from './gateway/listeners.js';
 import { LimitLog } from './review/limit-log.js';
@@ -45,8 +47,8 @@ export interface RunningGateway {
   readonly adminTokenFile: string | null;
   /** Records read back from the journal at start. */
   readonly restored: number;
-  /** The credentials as they run (validated, not yet applied to any request). */
-  readonly credentials: Config['credentials'];
+  /** The credentials as they run, with their sentinels (not yet applied to any request). */
+  readonly credentials: readonly ArmedCredential[];
   /** Whether the journal can be written (GET /api/health). */
   readonly health: JournalHealth;
   /** Where the trajectory is kept and whether it answers; this gateway's replica name. */
@@ -104,8 +106,8 @@ async function open(
   const trajectory = await openTrajectory(initial, lookup, opening);
   const { guard, review, held, journal, flows, egress, sessions } = trajectory;
   const drainTimeout = live('drain', { limits: ['drainTimeout'] }, initial);
-  const credentials = live('credentials', { credentials: true }, initial);
-  parts.add(drainTimeout.part, credentials.part);
+  parts.add(drainTimeout.part);
+  const credentials = openCredentials(initial, opening);
   const limitLog = new LimitLog(log, trajectory.metrics);
   teardown.push('limit log', () => limitLog.close());
   const listeners = new Listeners(
@@ -161,7 +163,7 @@ async function open(
     adminTokenFile: admin.tokenFile,
     restored: trajectory.restored,
     get credentials() {
-      return credentials.value.credentials;
+      return credentials();
     },
     health: trajectory.health,
     store: trajectory.store,
