@@ -71,6 +71,26 @@ export class AhoCorasick {
     return c === 0 ? 0 : this.next[state * this.width + c - 1]!;
   }
 
+  /**
+   * Runs over `bytes` from index `from` to `to` starting in `state` and answers the state after
+   * them, calling `found` with each state where a needle ends and the byte's index.
+   */
+  run(
+    state: number,
+    bytes: Uint8Array,
+    from: number,
+    to: number,
+    found: (state: number, at: number) => void,
+  ): number {
+    const { column, next, width, ends } = this;
+    for (let i = from; i < to; i++) {
+      const c = column[bytes[i]!]!;
+      state = c === 0 ? 0 : next[state * width + c - 1]!;
+      if (ends[state] !== null) found(state, i);
+    }
+    return state;
+  }
+
   /** The indexes of the needles that end at `state`, or null. */
   matches(state: number): readonly number[] | null {
     return this.ends[state]!;

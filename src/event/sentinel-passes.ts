@@ -29,56 +29,92 @@ for (const [c, b] of Object.entries({
   SIMPLE[c.charCodeAt(0)] = b;
 }
 
-/**
- * Runs the automaton over one decoding of the stream, the raw one here. A decoding pass reports
- * only matches that take in a decoded escape: the rest are the raw pass's. Bytes held back as a
- * possible escape need no flush at the end: `%` and `\` are in no needle (sentinels are word
- * characters, base64 adds `+/-`), so no match can end inside them.
- */
-export class Pass {
+/** Runs the automaton over the stream as is. */
+export class RawPass {
   private state = 0;
-  /** Index of the last byte given to the automaton, and of the last one an escape gave. */
-  private at = 0;
-  private lastEscaped = 0;
-
-  /** The escape this pass undoes; the raw pass undoes none. */
-  protected readonly escape: Escape | null = null;
 
   constructor(
     private readonly automaton: AhoCorasick,
     private readonly report: Report,
   ) {}
 
+  private readonly found = (state: number): void => {
+    for (const needle of this.automaton.matches(state)!) this.report(needle, null);
+  };
+
   write(chunk: Uint8Array): void {
-    for (const b of chunk) this.take(b);
+    this.state = this.automaton.run(this.state, chunk, 0, chunk.length, this.found);
+  }
+}
+
+/**
+ * Runs the automaton over one decoding of the stream. It reports only matches that take in a
+ * decoded escape: the rest are the raw pass's. Bytes held back as a possible escape need no
+ * flush at the end: `%` and `\` are in no needle (all are word characters), so no match can
+ * end inside them.
+ */
+abstract class DecodingPass {
+  private state = 0;
+  /** Index of the last byte given to the automaton, and of the last one an escape gave. */
+  private at = 0;
+  private lastEscaped = 0;
+  /** Where the run of literal bytes being fed starts, less one (see `literal`). */
+  private runBase = 0;
+  /** 0, or how far into an escape the last bytes were (each pass's own steps). */
+  protected held = 0;
+  protected abstract readonly escape: Escape;
+  /** The byte that starts an escape. */
+  protected abstract readonly opener: number;
+
+  constructor(
+    private readonly automaton: AhoCorasick,
+    private readonly report: Report,
+  ) {}
+
+  /** Bytes up to the next opener go through in one tight run; escapes byte by byte. */
+  write(chunk: Uint8Array): void {
+    for (let i = 0; i < chunk.length;) {
+      if (this.held > 0 || chunk[i] === this.opener) {
+        this.take(chunk[i++]!);
+        continue;
+      }
+      let end = chunk.indexOf(this.opener, i);
+      if (end < 0) end = chunk.length;
+      this.runBase = this.at - i;
+      this.state = this.automaton.run(this.state, chunk, i, end, this.literal);
+      this.at += end - i;
+      i = end;
+    }
   }
 
-  protected take(b: number): void {
-    this.emit(b, false);
-  }
+  private readonly literal = (state: number, index: number): void => {
+    this.ended(state, this.runBase + index + 1);
+  };
+
+  protected abstract take(b: number): void;
 
   protected emit(byte: number, escaped: boolean): void {
     this.at++;
     if (escaped) this.lastEscaped = this.at;
     this.state = this.automaton.step(this.state, byte);
-    const ends = this.automaton.matches(this.state);
-    if (ends === null) return;
-    for (const needle of ends) {
-      const from = this.at - this.automaton.lengths[needle]! + 1;
-      if (this.escape === null || this.lastEscaped >= from) this.report(needle, this.escape);
+    if (this.automaton.matches(this.state) !== null) this.ended(this.state, this.at);
+  }
+
+  private ended(state: number, at: number): void {
+    for (const needle of this.automaton.matches(state)!) {
+      if (this.lastEscaped > at - this.automaton.lengths[needle]!) this.report(needle, this.escape);
     }
   }
 }
 
 /** RFC 3986 § 2.1: `%XX` in either case is the byte XX; a `%` not followed by two hex digits is itself. */
-export class PercentPass extends Pass {
-  /** 0, or 1 after `%`, or 2 after `%` and a hex digit. */
-  private held = 0;
+export class PercentPass extends DecodingPass {
+  /** `held` is 1 after `%`, 2 after `%` and a hex digit. */
   private digit = 0;
+  protected readonly escape = 'percent';
+  protected readonly opener = PERCENT;
 
-  protected override readonly escape = 'percent';
-
-  protected override take(b: number): void {
+  protected take(b: number): void {
     if (this.held > 0) {
       const held = this.held;
       this.held = 0;
@@ -103,15 +139,15 @@ export class PercentPass extends Pass {
  * RFC 8259 § 7: `\uXXXX` for any character and the two-character escapes (`\/` among them). A
  * character beyond ASCII is in no sentinel: it stands as a byte that breaks any match.
  */
-export class JsonPass extends Pass {
-  /** 0, or 1 after `\`, or 2 to 5 after `\u` and that many hex digits less 2. */
-  private held = 0;
+export class JsonPass extends DecodingPass {
+  /** `held` is 1 after `\`, 2 to 5 after `\u` and that many hex digits less 2. */
   private readonly digits = new Uint8Array(4);
   private value = 0;
 
-  protected override readonly escape = 'json';
+  protected readonly escape = 'json';
+  protected readonly opener = BACKSLASH;
 
-  protected override take(b: number): void {
+  protected take(b: number): void {
     if (this.held === 1) {
       this.held = 0;
       if (b === U) {

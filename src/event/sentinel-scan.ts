@@ -1,5 +1,5 @@
 import { AhoCorasick } from './aho-corasick.js';
-import { JsonPass, Pass, PercentPass, type Escape } from './sentinel-passes.js';
+import { JsonPass, PercentPass, RawPass, type Escape } from './sentinel-passes.js';
 import { SENTINEL } from '../config/credentials-schema.js';
 import { TrajgateError } from '../errors.js';
 
@@ -98,13 +98,13 @@ export class SentinelScan {
   private readonly found: SentinelFinding[] = [];
   /** Per sentinel, a bit per spelling (SPELLINGS) already reported. */
   private readonly seen: Uint16Array;
-  private readonly passes: readonly Pass[];
+  private readonly passes: readonly { write(chunk: Uint8Array): void }[];
 
   constructor(private readonly scanner: SentinelScanner) {
     this.seen = new Uint16Array(scanner.names.length);
     const report = this.report.bind(this);
     this.passes = [
-      new Pass(scanner.automaton, report),
+      new RawPass(scanner.automaton, report),
       new PercentPass(scanner.automaton, report),
       new JsonPass(scanner.automaton, report),
     ];
