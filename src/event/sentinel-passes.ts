@@ -1,13 +1,23 @@
 import type { AhoCorasick } from './aho-corasick.js';
 
-/** Escapes an upstream may undo before it reads a sentinel: RFC 3986 § 2.1, RFC 8259 § 7. */
-export type Escape = 'percent' | 'json';
+/**
+ * What an upstream may undo before it reads a sentinel: percent-encoding (RFC 3986 § 2.1), JSON
+ * escapes (RFC 8259 § 7), line breaks in base64 (RFC 2045 § 6.8 wraps it at 76 characters).
+ */
+export type Escape = 'percent' | 'json' | 'wrapped';
 
 type Report = (needle: number, escape: Escape | null) => void;
 
 const PERCENT = 0x25;
+const CR = 0x0d;
+const LF = 0x0a;
 const BACKSLASH = 0x5c;
 const U = 0x75;
+const indexOrEnd = (chunk: Uint8Array, byte: number, from: number): number => {
+  const at = chunk.indexOf(byte, from);
+  return at < 0 ? chunk.length : at;
+};
+
 /** Each byte's hex digit value, either case; -1 for the rest. */
 const HEX = new Int8Array(256).fill(-1);
 for (let d = 0; d < 16; d++) {
@@ -63,8 +73,8 @@ abstract class DecodingPass {
   /** 0, or how far into an escape the last bytes were (each pass's own steps). */
   protected held = 0;
   protected abstract readonly escape: Escape;
-  /** The byte that starts an escape. */
-  protected abstract readonly opener: number;
+  /** The bytes that start an escape (one may stand twice). */
+  protected abstract readonly openers: readonly [number, number];
 
   constructor(
     private readonly automaton: AhoCorasick,
@@ -73,13 +83,20 @@ abstract class DecodingPass {
 
   /** Bytes up to the next opener go through in one tight run; escapes byte by byte. */
   write(chunk: Uint8Array): void {
+    const [first, second] = this.openers;
+    // Where each opener is next, looked up again only once passed: no rescans of the chunk.
+    let nextFirst = -1;
+    let nextSecond = -1;
     for (let i = 0; i < chunk.length;) {
-      if (this.held > 0 || chunk[i] === this.opener) {
-        this.take(chunk[i++]!);
+      const b = chunk[i]!;
+      if (this.held > 0 || b === first || b === second) {
+        this.take(b);
+        i++;
         continue;
       }
-      let end = chunk.indexOf(this.opener, i);
-      if (end < 0) end = chunk.length;
+      if (nextFirst < i) nextFirst = indexOrEnd(chunk, first, i);
+      if (nextSecond < i) nextSecond = indexOrEnd(chunk, second, i);
+      const end = Math.min(nextFirst, nextSecond);
       this.runBase = this.at - i;
       this.state = this.automaton.run(this.state, chunk, i, end, this.literal);
       this.at += end - i;
@@ -100,6 +117,11 @@ abstract class DecodingPass {
     if (this.automaton.matches(this.state) !== null) this.ended(this.state, this.at);
   }
 
+  /** A byte left out between the last one given and the next: a match across it is this pass's. */
+  protected skipped(): void {
+    this.lastEscaped = this.at;
+  }
+
   private ended(state: number, at: number): void {
     for (const needle of this.automaton.matches(state)!) {
       if (this.lastEscaped > at - this.automaton.lengths[needle]!) this.report(needle, this.escape);
@@ -112,7 +134,7 @@ export class PercentPass extends DecodingPass {
   /** `held` is 1 after `%`, 2 after `%` and a hex digit. */
   private digit = 0;
   protected readonly escape = 'percent';
-  protected readonly opener = PERCENT;
+  protected readonly openers = [PERCENT, PERCENT] as const;
 
   protected take(b: number): void {
     if (this.held > 0) {
@@ -145,7 +167,7 @@ export class JsonPass extends DecodingPass {
   private value = 0;
 
   protected readonly escape = 'json';
-  protected readonly opener = BACKSLASH;
+  protected readonly openers = [BACKSLASH, BACKSLASH] as const;
 
   protected take(b: number): void {
     if (this.held === 1) {
@@ -176,6 +198,17 @@ export class JsonPass extends DecodingPass {
       this.held = 0;
     }
     if (b === BACKSLASH) this.held = 1;
+    else this.emit(b, false);
+  }
+}
+
+/** Leaves out CR and LF, so that base64 wrapped in lines reads as one run. */
+export class WrappedPass extends DecodingPass {
+  protected readonly escape = 'wrapped';
+  protected readonly openers = [CR, LF] as const;
+
+  protected take(b: number): void {
+    if (b === CR || b === LF) this.skipped();
     else this.emit(b, false);
   }
 }

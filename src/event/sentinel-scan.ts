@@ -1,5 +1,5 @@
 import { AhoCorasick } from './aho-corasick.js';
-import { JsonPass, PercentPass, RawPass, type Escape } from './sentinel-passes.js';
+import { JsonPass, PercentPass, RawPass, WrappedPass, type Escape } from './sentinel-passes.js';
 import { SENTINEL } from '../config/credentials-schema.js';
 import { TrajgateError } from '../errors.js';
 
@@ -8,7 +8,7 @@ export type { Escape };
  * How a sentinel was spelled where it was found. `base64` stands for base64url too (RFC 4648
  * § 4, § 5): their alphabets differ only in `+/` against `-_`, and the fixed characters of a
  * sentinel's encoding are never those, since each 6 bits of ASCII word characters is below 62.
- * `percent+base64` is base64 with %XX escapes in it.
+ * `percent+base64` is base64 with %XX escapes in it, `wrapped+base64` base64 in lines.
  */
 export type Spelling = 'raw' | Escape | 'base64' | `${Escape}+base64`;
 
@@ -18,16 +18,12 @@ export interface SentinelFinding {
   readonly spelling: Spelling;
 }
 
-/** Indexed by escape (none, percent, json) plus 3 for base64. */
+const ESCAPES = [null, 'percent', 'json', 'wrapped'] as const;
+/** Indexed by the escape's index in ESCAPES, plus ESCAPES.length for base64. */
 const SPELLINGS: readonly Spelling[] = [
-  'raw',
-  'percent',
-  'json',
-  'base64',
-  'percent+base64',
-  'json+base64',
+  ...ESCAPES.map((e) => e ?? 'raw'),
+  ...ESCAPES.map((e): Spelling => (e === null ? 'base64' : `${e}+base64`)),
 ];
-const ESCAPES = [null, 'percent', 'json'] as const;
 
 /** A needle: one sentinel as is or encoded, before any escape. */
 interface Needle {
@@ -107,6 +103,7 @@ export class SentinelScan {
       new RawPass(scanner.automaton, report),
       new PercentPass(scanner.automaton, report),
       new JsonPass(scanner.automaton, report),
+      new WrappedPass(scanner.automaton, report),
     ];
   }
 
@@ -123,7 +120,7 @@ export class SentinelScan {
 
   private report(needle: number, escape: Escape | null): void {
     const { owner, base64 } = this.scanner.needles[needle]!;
-    const spelling = ESCAPES.indexOf(escape) + (base64 ? 3 : 0);
+    const spelling = ESCAPES.indexOf(escape) + (base64 ? ESCAPES.length : 0);
     if ((this.seen[owner]! & (1 << spelling)) !== 0) return;
     this.seen[owner]! |= 1 << spelling;
     this.found.push({ name: this.scanner.names[owner]!, spelling: SPELLINGS[spelling]! });

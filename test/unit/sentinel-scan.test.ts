@@ -61,6 +61,20 @@ const cases: [string, string, SentinelFinding[]][] = [
       [github('json+base64')],
     ],
   ]),
+  ...[4, 76].flatMap((width): [string, string, SentinelFinding[]][] => {
+    // 50 bytes before the sentinel: it starts at character 68, so a 76 wide line breaks in it.
+    const long = Buffer.concat([Buffer.alloc(50, 0xfb), Buffer.from(GITHUB)]).toString('base64');
+    const lines = (eol: string) => long.match(new RegExp(`.{1,${width}}`, 'g'))!.join(eol);
+    return [
+      [`base64 in ${width} wide CRLF lines`, `${lines('\r\n')}\r\n`, [github('wrapped+base64')]],
+      [`base64 in ${width} wide LF lines`, lines('\n'), [github('wrapped+base64')]],
+    ];
+  }),
+  [
+    'as is, split by a line break',
+    `${GITHUB.slice(0, 9)}\r\n${GITHUB.slice(9)}`,
+    [github('wrapped')],
+  ],
   [
     'as is and percent-encoded: each once',
     `${GITHUB} ${GITHUB} ${percent(GITHUB)}`,
