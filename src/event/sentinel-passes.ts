@@ -68,7 +68,7 @@ abstract class DecodingPass {
   /** Index of the last byte given to the automaton, and of the last one an escape gave. */
   private at = 0;
   private lastEscaped = 0;
-  /** Where the run of literal bytes being fed starts, less one (see `literal`). */
+  /** In a run of literal bytes, the byte at chunk index k is the (runBase + k + 1)th given. */
   private runBase = 0;
   /** 0, or how far into an escape the last bytes were (each pass's own steps). */
   protected held = 0;
