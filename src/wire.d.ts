@@ -86,6 +86,24 @@ export interface EventRecord extends RecordBase {
    * sent up by then, as the guard counted them (replay and restart count them before judging).
    */
   readonly sentUp?: number;
+  /** Credentials this request carried to their own hosts: their sentinels swapped for values. */
+  readonly credentials?: readonly string[];
+  /** A credential's sentinel found where it does not belong (boundary `credential-exfiltration`). */
+  readonly exfiltration?: { readonly credential: string; readonly where: string };
+}
+
+/** A credential a session's traffic carried (`GET /api/sessions/:id`, `trajgate sessions`). */
+export interface CredentialUseView {
+  readonly name: string;
+  /** Requests that carried it to its own hosts. */
+  readonly uses: number;
+  /** Events that carried its sentinel where it does not belong. */
+  readonly exfiltrations: number;
+  /** Its own hosts it went to (`host:port`), the first few. */
+  readonly hosts: readonly string[];
+  /** The session's first event that carried it. */
+  readonly first: Pick<EventRecord, 'seq' | 'ts' | 'kind' | 'target'>;
+  readonly last: string;
 }
 
 /** An event as the events route pages it: with the status its request ended, when journaled. */
@@ -176,6 +194,11 @@ export interface PauseRecord {
    * gateway still had it: the person deciding sees both events of the pair.
    */
   readonly after?: EventRecord;
+  /**
+   * A pause on a sentinel out of place: the session's first event that carried that credential
+   * (how the agent came to hold it), when the gateway still had it.
+   */
+  readonly firstSeen?: EventRecord;
 }
 
 /** `GET /api/health`: whether the journal can be written, so whether requests are served. */

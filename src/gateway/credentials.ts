@@ -1,6 +1,7 @@
 import { dirname, join } from 'node:path';
 import type { Config } from '../config/load.js';
 import { built, part } from '../config/parts.js';
+import { CredentialSet } from '../event/credential-set.js';
 import { sentinels } from '../event/sentinels.js';
 import { secretFile } from '../review/secret-file.js';
 import type { Opening } from './trajectory.js';
@@ -15,28 +16,69 @@ export function credentialKeyFile(config: {
 }
 
 /**
- * The credentials with their sentinels, replaced by a reload (values rotate, sentinels stay:
- * they derive from the name). The key file is created the first time a credential needs a
- * generated sentinel; a key that cannot be read or made stops the start, or refuses the reload.
+ * The credentials in force: the config's with their sentinels, replaced by a reload (values
+ * rotate, sentinels stay: they derive from the name), less those an operator revoked (a
+ * `credential` record, rebuilt at start). The key file is created the first time a credential
+ * needs a generated sentinel; a key that cannot be read or made stops the start, or refuses the
+ * reload.
  */
-export function openCredentials(
-  initial: Config,
-  { parts }: Pick<Opening, 'parts'>,
-): () => readonly ArmedCredential[] {
+export class Credentials {
+  #armed: readonly ArmedCredential[];
+  #agents: Config['agents'];
+  readonly #revoked = new Set<string>();
+  #set: CredentialSet<ArmedCredential>;
+
+  constructor(armed: readonly ArmedCredential[], agents: Config['agents']) {
+    this.#armed = armed;
+    this.#agents = agents;
+    this.#set = this.#build();
+  }
+
+  /** Every configured credential with its sentinel (revoked ones too). */
+  get armed(): readonly ArmedCredential[] {
+    return this.#armed;
+  }
+
+  /** What requests are judged and swapped by now. */
+  get current(): CredentialSet<ArmedCredential> {
+    return this.#set;
+  }
+
+  replace(armed: readonly ArmedCredential[], agents: Config['agents']): void {
+    this.#armed = armed;
+    this.#agents = agents;
+    this.#set = this.#build();
+  }
+
+  /** An operator's revoke (`restore`: undone); false when it changed nothing. */
+  revoke(name: string, revoked = true): boolean {
+    if (this.#revoked.has(name) === revoked) return false;
+    if (revoked) this.#revoked.add(name);
+    else this.#revoked.delete(name);
+    this.#set = this.#build();
+    return true;
+  }
+
+  #build(): CredentialSet<ArmedCredential> {
+    return new CredentialSet(this.#armed, this.#agents, new Set(this.#revoked));
+  }
+}
+
+export function openCredentials(initial: Config, { parts }: Pick<Opening, 'parts'>): Credentials {
   const file = credentialKeyFile(initial);
   let key: Buffer | undefined;
   const read = () => (key ??= Buffer.from(secretFile(file, 'the credential key'), 'utf8'));
-  let armed = sentinels(initial.credentials, read);
+  const credentials = new Credentials(sentinels(initial.credentials, read), initial.agents);
   parts.add(
     part({
       name: 'credentials',
-      reads: { credentials: true },
+      reads: { credentials: true, agents: true },
       configure: (next) =>
         built(
           () => sentinels(next.credentials, read),
-          (made) => void (armed = made),
+          (made) => credentials.replace(made, next.agents),
         ),
     }),
   );
-  return () => armed;
+  return credentials;
 }

@@ -1,6 +1,6 @@
 import type { Event } from '../event/event.js';
 import type { Decision } from '../guard/guard.js';
-import type { EventRecord, PauseRecord, RecordBase } from '../wire.js';
+import type { CredentialUseView, EventRecord, PauseRecord, RecordBase } from '../wire.js';
 import type { JournaledCommand, JournaledTarget } from './long-target.js';
 import { withJournaledTarget } from './long-target.js';
 
@@ -9,7 +9,7 @@ import { withJournaledTarget } from './long-target.js';
  * field names are the contract (docs/journal.md). The event and pause records are in
  * ../wire.d.ts: the review page reads them too.
  */
-export type { EventRecord, PauseRecord, RecordBase };
+export type { CredentialUseView, EventRecord, PauseRecord, RecordBase };
 
 /**
  * How a request or tunnel ended; `rid` is its request id: the seq of its first event record
@@ -278,5 +278,7 @@ export function eventRecord(
     onFailure: decision.onFailure,
     eventNo: decision.eventNo,
     sentUp: request.sentUp,
+    credentials: event.credentials,
+    exfiltration: event.exfiltration,
   });
 }

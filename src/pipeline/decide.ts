@@ -1,4 +1,5 @@
 import type { Egress } from '../action/egress.js';
+import type { Credentials } from '../gateway/credentials.js';
 import type { FlowRegistry } from '../action/flow-registry.js';
 import type { HoldEnd, Refusal } from '../action/refusal.js';
 import { plainRefusal, verdictRefusal } from '../action/refusal.js';
@@ -30,6 +31,7 @@ export interface DecideParts {
   readonly metrics: Metrics;
   readonly refusals: Refusals;
   readonly flows: FlowRegistry;
+  readonly credentials: Credentials;
 }
 
 /**

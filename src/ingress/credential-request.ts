@@ -1,0 +1,89 @@
+import type { IncomingMessage } from 'node:http';
+import { isBodyRefusal } from '../http/body.js';
+import type { ArmedCredential } from '../gateway/credentials.js';
+import type { CredentialSet, Sorted } from '../event/credential-set.js';
+import type { Exfiltration, NetworkSubject } from '../event/event.js';
+import { readBody } from '../http/body.js';
+import { expectsContinue, hasBody } from '../action/headers.js';
+
+/** Fields that never leave trajgate: a sentinel in them goes nowhere (RFC 9110 § 11.7.2). */
+const KEPT_HERE: ReadonlySet<string> = new Set(['proxy-authorization']);
+
+/**
+ * What a request's credentials come to before it is judged: the credentials given to its
+ * session for its host (`own`: swapped in once forwarded), its body when it had to be read for
+ * that (bounded), the credentials it carries, the first sentinel out of place, or why it must
+ * be refused (plain HTTP, revoked, a body too large to swap).
+ */
+export interface CredentialPlan {
+  readonly own: readonly ArmedCredential[];
+  readonly body: Buffer | null;
+  readonly uses: readonly string[];
+  readonly out: Exfiltration | undefined;
+  readonly refused: string | undefined;
+}
+
+/**
+ * Looks for every sentinel in the request's URL and header values, and in its body when one of
+ * its credentials may be swapped into it (the body is then read whole, up to `maxBody`, before
+ * judging: a swap changes its length). A body to any other host is watched as it streams.
+ */
+export async function planCredentials(
+  set: CredentialSet<ArmedCredential>,
+  req: IncomingMessage,
+  target: string,
+  subject: NetworkSubject,
+  session: string,
+  maxBody: number,
+  invite: () => void,
+): Promise<CredentialPlan> {
+  const scanner = set.scanner!;
+  const own = set.forHost(subject, session);
+  let sorted: Sorted = set.sort(scanner.scan(target), own, 'url');
+  const raw = req.rawHeaders;
+  for (let i = 0; i < raw.length && sorted.out === undefined; i += 2) {
+    if (KEPT_HERE.has(raw[i]!.toLowerCase())) continue;
+    sorted = merge(sorted, set.sort(scanner.scan(raw[i + 1]!), own, `header ${raw[i]}`));
+  }
+  let body: Buffer | null = null;
+  let refused: string | undefined;
+  if (own.length > 0 && sorted.out === undefined && hasBody(req)) {
+    // The body is needed to judge: it is invited now (RFC 9110 § 10.1.1).
+    if (expectsContinue(req)) invite();
+    req.socket.write('HTTP/1.1 100 Continue\r\n\r\n');
+    try {
+      body = await readBody(req, maxBody);
+      sorted = merge(sorted, set.sort(scanner.scan(body), own, 'body'));
+    } catch (err) {
+      refused =
+        isBodyRefusal(err) && err.code === 'E_TOO_LARGE'
+          ? `its body is larger than limits.scanBodyBytes (${maxBody} bytes): credential ${own[0]!.name} cannot be swapped into it`
+          : `its body could not be read: ${(err as Error).message}`;
+    }
+  }
+  refused ??= ownRefusal(set, own, sorted, subject, session);
+  return { own, body, uses: sorted.uses, out: sorted.out, refused };
+}
+
+function merge(a: Sorted, b: Sorted): Sorted {
+  const uses = [...a.uses, ...b.uses.filter((n) => !a.uses.includes(n))];
+  return { uses, out: a.out ?? b.out };
+}
+
+/** Why a request to a credential's own host cannot carry it, or undefined. */
+function ownRefusal(
+  set: CredentialSet<ArmedCredential>,
+  own: readonly ArmedCredential[],
+  sorted: Sorted,
+  subject: NetworkSubject,
+  session: string,
+): string | undefined {
+  for (const name of sorted.uses) {
+    const why = set.lapsed([name], session);
+    if (why !== null) return `${why}: its sentinel is not swapped`;
+  }
+  const plain = own.find((c) => subject.scheme === 'http' && !c.allowPlaintext);
+  if (plain !== undefined)
+    return `credential ${plain.name} goes to ${subject.host} only over TLS trajgate verifies (plain HTTP: set allowPlaintext to allow)`;
+  return undefined;
+}
