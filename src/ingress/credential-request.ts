@@ -1,8 +1,10 @@
-import type { IncomingMessage } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { parseNetworkTarget } from '../event/network-target.js';
+import type { ProxyContext } from './context.js';
 import { isBodyRefusal } from '../http/body.js';
 import type { ArmedCredential } from '../gateway/credentials.js';
 import type { CredentialSet, Sorted } from '../event/credential-set.js';
-import type { Exfiltration, NetworkSubject } from '../event/event.js';
+import type { EventInput, Exfiltration, NetworkSubject } from '../event/event.js';
 import { readBody } from '../http/body.js';
 import { expectsContinue, hasBody } from '../action/headers.js';
 
@@ -86,4 +88,31 @@ function ownRefusal(
   if (plain !== undefined)
     return `credential ${plain.name} goes to ${subject.host} only over TLS trajgate verifies (plain HTTP: set allowPlaintext to allow)`;
   return undefined;
+}
+
+/** What a plan adds to the request's event: the credentials it carries, or what refuses it. */
+export function credentialInput(
+  plan: CredentialPlan | null,
+): Pick<EventInput, 'exfiltration' | 'credentials' | 'refused'> {
+  if (plan === null) return {};
+  if (plan.out !== undefined) return { exfiltration: plan.out };
+  if (plan.refused !== undefined) return { refused: plan.refused };
+  return plan.uses.length === 0 ? {} : { credentials: plan.uses };
+}
+
+/** The request's plan, or null when no credential is configured (nothing is scanned then). */
+export function credentialPlan(
+  ctx: Pick<ProxyContext, 'credentials' | 'limits'>,
+  req: IncomingMessage,
+  res: ServerResponse,
+  url: URL,
+  target: string,
+  session: string,
+): Promise<CredentialPlan> | null {
+  const set = ctx.credentials;
+  if (set.scanner === null) return null;
+  const subject = parseNetworkTarget(url.href, req.method, url);
+  return planCredentials(set, req, target, subject, session, ctx.limits.scanBodyBytes, () =>
+    res.writeContinue(),
+  );
 }

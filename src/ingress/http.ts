@@ -12,6 +12,7 @@ import { checkRequest } from './request-checks.js';
 import type { Who } from './identity.js';
 import type { Dial, Refuse, Ruling } from '../pipeline/ruling.js';
 import { systemMessage } from '../os-error.js';
+import { credentialInput, credentialPlan } from './credential-request.js';
 
 /** An absolute-form request (`GET http://host/path`), as agents send through HTTP_PROXY. */
 export async function handleHttp(
@@ -47,11 +48,14 @@ export async function serveHttp(
   start: number,
 ): Promise<void> {
   const method = req.method ?? 'GET';
+  // Only with credentials configured is anything scanned (and awaited).
+  const planning = credentialPlan(ctx, req, res, url, target, who.session);
+  const plan = planning === null ? null : await planning;
   const ask = {
     session: who.session,
     client: who.client,
     source: 'proxy' as const,
-    input: { kind: 'network' as const, target, method, url },
+    input: { kind: 'network' as const, target, method, url, ...credentialInput(plan) },
     what: `${method} ${target}`,
     connect: false,
     bytes: announcedLength(req.headers),
