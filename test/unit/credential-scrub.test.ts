@@ -1,0 +1,118 @@
+import { describe, expect, it } from 'vitest';
+import { CredentialScrubber } from '../../src/action/credential-scrub.js';
+
+const VALUE = 'ghp_R3al+Val/ue=x&y"q\\é!*~';
+const SENTINEL = 'tgs_github_0123456789abcdef';
+const OTHER = { name: 'other', sentinel: 'tgs_other_fedcba9876543210', value: 'other-secret-0001' };
+const scrubber = new CredentialScrubber([
+  { name: 'github', sentinel: SENTINEL, value: VALUE },
+  OTHER,
+]);
+
+const jsonEscaped = JSON.stringify(VALUE).slice(1, -1);
+const rfc3986 = (lower: boolean) =>
+  [...Buffer.from(VALUE)]
+    .map((b) =>
+      /[A-Za-z0-9._~-]/.test(String.fromCharCode(b))
+        ? String.fromCharCode(b)
+        : `%${lower ? b.toString(16) : b.toString(16).toUpperCase()}`,
+    )
+    .join('');
+
+/** Each spelling of VALUE an upstream may echo, in a body, and the body the agent must get. */
+const cases: [string, string, string][] = [
+  ['as is', `token=${VALUE};`, `token=${SENTINEL};`],
+  ['JSON-escaped', `{"token":"${jsonEscaped}"}`, `{"token":"${SENTINEL}"}`],
+  [
+    'JSON-escaped, `/` as `\\/`',
+    `{"t":"${jsonEscaped.replace('/', '\\/')}"}`,
+    `{"t":"${SENTINEL}"}`,
+  ],
+  ['percent-encoded, upper-case hex', `?t=${rfc3986(false)}`, `?t=${SENTINEL}`],
+  ['percent-encoded, lower-case hex', `?t=${rfc3986(true)}`, `?t=${SENTINEL}`],
+  ['encodeURIComponent', `?t=${encodeURIComponent(VALUE)}`, `?t=${SENTINEL}`],
+  [
+    'twice, and another credential',
+    `${VALUE}${VALUE} ${OTHER.value}`,
+    `${SENTINEL}${SENTINEL} ${OTHER.sentinel}`,
+  ],
+  [
+    'a near miss is left',
+    `${VALUE.slice(0, -1)} ${OTHER.value.slice(1)}`,
+    `${VALUE.slice(0, -1)} ${OTHER.value.slice(1)}`,
+  ],
+];
+
+/** The body fed to a stream in pieces cut at `cuts`, joined. */
+function streamed(body: Buffer, cuts: readonly number[]): Buffer {
+  const stream = scrubber.start();
+  const out: Buffer[] = [];
+  let at = 0;
+  for (const cut of [...cuts, body.length]) {
+    out.push(stream.write(body.subarray(at, cut)));
+    at = cut;
+  }
+  out.push(stream.end());
+  return Buffer.concat(out);
+}
+
+describe('CredentialScrubber', () => {
+  it.each(cases)('%s: whole', (_, echoed, expected) => {
+    expect(scrubber.scrub(Buffer.from(echoed)).toString()).toBe(expected);
+  });
+
+  it.each(cases)('%s: split in two at every offset', (_, echoed, expected) => {
+    const body = Buffer.from(`head ${echoed} tail`);
+    for (let cut = 0; cut <= body.length; cut++) {
+      expect(streamed(body, [cut]).toString(), `cut at ${cut}`).toBe(`head ${expected} tail`);
+    }
+  });
+
+  it('one byte at a time, and in 3-byte pieces', () => {
+    const body = Buffer.from(`a${VALUE}b${encodeURIComponent(VALUE)}c`);
+    const every = (n: number) =>
+      Array.from({ length: Math.floor(body.length / n) }, (_, i) => (i + 1) * n);
+    expect(streamed(body, every(1)).toString()).toBe(`a${SENTINEL}b${SENTINEL}c`);
+    expect(streamed(body, every(3)).toString()).toBe(`a${SENTINEL}b${SENTINEL}c`);
+  });
+
+  it('holds back no more than the longest spelling less one byte', () => {
+    const stream = scrubber.start();
+    const body = Buffer.alloc(10_000, 0x61);
+    const out = stream.write(body);
+    expect(out.length).toBe(body.length - scrubber.carry);
+    expect(Buffer.concat([out, stream.end()])).toEqual(body);
+  });
+
+  it('a body that is all carry: given back at the end', () => {
+    const stream = scrubber.start();
+    expect(stream.write(Buffer.from('short')).length).toBe(0);
+    expect(stream.end().toString()).toBe('short');
+  });
+
+  it('header values scrubbed as latin1 bytes, names kept', () => {
+    const latin1 = Buffer.from(VALUE).toString('latin1');
+    const fields = [
+      'X-Echo',
+      `Bearer ${latin1}`,
+      'Location',
+      `/cb?t=${encodeURIComponent(VALUE)}`,
+      'X-Plain',
+      'nothing',
+    ];
+    expect(scrubber.headers(fields)).toEqual([
+      'X-Echo',
+      `Bearer ${SENTINEL}`,
+      'Location',
+      `/cb?t=${SENTINEL}`,
+      'X-Plain',
+      'nothing',
+    ]);
+  });
+
+  it('no credentials: a stream that holds nothing back', () => {
+    const none = new CredentialScrubber([]);
+    expect(none.carry).toBe(0);
+    expect(none.start().write(Buffer.from(VALUE)).toString()).toBe(VALUE);
+  });
+});
