@@ -6,7 +6,11 @@ import type { ArmedCredential } from '../gateway/credentials.js';
 import type { CredentialSet, Sorted } from '../event/credential-set.js';
 import type { EventInput, Exfiltration, NetworkSubject } from '../event/event.js';
 import { readBody } from '../http/body.js';
-import { expectsContinue, hasBody } from '../action/headers.js';
+import { expectsContinue, hasBody, upstreamRequestHeaders } from '../action/headers.js';
+import type { Capture } from '../action/capture.js';
+import type { PreparedRequest } from '../action/forward.js';
+import { CredentialScrubber } from '../action/credential-scrub.js';
+import { swapCredentials } from '../action/credential-swap.js';
 
 /** Fields that never leave trajgate: a sentinel in them goes nowhere (RFC 9110 § 11.7.2). */
 const KEPT_HERE: ReadonlySet<string> = new Set(['proxy-authorization']);
@@ -19,10 +23,22 @@ const KEPT_HERE: ReadonlySet<string> = new Set(['proxy-authorization']);
  */
 export interface CredentialPlan {
   readonly own: readonly ArmedCredential[];
-  readonly body: Buffer | null;
+  /** The request as it is to be forwarded, its credentials swapped in (null: nothing to swap). */
+  readonly swapped: Swapped | null;
   readonly uses: readonly string[];
   readonly out: Exfiltration | undefined;
   readonly refused: string | undefined;
+}
+
+/** A request's path, fields (as the agent sent them) and body with the credentials swapped in. */
+export interface Swapped {
+  readonly path: string;
+  readonly rawHeaders: readonly string[];
+  readonly body: Buffer | null;
+  /** The body as the agent sent it (read before judging): what a capture keeps. */
+  readonly sent: Buffer | null;
+  /** Turns the upstream's echo of a value back into its sentinel. */
+  readonly scrub?: CredentialScrubber;
 }
 
 /**
@@ -34,6 +50,7 @@ export async function planCredentials(
   set: CredentialSet<ArmedCredential>,
   req: IncomingMessage,
   target: string,
+  url: URL,
   subject: NetworkSubject,
   session: string,
   maxBody: number,
@@ -64,7 +81,27 @@ export async function planCredentials(
     }
   }
   refused ??= ownRefusal(set, own, sorted, subject, session);
-  return { own, body, uses: sorted.uses, out: sorted.out, refused };
+  if (sorted.out !== undefined || refused !== undefined)
+    return { own, swapped: null, uses: sorted.uses, out: sorted.out, refused };
+  const active = own.filter((c) => !set.revoked.has(c.name));
+  const path = url.pathname + url.search;
+  // Its body was read: it goes as read.
+  if (active.length === 0) {
+    const asIs = body === null ? null : { path, rawHeaders: req.rawHeaders, body, sent: body };
+    return { own, swapped: asIs, uses: [], out: undefined, refused };
+  }
+  const swap = swapCredentials({ path, rawHeaders: req.rawHeaders, body }, active, maxBody);
+  if (!swap.ok)
+    return { own, swapped: null, uses: sorted.uses, out: undefined, refused: swap.reason };
+  const scrub = new CredentialScrubber(active);
+  const swapped = {
+    path: swap.path,
+    rawHeaders: swap.rawHeaders,
+    body: swap.body,
+    sent: body,
+    scrub,
+  };
+  return { own, swapped, uses: swap.used, out: undefined, refused: undefined };
 }
 
 function merge(a: Sorted, b: Sorted): Sorted {
@@ -112,7 +149,23 @@ export function credentialPlan(
   const set = ctx.credentials;
   if (set.scanner === null) return null;
   const subject = parseNetworkTarget(url.href, req.method, url);
-  return planCredentials(set, req, target, subject, session, ctx.limits.scanBodyBytes, () =>
+  return planCredentials(set, req, target, url, subject, session, ctx.limits.scanBodyBytes, () =>
     res.writeContinue(),
   );
+}
+
+/**
+ * The request to forward in place of the agent's when its credentials were swapped in (or its
+ * body read to look for them); its capture keeps what the agent sent, never a value.
+ */
+export function preparedRequest(
+  plan: CredentialPlan | null,
+  url: URL,
+  capture: Capture | undefined,
+): PreparedRequest | undefined {
+  const s = plan?.swapped;
+  if (s === null || s === undefined) return undefined;
+  if (s.sent !== null) capture?.request(s.sent);
+  const rawHeaders = upstreamRequestHeaders(s.rawHeaders, url.host);
+  return { path: s.path, rawHeaders, body: s.body, ...(s.scrub ? { scrub: s.scrub } : {}) };
 }

@@ -12,7 +12,7 @@ import { checkRequest } from './request-checks.js';
 import type { Who } from './identity.js';
 import type { Dial, Refuse, Ruling } from '../pipeline/ruling.js';
 import { systemMessage } from '../os-error.js';
-import { credentialInput, credentialPlan } from './credential-request.js';
+import { credentialInput, credentialPlan, preparedRequest } from './credential-request.js';
 
 /** An absolute-form request (`GET http://host/path`), as agents send through HTTP_PROXY. */
 export async function handleHttp(
@@ -73,7 +73,9 @@ export async function serveHttp(
     if (ruling.kind === 'refuse') return refuse(ctx, req, res, url, who, ruling, start);
     const flow = ctx.pipeline.flow('request', ruling);
     const capture = ctx.capture ? new Capture(ctx.capture, method, url, req.rawHeaders) : undefined;
-    const sent = await ctx.forwarder.forward(req, res, url, ruling.dial.address, capture, flow);
+    const prepared = preparedRequest(plan, url, capture);
+    const { address } = ruling.dial;
+    const sent = await ctx.forwarder.forward(req, res, url, address, capture, flow, prepared);
     flow.end();
     if (sent.stopped === 'held') {
       rid = ruling.rid;
