@@ -5,7 +5,7 @@ import type { Capture } from './capture.js';
 import type { CredentialScrubber } from './credential-scrub.js';
 import type { Flow, FlowControl } from './flows.js';
 import { grpcStatus, isGrpcCall } from './grpc.js';
-import { downstreamRawHeaders, expectsContinue } from './headers.js';
+import { downstreamRawHeaders, expectsContinue, fieldObject } from './headers.js';
 import { plainRefusal } from './refusal.js';
 import { sendRefusal } from './respond.js';
 import { ScrubbedBody, scrubbedHead } from './scrub-body.js';
@@ -192,7 +192,8 @@ export class ResponseRelay implements Dispatcher.DispatchHandler, FlowControl {
     // and goes with the end (Node sends it then as one frame with END_STREAM).
     if (this.#grpc !== undefined && isGrpcCall(this.res.req)) {
       this.res.statusCode = statusCode;
-      for (const [name, value] of Object.entries(pairs(headers))) this.res.setHeader(name, value);
+      for (const [name, value] of Object.entries(fieldObject(headers)))
+        this.res.setHeader(name, value);
       return;
     }
     this.res.writeHead(statusCode, headers);
@@ -255,7 +256,7 @@ export class ResponseRelay implements Dispatcher.DispatchHandler, FlowControl {
       const unscrubbed = downstreamRawHeaders(trailers).slice(0, -2);
       const fields = this.scrub === undefined ? unscrubbed : this.scrub.headers(unscrubbed);
       this.#grpc = grpcStatus(fields) ?? this.#grpc;
-      if (this.res.req.httpVersionMajor === 2) this.res.addTrailers(pairs(fields));
+      if (this.res.req.httpVersionMajor === 2) this.res.addTrailers(fieldObject(fields));
     }
     this.res.end();
     this.#done();
@@ -301,15 +302,4 @@ export class ResponseRelay implements Dispatcher.DispatchHandler, FlowControl {
     if (this.#grpc !== undefined) transfer.grpcStatus = this.#grpc;
     this.resolve(transfer);
   }
-}
-
-/** A flat field list as an object, repeated names joined (RFC 9110 § 5.3). */
-function pairs(fields: readonly string[]): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (let i = 0; i < fields.length; i += 2) {
-    const name = (fields[i] as string).toLowerCase();
-    const value = fields[i + 1] as string;
-    out[name] = name in out ? `${out[name]}, ${value}` : value;
-  }
-  return out;
 }
