@@ -169,3 +169,14 @@ export function requestHeadLength(
   for (const field of headers) n += field.length + 2; // name ": " / value CRLF
   return n;
 }
+
+/** A flat field list as an object, repeated names joined (RFC 9110 § 5.3). */
+export function fieldObject(fields: readonly string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (let i = 0; i < fields.length; i += 2) {
+    const name = (fields[i] as string).toLowerCase();
+    const value = fields[i + 1] as string;
+    out[name] = name in out ? `${out[name]}, ${value}` : value;
+  }
+  return out;
+}

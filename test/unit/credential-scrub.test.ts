@@ -1,5 +1,8 @@
+import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { CredentialScrubber } from '../../src/action/credential-scrub.js';
+import { ScrubbedBody, scrubbedHead } from '../../src/action/scrub-body.js';
+import { waitFor } from '../helpers/wait.js';
 
 const VALUE = 'ghp_R3al+Val/ue=x&y"q\\é!*~';
 const SENTINEL = 'tgs_github_0123456789abcdef';
@@ -114,5 +117,74 @@ describe('CredentialScrubber', () => {
     const none = new CredentialScrubber([]);
     expect(none.carry).toBe(0);
     expect(none.start().write(Buffer.from(VALUE)).toString()).toBe(VALUE);
+  });
+});
+
+describe('ScrubbedBody', () => {
+  /** A sink that takes one chunk, then is full until the test drains it. */
+  function sink() {
+    const got: Buffer[] = [];
+    let waiting: (() => void) | null = null;
+    return {
+      got,
+      send: (chunk: Buffer) => (got.push(chunk), false),
+      drained: (then: () => void) => void (waiting = then),
+      failed: (err: Error) => {
+        throw err;
+      },
+      drain: () => {
+        const then = waiting;
+        waiting = null;
+        then?.();
+        return then !== null;
+      },
+      get full() {
+        return waiting !== null;
+      },
+    };
+  }
+
+  it('gzip: decoded and scrubbed, pausing while the agent is full, all of it at the end', async () => {
+    const plain = Buffer.from(`${'x'.repeat(1_000)}${VALUE}`.repeat(2_000));
+    const out = sink();
+    const body = new ScrubbedBody(scrubber, 'gzip', out);
+    expect(body.write(gzipSync(plain), null)).toBe(true);
+    const ended = new Promise<void>((r) => body.end(r));
+    let finished = false;
+    void ended.then(() => (finished = true));
+    while (!finished) {
+      await waitFor(() => out.full || finished, 5_000, 'the decoder to fill the agent');
+      // Full: nothing more is sent until drained.
+      const sent = out.got.length;
+      await new Promise<void>((r) => setImmediate(r));
+      expect(out.got.length).toBe(sent);
+      out.drain();
+    }
+    const text = Buffer.concat(out.got).toString();
+    expect(text).toBe(`${'x'.repeat(1_000)}${SENTINEL}`.repeat(2_000));
+    expect(out.got.length).toBeGreaterThan(1);
+  });
+
+  it('identity: a full agent makes the upstream wait, and resumes it on drain', () => {
+    const out = sink();
+    const body = new ScrubbedBody(scrubber, null, out);
+    let resumed = 0;
+    expect(body.write(Buffer.alloc(1_000, 0x61), () => resumed++)).toBe(false);
+    expect(out.drain()).toBe(true);
+    expect(resumed).toBe(1);
+  });
+
+  it('scrubbedHead: values scrubbed, Content-Length dropped, one coding undone, others refused', () => {
+    // Field values are latin1 strings of their bytes, as Node reads them.
+    const echo = Buffer.from(VALUE).toString('latin1');
+    const fields = ['Content-Length', '10', 'Content-Encoding', 'gzip', 'X-Echo', echo];
+    expect(scrubbedHead(scrubber, fields)).toEqual({
+      fields: ['X-Echo', SENTINEL],
+      coding: 'gzip',
+    });
+    expect(scrubbedHead(scrubber, ['content-encoding', 'zstd'])).toEqual({ unsupported: 'zstd' });
+    expect(scrubbedHead(scrubber, ['content-encoding', 'gzip', 'content-encoding', 'br'])).toEqual({
+      unsupported: 'gzip, br',
+    });
   });
 });
