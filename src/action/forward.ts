@@ -10,7 +10,7 @@ import type { Flow } from './flows.js';
 import { hasBody, requestHeadLength, upstreamRequestHeaders } from './headers.js';
 import { isGrpcCall } from './grpc.js';
 import { H2Upstream } from './h2-upstream.js';
-import type { Forwarded } from './response-relay.js';
+import type { BodyWatch, Forwarded } from './response-relay.js';
 import { ResponseRelay } from './response-relay.js';
 
 export interface ForwardLimits {
@@ -83,7 +83,7 @@ export class Forwarder {
     address: string,
     capture: Capture | undefined,
     flow: Flow,
-    prepared?: PreparedRequest,
+    { prepared, watch }: { prepared?: PreparedRequest; watch?: BodyWatch } = {},
   ): Promise<Forwarded> {
     const tls = url.protocol === 'https:';
     const port = url.port === '' ? (tls ? 443 : 80) : Number(url.port);
@@ -100,7 +100,15 @@ export class Forwarder {
     // The request line and header section count as sent up (volume rules), as the body does.
     flow.up(requestHeadLength(req.method as string, path, headers));
     return new Promise((resolve) => {
-      const relay = new ResponseRelay(res, upstream, capture, resolve, flow, prepared?.scrub);
+      const relay = new ResponseRelay(
+        res,
+        upstream,
+        capture,
+        resolve,
+        flow,
+        prepared?.scrub,
+        watch,
+      );
       const request = {
         origin: `${url.protocol}//${upstream}`,
         path,

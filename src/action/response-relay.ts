@@ -28,6 +28,12 @@ const unscrubbable = (coding: string) =>
     { status: 502 },
   );
 
+/**
+ * Looks at each chunk of a request body before it goes up: why the request must stop now (a
+ * sentinel out of place), or null.
+ */
+export type BodyWatch = (chunk: Buffer) => string | null | Promise<string | null>;
+
 /** Why undici was told to abort: the flow was held before it was sent (judged again) or closed. */
 const flowStopped = (reason: string) => new TrajgateError('E_FLOW_CLOSED', reason);
 
@@ -69,6 +75,7 @@ export class ResponseRelay implements Dispatcher.DispatchHandler, FlowControl {
     private readonly resolve: (transfer: Forwarded) => void,
     private readonly flow: Flow,
     private readonly scrub?: CredentialScrubber,
+    private readonly watch?: BodyWatch,
   ) {}
 
   /**
@@ -98,6 +105,11 @@ export class ResponseRelay implements Dispatcher.DispatchHandler, FlowControl {
         if (this.#frozen) await new Promise<void>((thawed) => (this.#thawed = thawed));
         // Closed meanwhile: the body errs, so no upstream reads a shorter one as whole.
         if (this.flow.closed !== null) throw flowStopped(this.flow.closed);
+        const stop = this.watch === undefined ? null : await this.watch(chunk);
+        if (stop !== null) {
+          this.#stopped = 'closed';
+          throw flowStopped(stop);
+        }
         this.flow.up(chunk.length);
         if (prepared === undefined) this.capture?.request(chunk);
         yield chunk;

@@ -69,7 +69,6 @@ export async function planCredentials(
   if (own.length > 0 && sorted.out === undefined && hasBody(req)) {
     // The body is needed to judge: it is invited now (RFC 9110 § 10.1.1).
     if (expectsContinue(req)) invite();
-    req.socket.write('HTTP/1.1 100 Continue\r\n\r\n');
     try {
       body = await readBody(req, maxBody);
       sorted = merge(sorted, set.sort(scanner.scan(body), own, 'body'));

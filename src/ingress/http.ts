@@ -75,7 +75,7 @@ export async function serveHttp(
     const capture = ctx.capture ? new Capture(ctx.capture, method, url, req.rawHeaders) : undefined;
     const prepared = preparedRequest(plan, url, capture);
     const { address } = ruling.dial;
-    const sent = await ctx.forwarder.forward(req, res, url, address, capture, flow, prepared);
+    const sent = await ctx.forwarder.forward(req, res, url, address, capture, flow, { prepared });
     flow.end();
     if (sent.stopped === 'held') {
       rid = ruling.rid;

@@ -53,7 +53,7 @@ const start = (
     ],
   });
 
-const via = (g: TestGateway) => ['--cacert', ca.certPath, '-x', g.proxyUrl, '-s'];
+const via = (g: TestGateway) => ['--cacert', ca.certPath, '-x', g.proxyUrl, '-s', '--http1.1'];
 const events = (g: TestGateway) => g.records().filter((r): r is EventRecord => r.type === 'event');
 const lastSeen = () => api.seen.at(-1)!;
 
@@ -198,7 +198,8 @@ describe('a sentinel anywhere else pauses the session at once', () => {
     const res = await curl([...via(g), ...args, `${OTHER}${path}`]);
     expect(res.status).toBe(403);
     expect(other.seen.length).toBe(before);
-    const [pause] = await waitForRecords(g, (r) => r.type === 'pause');
+    const records = await waitForRecords(g, (r) => r.type === 'pause');
+    const pause = records.find((r) => r.type === 'pause');
     expect(pause).toMatchObject({ boundary: 'credential-exfiltration' });
     expect((pause as PauseJournalRecord).trigger.exfiltration).toEqual({
       credential: 'github',

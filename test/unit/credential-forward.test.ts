@@ -88,7 +88,9 @@ const front = createServer((req: IncomingMessage, res: ServerResponse) => {
       () => {},
     );
     outcomes.push(
-      await forwarder.forward(req, res, url, '127.0.0.1', undefined, flow, { ...swapped, scrub }),
+      await forwarder.forward(req, res, url, '127.0.0.1', undefined, flow, {
+        prepared: { ...swapped, scrub },
+      }),
     );
   });
 });
