@@ -1,12 +1,15 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { request } from 'undici';
 import { describe, expect, it } from 'vitest';
 import type { EventRecord, JournalRecord, PauseJournalRecord } from '../../src/journal/records.js';
 import { runCliPiped } from '../helpers/cli.js';
 import type { TestGateway } from '../helpers/gateway.js';
+import { FILE_ROUTES, startTestGateway } from '../helpers/gateway.js';
 import { agentToken, postAsAgent } from '../helpers/ingest.js';
 import { mcpPerTest, refused, startSupergateway } from '../helpers/mcp.js';
 import { tempDir } from '../helpers/tmp.js';
+import { startUpstream } from '../helpers/upstream.js';
 import { waitForRecords } from '../helpers/wait.js';
 
 /**
@@ -126,5 +129,48 @@ describe('a sentinel in a runner hook', () => {
     expect([status, json.verdict, json.allowed]).toEqual([200, 'PAUSE', false]);
     const records = await waitForRecords(g, (r) => r.type === 'pause');
     expect(events(records)[0]?.exfiltration).toEqual({ credential: 'github', where: 'tool input' });
+  });
+});
+
+describe('a sentinel in a call to an HTTP tool route', () => {
+  it('in a body field: refused 403, nothing reaches the tool server; a clean one goes', async () => {
+    const tools = await startUpstream();
+    const g = await startTestGateway(
+      {
+        workspace: ws,
+        agents: [{ id: 'agent-1', token: agentToken('agent-1') }],
+        credentials: [{ name: 'github', value: VALUE, sentinel: SENTINEL, hosts: ['127.0.0.1:9'] }],
+        bridge: { upstream: tools.url, protocol: 'http', routes: FILE_ROUTES },
+      },
+      { dir: tempDir() },
+    );
+    try {
+      const write = async (content: string) => {
+        const res = await request(`http://127.0.0.1:${g.gw.bridge.port}/fs/write`, {
+          method: 'POST',
+          headers: {
+            'content-type': 'application/json',
+            authorization: `Bearer ${agentToken('agent-1')}`,
+          },
+          body: JSON.stringify({ path: join(ws, 'routed.txt'), content }),
+        });
+        return { status: res.statusCode, text: await res.body.text() };
+      };
+      expect((await write('clean')).status).toBe(200);
+      expect(tools.seen).toHaveLength(1);
+      const leak = await write(`k=${SENTINEL}`);
+      expect(leak.status).toBe(403);
+      expect(leak.text).toContain('credential-exfiltration');
+      expect(tools.seen).toHaveLength(1);
+      const records = await waitForRecords(g, (r) => r.type === 'pause');
+      expect(events(records)[1]).toMatchObject({
+        kind: 'write',
+        verdict: 'PAUSE',
+        exfiltration: { credential: 'github', where: 'body field content' },
+      });
+      clean(g);
+    } finally {
+      await g.stop();
+    }
   });
 });
