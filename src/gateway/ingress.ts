@@ -170,6 +170,7 @@ export async function openIngress(
       sessions: new McpSessions(deps.key),
       drain: listeners.drain,
       calls: t.calls,
+      credentials: t.credentials,
     }),
     settle() {
       const basis = { config: t.deciding, guard, egress, flows, credentials: t.credentials };
