@@ -13,6 +13,10 @@ import type { Who } from './identity.js';
 import type { Dial, Refuse, Ruling } from '../pipeline/ruling.js';
 import { systemMessage } from '../os-error.js';
 import { credentialInput, credentialPlan, preparedRequest } from './credential-request.js';
+import { bodyWatch } from './body-watch.js';
+import type { BodyWatch } from '../action/response-relay.js';
+import { hasBody } from '../action/headers.js';
+import type { Ask } from '../pipeline/ruling.js';
 
 /** An absolute-form request (`GET http://host/path`), as agents send through HTTP_PROXY. */
 export async function handleHttp(
@@ -74,8 +78,10 @@ export async function serveHttp(
     const flow = ctx.pipeline.flow('request', ruling);
     const capture = ctx.capture ? new Capture(ctx.capture, method, url, req.rawHeaders) : undefined;
     const prepared = preparedRequest(plan, url, capture);
+    const watch = prepared === undefined && plan !== null ? watchBody(ctx, req, ask) : undefined;
     const { address } = ruling.dial;
-    const sent = await ctx.forwarder.forward(req, res, url, address, capture, flow, { prepared });
+    const rewrite = { prepared, watch };
+    const sent = await ctx.forwarder.forward(req, res, url, address, capture, flow, rewrite);
     flow.end();
     if (sent.stopped === 'held') {
       rid = ruling.rid;
@@ -86,6 +92,13 @@ export async function serveHttp(
     capture?.save(ruling.rid, who.session, captureFailed(ctx));
     return;
   }
+}
+
+/** The body's watch, for a request whose body goes up as the agent sends it. */
+function watchBody(ctx: ProxyContext, req: IncomingMessage, ask: Ask): BodyWatch | undefined {
+  if (!hasBody(req)) return undefined;
+  const { session, client, input, what } = ask;
+  return bodyWatch(ctx, req, { session, client, target: input.target, what }) ?? undefined;
 }
 
 /** A refused request: answered, its outcome journaled, its capture saved with what it sent. */

@@ -207,4 +207,29 @@ describe('a sentinel anywhere else pauses the session at once', () => {
     });
     expect(everything(g)).not.toContain(REAL);
   });
+
+  it('in a gzip body split over many chunks, as the upstream would decode it', async () => {
+    const g = await start();
+    const file = join(tempDir(), 'leak.gz');
+    writeFileSync(
+      file,
+      gzipSync(Buffer.from(`${'x'.repeat(100_000)}${SENTINEL}${'y'.repeat(100_000)}`)),
+    );
+    const before = other.seen.length;
+    const res = await curl([
+      ...via(g),
+      '-H',
+      'Content-Encoding: gzip',
+      '--data-binary',
+      `@${file}`,
+      `${OTHER}/gz`,
+    ]);
+    expect(res.status).toBe(403);
+    expect(res.body).toContain("credential github's sentinel in body");
+    expect(other.seen.length).toBe(before);
+    const records = await waitForRecords(g, (r) => r.type === 'pause');
+    expect(records.find((r) => r.type === 'pause')).toMatchObject({
+      boundary: 'credential-exfiltration',
+    });
+  });
 });
