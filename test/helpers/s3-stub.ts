@@ -1,9 +1,12 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { createServer } from 'node:https';
+import { Agent, createServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
+import { S3Client } from '@aws-sdk/client-s3';
+import { NodeHttpHandler } from '@smithy/node-http-handler';
 import { afterAll } from 'vitest';
+import { readBody } from '../../src/http/body.js';
 import type { ArrivedRequest, AwsKey } from './sigv4-verify.js';
 import { queryOf, sigV4Problem } from './sigv4-verify.js';
 import { fixture } from './tls.js';
@@ -116,24 +119,20 @@ export async function startS3Stub(key: AwsKey): Promise<S3Stub> {
     -readonly [K in keyof S3Stub]: S3Stub[K];
   };
   server.on('request', (incoming: IncomingMessage, res: ServerResponse) => {
-    const chunks: Buffer[] = [];
-    incoming.on('data', (c: Buffer) => chunks.push(c));
-    incoming.on('end', () => {
+    const answered = async () => {
       const request = {
         method: incoming.method ?? '',
         path: incoming.url ?? '',
         rawHeaders: incoming.rawHeaders,
-        body: Buffer.concat(chunks),
+        body: await readBody(incoming, 1 << 24),
       };
-      sigV4Problem(request, key)
-        .then((problem) => {
-          stub.seen.push({ request, problem });
-          if (problem !== null) return error(res, 403, 'SignatureDoesNotMatch', problem);
-          serve(stub, request, res);
-        })
-        .catch((err: unknown) => {
-          if (!res.headersSent) error(res, 400, 'InvalidRequest', String(err));
-        });
+      const problem = await sigV4Problem(request, key);
+      stub.seen.push({ request, problem });
+      if (problem !== null) return error(res, 403, 'SignatureDoesNotMatch', problem);
+      serve(stub, request, res);
+    };
+    answered().catch((err: unknown) => {
+      if (!res.headersSent) error(res, 400, 'InvalidRequest', String(err));
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -145,4 +144,18 @@ export async function startS3Stub(key: AwsKey): Promise<S3Stub> {
     await closed;
   });
   return stub;
+}
+
+/** The AWS SDK's S3 client on `endpoint`: path style, one attempt, trusting the test CA only. */
+export function s3Client(endpoint: string, credentials: AwsKey): S3Client {
+  return new S3Client({
+    endpoint,
+    region: 'us-east-1',
+    forcePathStyle: true,
+    credentials,
+    maxAttempts: 1,
+    requestHandler: new NodeHttpHandler({
+      httpsAgent: new Agent({ ca: readFileSync(fixture('ca.pem')) }),
+    }),
+  });
 }

@@ -1,5 +1,6 @@
 import { Hash } from '@smithy/hash-node';
 import { SignatureV4 } from '@smithy/signature-v4';
+import type { SigV4Key } from '../../src/action/sigv4.js';
 
 /**
  * SigV4 checked the way AWS does, by @smithy/signature-v4 (the AWS SDK's own signer, independent
@@ -10,6 +11,24 @@ export interface AwsKey {
   readonly accessKeyId: string;
   readonly secretAccessKey: string;
 }
+
+/** What an agent holds: a sentinel key id, and a sentinel as its secret. */
+export const SENTINEL_PAIR: AwsKey = {
+  accessKeyId: 'TGSAKIA0123456789AB',
+  secretAccessKey: 'tgs_aws_0123456789abcdef0123456789abcdef',
+};
+/** The real pair, which only the upstream knows besides trajgate. */
+export const REAL_PAIR: AwsKey = {
+  accessKeyId: 'AKIAREALKEY012345678',
+  secretAccessKey: 'realSecret/Key+0123456789abcdefghijklmn',
+};
+/** The two as resignSigV4 takes them. */
+export const TEST_KEY: SigV4Key = {
+  sentinelKeyId: SENTINEL_PAIR.accessKeyId,
+  sentinelSecret: SENTINEL_PAIR.secretAccessKey,
+  accessKeyId: REAL_PAIR.accessKeyId,
+  secret: REAL_PAIR.secretAccessKey,
+};
 
 /** A request as it arrived: the raw target, Node's raw header list, the whole body. */
 export interface ArrivedRequest {

@@ -1,42 +1,17 @@
-import { readFileSync } from 'node:fs';
-import { Agent } from 'node:https';
 import {
   GetObjectCommand,
   ListObjectsV2Command,
   PutObjectCommand,
-  S3Client,
   S3ServiceException,
 } from '@aws-sdk/client-s3';
-import { NodeHttpHandler } from '@smithy/node-http-handler';
 import { describe, expect, it } from 'vitest';
-import type { S3Stub } from '../helpers/s3-stub.js';
-import { startS3Stub } from '../helpers/s3-stub.js';
-import type { AwsKey } from '../helpers/sigv4-verify.js';
-import { fixture } from '../helpers/tls.js';
-
-const REAL: AwsKey = {
-  accessKeyId: 'AKIAREALKEY012345678',
-  secretAccessKey: 'realSecret/Key+0123456789abcdefghijklmn',
-};
-
-/** The AWS SDK's S3 client on the stub: path style, trusting the test CA only. */
-function client(stub: S3Stub, credentials: AwsKey): S3Client {
-  return new S3Client({
-    endpoint: stub.endpoint,
-    region: 'us-east-1',
-    forcePathStyle: true,
-    credentials,
-    maxAttempts: 1,
-    requestHandler: new NodeHttpHandler({
-      httpsAgent: new Agent({ ca: readFileSync(fixture('ca.pem')) }),
-    }),
-  });
-}
+import { s3Client, startS3Stub } from '../helpers/s3-stub.js';
+import { REAL_PAIR as REAL } from '../helpers/sigv4-verify.js';
 
 describe('the S3 stub, driven by @aws-sdk/client-s3', () => {
   it('stores, returns and lists objects signed with its key', async () => {
     const stub = await startS3Stub(REAL);
-    const s3 = client(stub, REAL);
+    const s3 = s3Client(stub.endpoint, REAL);
     const body = 'hello, stub: café ✓\n';
     await s3.send(new PutObjectCommand({ Bucket: 'tests', Key: 'dir/a b.txt', Body: body }));
     await s3.send(new PutObjectCommand({ Bucket: 'tests', Key: 'other.txt', Body: 'x' }));
@@ -58,7 +33,7 @@ describe('the S3 stub, driven by @aws-sdk/client-s3', () => {
       { ...REAL, secretAccessKey: 'wrongSecret/Key+0123456789abcdefghijklm' },
       { ...REAL, accessKeyId: 'AKIAOTHERKEY01234567' },
     ]) {
-      const s3 = client(stub, wrong);
+      const s3 = s3Client(stub.endpoint, wrong);
       const put = s3.send(new PutObjectCommand({ Bucket: 'tests', Key: 'k', Body: 'x' }));
       const err = await put.then(
         () => null,

@@ -5,24 +5,13 @@ import { describe, expect, it } from 'vitest';
 import type { SigV4Key, SigV4Request, SigV4Result } from '../../src/action/sigv4.js';
 import { resignSigV4 } from '../../src/action/sigv4.js';
 import type { AwsKey } from '../helpers/sigv4-verify.js';
-import { sigV4Problem } from '../helpers/sigv4-verify.js';
+import {
+  REAL_PAIR as REAL,
+  SENTINEL_PAIR as SENTINEL,
+  sigV4Problem,
+  TEST_KEY as KEY,
+} from '../helpers/sigv4-verify.js';
 
-/** What the agent holds: a sentinel key id and the sentinel as its secret. */
-const SENTINEL: AwsKey = {
-  accessKeyId: 'TGSAKIA0123456789AB',
-  secretAccessKey: 'tgs_aws_0123456789abcdef0123456789abcdef',
-};
-/** The real pair: no reason may quote either. */
-const REAL: AwsKey = {
-  accessKeyId: 'AKIAREALKEY012345678',
-  secretAccessKey: 'realSecret/Key+0123456789abcdefghijklmn',
-};
-const KEY: SigV4Key = {
-  sentinelKeyId: SENTINEL.accessKeyId,
-  sentinelSecret: SENTINEL.secretAccessKey,
-  accessKeyId: REAL.accessKeyId,
-  secret: REAL.secretAccessKey,
-};
 const NOW = Date.UTC(2026, 0, 15, 12, 0, 0);
 const HOST = 'tests.s3.us-east-1.amazonaws.com';
 const MINUTE = 60_000;
