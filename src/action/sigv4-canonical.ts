@@ -98,6 +98,43 @@ export function canonicalHeaders(
   return { text };
 }
 
+/** Payload hashes that stand for a body not signed (S3: sigv4-streaming-trailers.html). */
+const UNSIGNED = new Set(['UNSIGNED-PAYLOAD', 'STREAMING-UNSIGNED-PAYLOAD-TRAILER']);
+const HEX64 = /^[0-9a-f]{64}$/;
+
+/**
+ * The payload hash the signature covers: `x-amz-content-sha256` as sent when present, checked
+ * against the body when that was read; else the body's own (a presigned S3 URL signs none).
+ */
+export function payloadHash(
+  rawHeaders: readonly string[],
+  body: Buffer | null,
+  presignedS3: boolean,
+): { readonly hash: string } | { readonly reason: string } {
+  const declared = headerValues(rawHeaders, 'x-amz-content-sha256');
+  if (declared.length > 1) return { reason: 'x-amz-content-sha256 is sent more than once' };
+  const hash = declared[0]?.trim();
+  if (hash === undefined) {
+    if (presignedS3) return { hash: 'UNSIGNED-PAYLOAD' };
+    if (body === null) return { reason: 'the body was not read, so its hash cannot be checked' };
+    return { hash: sha256Hex(body) };
+  }
+  if (UNSIGNED.has(hash)) return { hash };
+  if (hash.startsWith('STREAMING-'))
+    return {
+      reason: `${hash}: chunk signatures are not supported yet (sign the body's SHA-256 or UNSIGNED-PAYLOAD)`,
+    };
+  if (!HEX64.test(hash))
+    return { reason: 'x-amz-content-sha256 is not a SHA-256 in lower-case hex' };
+  if (body !== null && sha256Hex(body) !== hash)
+    return { reason: 'x-amz-content-sha256 does not match the body' };
+  return { hash };
+}
+
+/** Every value of a header, in order (`name` lower-case). */
+export const headerValues = (rawHeaders: readonly string[], name: string): string[] =>
+  rawHeaders.filter((_, i) => i % 2 === 1 && (rawHeaders[i - 1] as string).toLowerCase() === name);
+
 export const sha256Hex = (data: string | Buffer): string =>
   createHash('sha256')
     .update(typeof data === 'string' ? Buffer.from(data, 'latin1') : data)

@@ -1,3 +1,4 @@
+import { SCOPE_PART } from '../config/sigv4-schema.js';
 import { ALGORITHM } from './sigv4-canonical.js';
 import type { QueryParam } from './sigv4-canonical.js';
 
@@ -103,7 +104,12 @@ function checked(
 ): Parsed {
   const { credential, ...rest } = fields;
   const parts = credential.split('/');
-  if (parts.length !== 5 || parts[4] !== 'aws4_request' || !/^\d{8}$/.test(parts[1] as string))
+  if (
+    parts.length !== 5 ||
+    parts[4] !== 'aws4_request' ||
+    !/^\d{8}$/.test(parts[1] as string) ||
+    !parts.slice(2, 4).every((p) => SCOPE_PART.test(p))
+  )
     return fail('the credential is not KEYID/YYYYMMDD/REGION/SERVICE/aws4_request');
   if (!SIGNED_HEADERS.test(rest.signedHeaders))
     return fail('SignedHeaders is not a ;-separated list of lower-case header names');

@@ -4,9 +4,10 @@ import {
   canonicalHeaders,
   canonicalQuery,
   canonicalUri,
+  headerValues as values,
+  payloadHash,
   percentDecode,
   queryParams,
-  sha256Hex,
   sign,
   uriEncode,
 } from './sigv4-canonical.js';
@@ -50,10 +51,12 @@ export type SigV4Result =
 
 /** How far a signature's time may be from now (AWS's own limit for the header form). */
 const SKEW_MS = 15 * 60_000;
-/** Payload hashes that stand for a body not signed (S3: sigv4-streaming-trailers.html). */
-const UNSIGNED = new Set(['UNSIGNED-PAYLOAD', 'STREAMING-UNSIGNED-PAYLOAD-TRAILER']);
-const HEX64 = /^[0-9a-f]{64}$/;
 
+/**
+ * `req` signed again with the real pair when its signature is the sentinel pair's; as it came
+ * (`resigned: false`) when it does not carry the sentinel key id; refused with a reason (which
+ * never quotes the real pair) when it carries it in any other way.
+ */
 export function resignSigV4(req: SigV4Request, cred: SigV4Key, now: number): SigV4Result {
   if (!mentions(req, cred.sentinelKeyId))
     return { ok: true, resigned: false, path: req.path, rawHeaders: [...req.rawHeaders] };
@@ -95,7 +98,11 @@ export function resignSigV4(req: SigV4Request, cred: SigV4Key, now: number): Sig
   const signed = sig.signedHeaders.split(';');
   for (const name of sig.form === 'header' ? ['host', 'x-amz-date'] : ['host'])
     if (!signed.includes(name)) return refuse(`${name} is not a signed header`);
-  const payload = payloadHash(req, sig);
+  const payload = payloadHash(
+    req.rawHeaders,
+    req.body,
+    sig.form === 'query' && sig.service === 's3',
+  );
   if ('reason' in payload) return refuse(payload.reason);
   const headers = canonicalHeaders(req.rawHeaders, signed);
   if ('missing' in headers) return refuse(`signed header ${headers.missing} is not in the request`);
@@ -115,31 +122,54 @@ export function resignSigV4(req: SigV4Request, cred: SigV4Key, now: number): Sig
   const expected = Buffer.from(sign(cred.sentinelSecret, input(params)));
   if (!timingSafeEqual(expected, Buffer.from(sig.signature)))
     return refuse('the signature does not verify with the sentinel secret');
-  const credential = `${cred.accessKeyId}/${scope}`;
-  if (sig.form === 'header') {
-    const signature = sign(cred.secret, input(params));
-    const authorization = `${ALGORITHM} Credential=${credential}, SignedHeaders=${sig.signedHeaders}, Signature=${signature}`;
-    const rawHeaders = req.rawHeaders.map((v, i) =>
-      i % 2 === 1 && (req.rawHeaders[i - 1] as string).toLowerCase() === 'authorization'
-        ? authorization
-        : v,
-    );
-    return { ok: true, resigned: true, path: req.path, rawHeaders };
-  }
-  // The query form signs its own X-Amz-Credential: the real one goes in before signing.
-  const credentialParam = `${Q.credential}=${uriEncode(credential, false)}`;
+  const real = `${cred.accessKeyId}/${scope}`;
+  return sig.form === 'header'
+    ? withHeader(req, sig, real, sign(cred.secret, input(params)))
+    : withQuery(req, params, real, (given) => sign(cred.secret, input(given)));
+}
+
+/** The request with its Authorization header naming the real key id and its signature. */
+function withHeader(
+  req: SigV4Request,
+  sig: Signature,
+  credential: string,
+  signature: string,
+): SigV4Result {
+  const authorization = `${ALGORITHM} Credential=${credential}, SignedHeaders=${sig.signedHeaders}, Signature=${signature}`;
+  const rawHeaders = req.rawHeaders.map((v, i) =>
+    i % 2 === 1 && (req.rawHeaders[i - 1] as string).toLowerCase() === 'authorization'
+      ? authorization
+      : v,
+  );
+  return { ok: true, resigned: true, path: req.path, rawHeaders };
+}
+
+/**
+ * The presigned URL with the real X-Amz-Credential and X-Amz-Signature, every other byte as
+ * sent. The query form signs its own X-Amz-Credential: the real one goes in before signing.
+ */
+function withQuery(
+  req: SigV4Request,
+  params: readonly QueryParam[],
+  credential: string,
+  signed: (params: readonly QueryParam[]) => string,
+): SigV4Result {
   const real = params.map((p) => (p.name === Q.credential ? { ...p, value: credential } : p));
-  const signature = sign(cred.secret, input(real));
-  const rewritten = query.split('&').map((raw) => {
-    const name = params.find((p) => p.raw === raw)?.name;
-    return name === Q.credential
-      ? credentialParam
-      : name === Q.signature
-        ? `${Q.signature}=${signature}`
-        : raw;
-  });
-  const target = `${path}?${rewritten.join('&')}`;
-  return { ok: true, resigned: true, path: target, rawHeaders: [...req.rawHeaders] };
+  const signature = signed(real);
+  const q = req.path.indexOf('?');
+  const rewritten = req.path
+    .slice(q + 1)
+    .split('&')
+    .map((raw) => {
+      const name = params.find((p) => p.raw === raw)?.name;
+      return name === Q.credential
+        ? `${Q.credential}=${uriEncode(credential, false)}`
+        : name === Q.signature
+          ? `${Q.signature}=${signature}`
+          : raw;
+    });
+  const path = `${req.path.slice(0, q)}?${rewritten.join('&')}`;
+  return { ok: true, resigned: true, path, rawHeaders: [...req.rawHeaders] };
 }
 
 /** Whether the key id is anywhere in the target (as sent or decoded) or in a header value. */
@@ -179,38 +209,6 @@ function lateness(sig: Signature, amzDate: string, now: number): string | null {
   }
   return now - at > SKEW_MS ? `it was signed at ${iso}, more than 15 minutes ago` : null;
 }
-
-/**
- * The payload hash the signature covers: `x-amz-content-sha256` as sent when present, checked
- * against the body when that was read; else the body's own (a presigned S3 URL signs none).
- */
-function payloadHash(
-  req: SigV4Request,
-  sig: Signature,
-): { readonly hash: string } | { readonly reason: string } {
-  const declared = values(req.rawHeaders, 'x-amz-content-sha256');
-  if (declared.length > 1) return { reason: 'x-amz-content-sha256 is sent more than once' };
-  const hash = declared[0]?.trim();
-  if (hash === undefined) {
-    if (sig.form === 'query' && sig.service === 's3') return { hash: 'UNSIGNED-PAYLOAD' };
-    if (req.body === null)
-      return { reason: 'the body was not read, so its hash cannot be checked' };
-    return { hash: sha256Hex(req.body) };
-  }
-  if (UNSIGNED.has(hash)) return { hash };
-  if (hash.startsWith('STREAMING-'))
-    return {
-      reason: `${hash}: chunk signatures are not supported yet (sign the body's SHA-256 or UNSIGNED-PAYLOAD)`,
-    };
-  if (!HEX64.test(hash))
-    return { reason: 'x-amz-content-sha256 is not a SHA-256 in lower-case hex' };
-  if (req.body !== null && sha256Hex(req.body) !== hash)
-    return { reason: 'x-amz-content-sha256 does not match the body' };
-  return { hash };
-}
-
-const values = (rawHeaders: readonly string[], name: string): string[] =>
-  rawHeaders.filter((_, i) => i % 2 === 1 && (rawHeaders[i - 1] as string).toLowerCase() === name);
 
 /** The header's one value; undefined when absent or sent more than once. */
 function single(rawHeaders: readonly string[], name: string): string | undefined {

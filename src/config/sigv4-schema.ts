@@ -17,7 +17,7 @@ const KEY_ID = new RegExp(`^[\\x21-\\x2b\\x2d\\x2e\\x30-\\x7e]{${MIN_SECRET},128
 /** What a configured sentinel key id looks like: an AWS key id's alphabet and lengths. */
 export const SENTINEL_KEY_ID = /^[A-Z0-9]{16,128}$/;
 /** AWS region and service names (the scope's second and third parts). */
-const SCOPE_PART = /^[a-z0-9-]{1,64}$/;
+export const SCOPE_PART = /^[a-z0-9-]{1,64}$/;
 
 /** Its text is never described: a key id that does not fit says so without quoting it. */
 const keyId = z.unknown().transform((v, ctx): string => {

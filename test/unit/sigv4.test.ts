@@ -314,16 +314,17 @@ describe('resignSigV4', () => {
       resign(get(`/tests/k?AWSAccessKeyId=${id}&Expires=1767000000&Signature=abc`)),
       'carries no SigV4 signature',
     );
-    expectRefused(
-      resign(
-        get(
-          '/tests/k',
-          'Authorization',
-          `AWS4-HMAC-SHA256 Credential=${id}/2026, SignedHeaders=host, Signature=00`,
+    for (const credential of [`${id}/2026`, `${id}/20260115/<us-east-1>/s3/aws4_request`])
+      expectRefused(
+        resign(
+          get(
+            '/tests/k',
+            'Authorization',
+            `AWS4-HMAC-SHA256 Credential=${credential}, SignedHeaders=host, Signature=00`,
+          ),
         ),
-      ),
-      'the credential is not KEYID/YYYYMMDD/REGION/SERVICE/aws4_request',
-    );
+        'the credential is not KEYID/YYYYMMDD/REGION/SERVICE/aws4_request',
+      );
     expectRefused(resign(get('/tests/%54GSAKIA0123456789AB')), 'carries no SigV4 signature');
     const agent = await signed({ method: 'GET', path: '/tests/k' }, SENTINEL);
     const both = await presigned({ method: 'GET', path: '/tests/k' }, SENTINEL, 60);
