@@ -135,7 +135,7 @@ export function payloadHash(
 export const headerValues = (rawHeaders: readonly string[], name: string): string[] =>
   rawHeaders.filter((_, i) => i % 2 === 1 && (rawHeaders[i - 1] as string).toLowerCase() === name);
 
-export const sha256Hex = (data: string | Buffer): string =>
+const sha256Hex = (data: string | Buffer): string =>
   createHash('sha256')
     .update(typeof data === 'string' ? Buffer.from(data, 'latin1') : data)
     .digest('hex');
