@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { HOP_BY_HOP } from '../action/headers.js';
 import { MIN_SECRET } from './problems.js';
+import { PLACES, sentinelKeyIdClash, sigv4Schema } from './sigv4-schema.js';
 
 /**
  * The `credentials` key: secrets the agent never holds. It is given a sentinel (`tgs_…`) that
@@ -58,6 +59,8 @@ const credential = (networkPattern: z.ZodType<string>) =>
         .string()
         .regex(SENTINEL, 'expected tgs_ and 16 or more letters, digits or _')
         .optional(),
+      // The value is an AWS secret key: requests signed with the sentinel are signed again.
+      sigv4: sigv4Schema.optional(),
       allowPlaintext: z.boolean().default(false),
       agents: z.array(z.string()).min(1).optional(),
       roles: z.array(z.string()).min(1).optional(),
@@ -70,6 +73,10 @@ const credential = (networkPattern: z.ZodType<string>) =>
           c.value === undefined ? 'value' : 'valueFile',
           'give exactly one of value and valueFile',
         );
+      if (c.sigv4 !== undefined)
+        for (const key of PLACES)
+          if (c[key] !== undefined)
+            at(key, 'is not used with sigv4 (the value signs requests, it goes into none)');
       if (c.header !== undefined && c.query !== undefined)
         at('query', 'give header or query, not both (where the value goes)');
       if (c.scheme !== undefined && c.query !== undefined)
@@ -78,7 +85,11 @@ const credential = (networkPattern: z.ZodType<string>) =>
       if (overlap !== null) at('sentinel', overlap);
     })
     .transform(({ header, query, ...c }) =>
-      query === undefined ? { ...c, header: header ?? 'Authorization' } : { ...c, query },
+      c.sigv4 !== undefined
+        ? c
+        : query === undefined
+          ? { ...c, header: header ?? 'Authorization' }
+          : { ...c, query },
     );
 
 /** Why a fixed sentinel cannot stand for `value` (a swap would never end), or null. */
@@ -91,7 +102,10 @@ export function sentinelOverlap(sentinel: string | undefined, value: string): st
 
 export type RawCredential = z.output<ReturnType<typeof credential>>;
 
-/** Names unique, sentinels unique and none inside another (a scan would find both). */
+/**
+ * Names unique, sentinels unique and none inside another (a scan would find both), sentinel
+ * key ids unique.
+ */
 export const credentialsSchema = (networkPattern: z.ZodType<string>) =>
   z
     .array(credential(networkPattern))
@@ -107,6 +121,13 @@ export const credentialsSchema = (networkPattern: z.ZodType<string>) =>
             message: `duplicates credentials[${first}].name`,
           });
         else names.set(c.name, i);
+        const clash = sentinelKeyIdClash(list, i);
+        if (clash !== null)
+          ctx.addIssue({
+            code: 'custom',
+            path: [i, 'sigv4', 'sentinelKeyId'],
+            message: `duplicates credentials[${clash}].sigv4.sentinelKeyId`,
+          });
         list.forEach((d, j) => {
           if (j >= i || c.sentinel === undefined || d.sentinel === undefined) return;
           if (c.sentinel.includes(d.sentinel) || d.sentinel.includes(c.sentinel))

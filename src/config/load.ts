@@ -225,7 +225,8 @@ function validate(
     data === null
       ? null
       : resolveConfig(data, source, baseDir, env, (problem) => problems.add(problem));
-  if (config !== null) problems.hide(config.credentials.map((c) => c.value));
+  if (config !== null)
+    problems.hide(config.credentials.flatMap((c) => [c.value, c.sigv4?.accessKeyId ?? '']));
   if (config !== null && checks !== undefined) {
     const doubtful = [...removed, ...quiet];
     const trusted = (key: readonly PropertyKey[]) => !doubtful.some((d) => within(key, d));
@@ -276,13 +277,16 @@ function resolveConfig(
   };
 }
 
-/** The `credentials[].value` strings as written (expanded): no message may quote them. */
+/**
+ * The `credentials[].value` and `.sigv4.accessKeyId` strings as written (expanded): no message
+ * may quote them.
+ */
 function givenValues(value: unknown): string[] {
   const list = (value as { credentials?: unknown }).credentials;
   if (!Array.isArray(list)) return [];
   return list.flatMap((c) => {
-    const v = (c as { value?: unknown } | null)?.value;
-    return typeof v === 'string' ? [v] : [];
+    const entry = c as { value?: unknown; sigv4?: { accessKeyId?: unknown } | null } | null;
+    return [entry?.value, entry?.sigv4?.accessKeyId].filter((v) => typeof v === 'string');
   });
 }
 

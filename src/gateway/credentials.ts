@@ -2,11 +2,12 @@ import { dirname, join } from 'node:path';
 import type { Config } from '../config/load.js';
 import { built, part } from '../config/parts.js';
 import { CredentialSet } from '../event/credential-set.js';
+import type { WithSentinels } from '../event/sentinels.js';
 import { sentinels } from '../event/sentinels.js';
 import { secretFile } from '../review/secret-file.js';
 import type { Opening } from './trajectory.js';
 
-export type ArmedCredential = Config['credentials'][number] & { readonly sentinel: string };
+export type ArmedCredential = WithSentinels<Config['credentials'][number]>;
 
 /** Where the key that derives generated sentinels is kept: beside the journal, mode 0600. */
 export function credentialKeyFile(config: {

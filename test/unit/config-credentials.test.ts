@@ -179,3 +179,117 @@ credentials:
     expect(config.unset.get('credentials[0].value')?.written).toBe('${GITHUB_TOKEN}');
   });
 });
+
+describe('credentials with sigv4', () => {
+  /** The real key id: like the value, no message may quote it. */
+  const KEY_ID = 'AKIAREALKEYID0123456';
+  const AWS = {
+    AWS_SECRET_ACCESS_KEY: 'real/Secret+Key0123456789abcdefghijklmnop',
+    AWS_ACCESS_KEY_ID: KEY_ID,
+  };
+
+  it('loads the key id, regions and services, with no header', () => {
+    const config = load(
+      `credentials:
+  - name: aws
+    value: \${AWS_SECRET_ACCESS_KEY}
+    sigv4:
+      accessKeyId: \${AWS_ACCESS_KEY_ID}
+      sentinelKeyId: TGSAKIA0123456789AB
+      regions: [us-east-1]
+      services: [s3]
+    hosts: ["*.s3.amazonaws.com:443"]
+  - { name: minio, value: minio-secret-0123, sigv4: { accessKeyId: minioadmin }, hosts: [127.0.0.1] }
+`,
+      tempDir(),
+      AWS,
+    );
+    expect(config.credentials).toEqual([
+      {
+        name: 'aws',
+        value: AWS.AWS_SECRET_ACCESS_KEY,
+        sigv4: {
+          accessKeyId: KEY_ID,
+          sentinelKeyId: 'TGSAKIA0123456789AB',
+          regions: ['us-east-1'],
+          services: ['s3'],
+        },
+        hosts: ['*.s3.amazonaws.com:443'],
+        allowPlaintext: false,
+      },
+      {
+        name: 'minio',
+        value: 'minio-secret-0123',
+        sigv4: { accessKeyId: 'minioadmin' },
+        hosts: ['127.0.0.1'],
+        allowPlaintext: false,
+      },
+    ]);
+  });
+
+  it('names each bad key, never quoting the real key id', () => {
+    const text = errors(
+      `credentials:
+  - name: placed
+    value: \${AWS_SECRET_ACCESS_KEY}
+    sigv4: { accessKeyId: '\${AWS_ACCESS_KEY_ID}' }
+    hosts: [a.example]
+    header: Authorization
+    scheme: AWS4
+  - { name: queried, value: '\${AWS_SECRET_ACCESS_KEY}', sigv4: { accessKeyId: '\${AWS_ACCESS_KEY_ID}' }, hosts: [a.example], query: k }
+  - name: bad
+    value: \${AWS_SECRET_ACCESS_KEY}
+    sigv4: { accessKeyId: '${KEY_ID}/x', sentinelKeyId: tgs-lower, regions: [US East], services: [], extra: 1 }
+    hosts: [a.example]
+  - name: inside
+    value: \${AWS_SECRET_ACCESS_KEY}
+    sigv4: { accessKeyId: '\${AWS_ACCESS_KEY_ID}', sentinelKeyId: X${KEY_ID} }
+    hosts: [a.example]
+`,
+      tempDir(),
+      AWS,
+    ).join('\n');
+    for (const expected of [
+      'credentials[0] (placed).header: is not used with sigv4',
+      'credentials[0] (placed).scheme: is not used with sigv4',
+      'credentials[1] (queried).query: is not used with sigv4',
+      'credentials[2] (bad).sigv4.accessKeyId: expected 8 to 128 printable ASCII characters without /, comma or space',
+      'credentials[2] (bad).sigv4.sentinelKeyId: expected 16 to 128 upper-case letters or digits',
+      'credentials[2] (bad).sigv4.regions[0]: expected a region name like us-east-1',
+      'credentials[2] (bad).sigv4.services: list at least one service, or leave the key out for any',
+      'credentials[2] (bad).sigv4.extra: unknown key',
+      'credentials[3] (inside).sigv4.sentinelKeyId: must not contain accessKeyId, nor be part of it',
+    ])
+      expect(text).toContain(expected);
+    expect(text).not.toContain(KEY_ID);
+    expect(text).not.toContain(AWS.AWS_SECRET_ACCESS_KEY);
+    const twice = errors(
+      `credentials:
+  - { name: first, value: '\${AWS_SECRET_ACCESS_KEY}', sigv4: { accessKeyId: KEYID9876, sentinelKeyId: TGS0123456789ABCDEF }, hosts: [a.example] }
+  - { name: again, value: '\${AWS_SECRET_ACCESS_KEY}', sigv4: { accessKeyId: KEYID0123, sentinelKeyId: TGS0123456789ABCDEF }, hosts: [a.example] }
+  - { name: number, value: '\${AWS_SECRET_ACCESS_KEY}', sigv4: { accessKeyId: 123456789 }, hosts: [a.example] }
+`,
+      tempDir(),
+      AWS,
+    ).join('\n');
+    expect(twice).toContain(
+      'credentials[1] (again).sigv4.sentinelKeyId: duplicates credentials[0].sigv4.sentinelKeyId',
+    );
+    expect(twice).toContain(
+      'credentials[2] (number).sigv4.accessKeyId: expected a string (quote it in YAML)',
+    );
+  });
+
+  it('lets operator commands run with the key id unset', () => {
+    const dir = tempDir();
+    const file = join(dir, 'trajgate.yaml');
+    writeFileSync(
+      file,
+      'version: 1\ncredentials:\n  - { name: aws, value: "${AWS_SECRET_ACCESS_KEY}", sigv4: { accessKeyId: "${AWS_ACCESS_KEY_ID}" }, hosts: [a.example] }\n',
+    );
+    const config = loadOperatorConfig(file, {});
+    expect(config.unset.get('credentials[0].sigv4.accessKeyId')?.written).toBe(
+      '${AWS_ACCESS_KEY_ID}',
+    );
+  });
+});

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { SENTINEL } from '../../src/config/credentials-schema.js';
-import { generatedSentinel, sentinels } from '../../src/event/sentinels.js';
+import { SENTINEL_KEY_ID } from '../../src/config/sigv4-schema.js';
+import { generatedKeyId, generatedSentinel, sentinels } from '../../src/event/sentinels.js';
 
 const KEY = Buffer.from('installation-key-0123456789abcdef');
 
@@ -35,5 +36,32 @@ describe('generated sentinels', () => {
       { name: 'gen', sentinel: generatedSentinel(KEY, 'gen') },
     ]);
     expect(reads).toBe(1);
+  });
+
+  it('give a sigv4 credential a key id when none is configured, stable and apart', () => {
+    const id = generatedKeyId(KEY, 'aws');
+    expect(id).toMatch(/^TGS[A-Z2-7]{17}$/);
+    expect(id).toMatch(SENTINEL_KEY_ID);
+    expect(generatedKeyId(Buffer.from(KEY), 'aws')).toBe(id);
+    expect(generatedKeyId(KEY, 'aws2')).not.toBe(id);
+    expect(generatedKeyId(Buffer.from('another-key-0123456789abcdef'), 'aws')).not.toBe(id);
+    const fixed = { name: 'fixed', sentinel: 'tgs_fixed_0123456789abcdef' };
+    const signing = {
+      ...fixed,
+      sigv4: { accessKeyId: 'AKIAREAL0123456789', sentinelKeyId: 'TGSFIXED0123456789' },
+    };
+    let reads = 0;
+    const key = () => (reads++, KEY);
+    expect(sentinels([signing], key)).toEqual([signing]);
+    expect(reads).toBe(0);
+    const bare = { name: 'aws', sigv4: { accessKeyId: 'AKIAREAL0123456789' } };
+    expect(sentinels([bare], key)).toEqual([
+      {
+        name: 'aws',
+        sentinel: generatedSentinel(KEY, 'aws'),
+        sigv4: { accessKeyId: 'AKIAREAL0123456789', sentinelKeyId: id },
+      },
+    ]);
+    expect(reads).toBe(2);
   });
 });
