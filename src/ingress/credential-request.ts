@@ -11,6 +11,7 @@ import type { Capture } from '../action/capture.js';
 import type { PreparedRequest } from '../action/forward.js';
 import { CredentialScrubber } from '../action/credential-scrub.js';
 import { swapCredentials } from '../action/credential-swap.js';
+import { hashDeclared, keyIdScrub, resign, signs } from './credential-sign.js';
 
 /** Fields that never leave trajgate: a sentinel in them goes nowhere (RFC 9110 § 11.7.2). */
 const KEPT_HERE: ReadonlySet<string> = new Set(['proxy-authorization']);
@@ -58,20 +59,23 @@ export async function planCredentials(
 ): Promise<CredentialPlan> {
   const scanner = set.scanner!;
   const own = set.forHost(subject, session);
-  let sorted: Sorted = set.sort(scanner.scan(target), own, 'url');
+  // A signing credential's sentinel is its secret: it never goes anywhere, its own hosts included.
+  const swaps = own.filter((c) => !signs(c));
+  let sorted: Sorted = set.sort(scanner.scan(target), swaps, 'url');
   const raw = req.rawHeaders;
   for (let i = 0; i < raw.length && sorted.out === undefined; i += 2) {
     if (KEPT_HERE.has(raw[i]!.toLowerCase())) continue;
-    sorted = merge(sorted, set.sort(scanner.scan(raw[i + 1]!), own, `header ${raw[i]}`));
+    sorted = merge(sorted, set.sort(scanner.scan(raw[i + 1]!), swaps, `header ${raw[i]}`));
   }
   let body: Buffer | null = null;
   let refused: string | undefined;
-  if (own.length > 0 && sorted.out === undefined && hasBody(req)) {
+  const needed = swaps.length > 0 || (own.length > 0 && !hashDeclared(raw));
+  if (needed && sorted.out === undefined && hasBody(req)) {
     // The body is needed to judge: it is invited now (RFC 9110 § 10.1.1).
     if (expectsContinue(req)) invite();
     try {
       body = await readBody(req, maxBody);
-      sorted = merge(sorted, set.sort(scanner.scan(body), own, 'body'));
+      sorted = merge(sorted, set.sort(scanner.scan(body), swaps, 'body'));
     } catch (err) {
       refused =
         isBodyRefusal(err) && err.code === 'E_TOO_LARGE'
@@ -80,27 +84,33 @@ export async function planCredentials(
     }
   }
   refused ??= ownRefusal(set, own, sorted, subject, session);
-  if (sorted.out !== undefined || refused !== undefined)
-    return { own, swapped: null, uses: sorted.uses, out: sorted.out, refused };
+  const plan = { own, swapped: null, uses: sorted.uses, out: sorted.out, refused };
+  if (sorted.out !== undefined || refused !== undefined) return plan;
   const active = own.filter((c) => !set.revoked.has(c.name));
   const path = url.pathname + url.search;
-  // Its body was read: it goes as read.
-  if (active.length === 0) {
-    const asIs = body === null ? null : { path, rawHeaders: req.rawHeaders, body, sent: body };
-    return { own, swapped: asIs, uses: [], out: undefined, refused };
-  }
-  const swap = swapCredentials({ path, rawHeaders: req.rawHeaders, body }, active, maxBody);
-  if (!swap.ok)
-    return { own, swapped: null, uses: sorted.uses, out: undefined, refused: swap.reason };
-  const scrub = new CredentialScrubber(active);
+  const swap = swapCredentials(
+    { path, rawHeaders: raw, body },
+    active.filter((c) => !signs(c)),
+    maxBody,
+  );
+  if (!swap.ok) return { ...plan, refused: swap.reason };
+  const signed = resign({ ...swap, method: req.method ?? 'GET' }, active.filter(signs), Date.now());
+  if (!signed.ok) return { ...plan, refused: signed.reason };
+  const uses = [...new Set([...swap.used, ...signed.used])];
+  // Nothing swapped and no body read: the request goes as the agent sent it.
+  if (uses.length === 0 && body === null) return { ...plan, uses };
+  const scrub = new CredentialScrubber([
+    ...active.filter((c) => !signs(c)),
+    ...active.filter(signs).map(keyIdScrub),
+  ]);
   const swapped = {
-    path: swap.path,
-    rawHeaders: swap.rawHeaders,
+    path: signed.path,
+    rawHeaders: signed.rawHeaders,
     body: swap.body,
     sent: body,
     scrub,
   };
-  return { own, swapped, uses: swap.used, out: undefined, refused: undefined };
+  return { ...plan, swapped, uses };
 }
 
 function merge(a: Sorted, b: Sorted): Sorted {
