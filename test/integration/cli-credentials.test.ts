@@ -76,6 +76,18 @@ const credentialRecords = (path = journal) =>
     (r): r is Extract<JournalRecord, { type: 'credential' }> => r.type === 'credential',
   );
 
+/** A config of `credentials` alone, its journal in a new folder (no gateway ever ran there). */
+function configOf(credentials: object[]): { dir: string; file: string } {
+  const dir = tempDir();
+  const file = writeConfig(dir, {
+    version: 1,
+    workspace: tempDir('trajgate-ws-'),
+    journal: join(dir, 'journal.jsonl'),
+    credentials,
+  });
+  return { dir, file };
+}
+
 describe('trajgate env AGENT: the sentinels given to the agent', () => {
   it('prints those of its agents and roles, generated or fixed, and no value', async () => {
     const github = generatedSentinel(key(), 'github');
@@ -97,13 +109,9 @@ describe('trajgate env AGENT: the sentinels given to the agent', () => {
   });
 
   it('a generated sentinel needs the key a start made: without it, an error and no key made', async () => {
-    const dir = tempDir();
-    const file = writeConfig(dir, {
-      version: 1,
-      workspace: tempDir('trajgate-ws-'),
-      journal: join(dir, 'journal.jsonl'),
-      credentials: [{ name: 'github', value: '${GH_VALUE}', hosts: ['api.github.com'] }],
-    });
+    const { dir, file } = configOf([
+      { name: 'github', value: '${GH_VALUE}', hosts: ['api.github.com'] },
+    ]);
     const r = await runCliAsync(['env', '--config', file], { env: operatorEnv });
     expect(r.status).toBe(1);
     expect(r.stderr).toContain(`${join(dir, 'credential-key')}: no credential key yet`);
@@ -113,22 +121,16 @@ describe('trajgate env AGENT: the sentinels given to the agent', () => {
   });
 
   it('an env that names a variable trajgate prints itself is refused, naming the key', async () => {
-    const dir = tempDir();
-    const file = writeConfig(dir, {
-      version: 1,
-      workspace: tempDir('trajgate-ws-'),
-      journal: join(dir, 'journal.jsonl'),
-      credentials: [
-        { name: 'gh', value: '${GH_VALUE}', hosts: ['a.example'], sentinel: NPM_SENTINEL },
-        {
-          name: 'npm',
-          value: '${GH_VALUE}',
-          hosts: ['b.example'],
-          sentinel: 'tgs_other_0123456789abcdef',
-          env: 'HTTPS_PROXY',
-        },
-      ],
-    });
+    const { file } = configOf([
+      { name: 'gh', value: '${GH_VALUE}', hosts: ['a.example'], sentinel: NPM_SENTINEL },
+      {
+        name: 'npm',
+        value: '${GH_VALUE}',
+        hosts: ['b.example'],
+        sentinel: 'tgs_other_0123456789abcdef',
+        env: 'HTTPS_PROXY',
+      },
+    ]);
     const r = await runCliAsync(['env', '--config', file], { env: operatorEnv });
     expect(r.status).toBe(1);
     expect(r.stderr).toContain('credentials[1].env is HTTPS_PROXY, a variable trajgate env prints');
