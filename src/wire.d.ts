@@ -102,7 +102,7 @@ export interface CredentialUseView {
   /** Its own hosts it went to (`host:port`), the first few. */
   readonly hosts: readonly string[];
   /** The session's first event that carried it. */
-  readonly first: Pick<EventRecord, 'seq' | 'ts' | 'kind' | 'target'>;
+  readonly first: Pick<EventRecord, 'seq' | 'ts' | 'kind' | 'method' | 'target'>;
   readonly last: string;
 }
 
