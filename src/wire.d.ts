@@ -102,7 +102,7 @@ export interface CredentialUseView {
   /** Its own hosts it went to (`host:port`), the first few. */
   readonly hosts: readonly string[];
   /** The session's first event that carried it. */
-  readonly first: Pick<EventRecord, 'seq' | 'ts' | 'kind' | 'target'>;
+  readonly first: Pick<EventRecord, 'seq' | 'ts' | 'kind' | 'method' | 'target'>;
   readonly last: string;
 }
 
@@ -305,6 +305,8 @@ export interface SessionView {
   readonly held: number;
   readonly lastActivity: string | null;
   readonly events: number;
+  /** Names of the credentials its traffic carried (to their hosts or out of place). */
+  readonly credentialNames: readonly string[];
 }
 
 /** `GET /api/sessions`: a page of the list, `next` the cursor of the next page (null: the last). */
@@ -344,4 +346,32 @@ export interface SessionDetail extends SessionView {
   readonly captures: boolean;
   /** TLS handshakes the agent refused: how many, and the newest 20, oldest first. */
   readonly handshakes: { readonly refused: number; readonly recent: readonly HandshakeView[] };
+  /** The credentials its traffic carried: uses, hosts, exfiltrations, the first event. */
+  readonly credentials: readonly CredentialUseView[];
+}
+
+/**
+ * A configured credential as `GET /api/credentials` lists it: never its value. `agents` and
+ * `roles` null: given to every agent.
+ */
+export interface CredentialView {
+  readonly name: string;
+  readonly hosts: readonly string[];
+  /** The variable `trajgate env` exports its sentinel in. */
+  readonly env: string;
+  readonly sentinel: string;
+  /** Where the value goes: `header Authorization (Bearer)`, `query access_token`. */
+  readonly place: string;
+  readonly agents: readonly string[] | null;
+  readonly roles: readonly string[] | null;
+  readonly revoked: boolean;
+}
+
+/** `POST /api/credentials/:name/revoke|restore`: the credential now, and what it closed. */
+export interface CredentialAnswer {
+  readonly credential: CredentialView;
+  /** False when it already was so: nothing journaled. */
+  readonly changed: boolean;
+  /** Live flows carrying it that the revoke closed. */
+  readonly closed: number;
 }

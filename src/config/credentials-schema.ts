@@ -14,6 +14,13 @@ export const SENTINEL = /^tgs_[A-Za-z0-9_]{16,}$/;
 /** Shorter is not a secret worth injecting, and could not be told apart in messages. */
 export const MIN_VALUE = MIN_SECRET;
 
+/** POSIX shell variable names (XCU § 2.5.3 via § 3.235): what `trajgate env` exports. */
+export const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/** The variable an agent holds a credential's sentinel in when `env` names none: `GITHUB_TOKEN`. */
+export const defaultEnv = (name: string): string =>
+  `${name.toUpperCase().replaceAll('-', '_')}_TOKEN`;
+
 /** RFC 9110 § 5.1: a field name is a token. */
 const FIELD_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 /** Fields a proxy sets itself or never forwards (RFC 9110 § 7.2, § 7.6.1, § 8.6). */
@@ -61,6 +68,13 @@ const credential = (networkPattern: z.ZodType<string>) =>
         .optional(),
       // The value is an AWS secret key: requests signed with the sentinel are signed again.
       sigv4: sigv4Schema.optional(),
+      env: z
+        .string()
+        .regex(
+          ENV_NAME,
+          'expected a shell variable name (letters, digits and _, not first a digit)',
+        )
+        .optional(),
       allowPlaintext: z.boolean().default(false),
       agents: z.array(z.string()).min(1).optional(),
       roles: z.array(z.string()).min(1).optional(),
@@ -83,14 +97,17 @@ const credential = (networkPattern: z.ZodType<string>) =>
         at('scheme', 'is for a header; a query parameter has no scheme');
       const overlap = c.value === undefined ? null : sentinelOverlap(c.sentinel, c.value);
       if (overlap !== null) at('sentinel', overlap);
+      if (c.env === undefined && c.sigv4 === undefined && !ENV_NAME.test(defaultEnv(c.name)))
+        at('env', `give one: ${defaultEnv(c.name)} (from the name) is no shell variable name`);
     })
-    .transform(({ header, query, ...c }) =>
-      c.sigv4 !== undefined
-        ? c
-        : query === undefined
-          ? { ...c, header: header ?? 'Authorization' }
-          : { ...c, query },
-    );
+    .transform(({ header, query, env, ...c }) => {
+      // A signing credential's sentinel is the agent's AWS secret key: the SDKs read it there.
+      const named = { ...c, env: env ?? (c.sigv4 ? 'AWS_SECRET_ACCESS_KEY' : defaultEnv(c.name)) };
+      if (c.sigv4 !== undefined) return named;
+      return query === undefined
+        ? { ...named, header: header ?? 'Authorization' }
+        : { ...named, query };
+    });
 
 /** Why a fixed sentinel cannot stand for `value` (a swap would never end), or null. */
 export function sentinelOverlap(sentinel: string | undefined, value: string): string | null {
@@ -103,24 +120,26 @@ export function sentinelOverlap(sentinel: string | undefined, value: string): st
 export type RawCredential = z.output<ReturnType<typeof credential>>;
 
 /**
- * Names unique, sentinels unique and none inside another (a scan would find both), sentinel
- * key ids unique.
+ * Names and variables unique (an agent given both would hold one), sentinels unique and none
+ * inside another (a scan would find both), sentinel key ids unique.
  */
 export const credentialsSchema = (networkPattern: z.ZodType<string>) =>
   z
     .array(credential(networkPattern))
     .default([])
     .superRefine((list, ctx) => {
-      const names = new Map<string, number>();
+      const seen = { name: new Map<string, number>(), env: new Map<string, number>() };
       list.forEach((c, i) => {
-        const first = names.get(c.name);
-        if (first !== undefined)
-          ctx.addIssue({
-            code: 'custom',
-            path: [i, 'name'],
-            message: `duplicates credentials[${first}].name`,
-          });
-        else names.set(c.name, i);
+        for (const key of ['name', 'env'] as const) {
+          const first = seen[key].get(c[key]);
+          if (first !== undefined)
+            ctx.addIssue({
+              code: 'custom',
+              path: [i, key],
+              message: `duplicates credentials[${first}].${key}`,
+            });
+          else seen[key].set(c[key], i);
+        }
         const clash = sentinelKeyIdClash(list, i);
         if (clash !== null)
           ctx.addIssue({

@@ -57,10 +57,7 @@ export class CredentialSet<C extends CredentialEntry = CredentialEntry> {
 
   /** Whether `session`'s agent was given the credential. */
   givenTo(c: C, session: string): boolean {
-    if (c.agents === undefined && c.roles === undefined) return true;
-    if (c.agents?.includes(session) === true) return true;
-    const roles = this.#rolesOf.get(session) ?? [];
-    return c.roles?.some((r) => roles.includes(r)) === true;
+    return isGiven(c, session, this.#rolesOf.get(session) ?? []);
   }
 
   /** The credentials given to `session` whose hosts cover the destination (revoked ones too). */
@@ -95,6 +92,17 @@ export class CredentialSet<C extends CredentialEntry = CredentialEntry> {
     }
     return null;
   }
+}
+
+/** Whether the agent `id` with `roles` was given `c`: every agent when it names none. */
+export function isGiven(
+  c: Pick<CredentialEntry, 'agents' | 'roles'>,
+  id: string,
+  roles: readonly string[],
+): boolean {
+  if (c.agents === undefined && c.roles === undefined) return true;
+  if (c.agents?.includes(id) === true) return true;
+  return c.roles?.some((r) => roles.includes(r)) === true;
 }
 
 /** `body (base64)`: where, and the encoding when it was not found as is. */

@@ -1,9 +1,11 @@
 import { dirname, join } from 'node:path';
 import type { Config } from '../config/load.js';
 import { built, part } from '../config/parts.js';
+import { TrajgateError } from '../errors.js';
 import { CredentialSet } from '../event/credential-set.js';
 import type { WithSentinels } from '../event/sentinels.js';
 import { sentinels } from '../event/sentinels.js';
+import type { CredentialRecord } from '../journal/records.js';
 import { secretFile } from '../review/secret-file.js';
 import type { Opening } from './trajectory.js';
 
@@ -58,6 +60,22 @@ export class Credentials {
     else this.#revoked.delete(name);
     this.#set = this.#build();
     return true;
+  }
+
+  /** Names revoked now (a snapshot keeps them; some may no longer be configured). */
+  get revoked(): ReadonlySet<string> {
+    return this.#revoked;
+  }
+
+  /** A `credential` record read back at start (journal or snapshot): as it was decided. */
+  apply(record: Pick<CredentialRecord, 'name' | 'action'>): void {
+    const { name, action } = record;
+    if (typeof name !== 'string' || (action !== 'revoke' && action !== 'restore'))
+      throw new TrajgateError(
+        'E_JOURNAL_CORRUPT',
+        'credential record needs a "name" and an "action" of revoke or restore',
+      );
+    this.revoke(name, action === 'revoke');
   }
 
   #build(): CredentialSet<ArmedCredential> {

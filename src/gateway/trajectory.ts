@@ -117,6 +117,7 @@ export async function openTrajectory(
   teardown.push('journal health', () => health.close());
   const snapshot = {
     guard,
+    credentials,
     store: store.store,
     review,
     denials,
@@ -129,6 +130,7 @@ export async function openTrajectory(
       (record) => {
         // A shared store holds the guard's state; this journal is this gateway's audit trail.
         if (store.rebuildsFromJournal) applyRecord(guard, record);
+        if (record.type === 'credential') credentials.apply(record);
         review.restore(record);
         calls.restore(record);
       },

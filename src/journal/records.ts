@@ -187,6 +187,17 @@ export interface DenyPatternRecord extends RecordBase {
 }
 
 /**
+ * An operator revoked a credential (requests carrying its sentinel are refused, flows carrying
+ * it closed) or restored it; replayed at restart. Written before it takes effect.
+ */
+export interface CredentialRecord extends RecordBase {
+  readonly type: 'credential';
+  readonly name: string;
+  readonly action: 'revoke' | 'restore';
+  readonly by: string;
+}
+
+/**
  * A session forgotten: nothing it did could raise a verdict any more (no pause, flag, marks in
  * force, approvals, counts, held requests or open flows) and it was idle since `idleSince`
  * for longer than `policy.sessionIdle`. Replayed at restart; if it comes back it starts at zero.
@@ -216,6 +227,7 @@ export interface SnapshotRecord extends RecordBase {
 export type JournalRecord =
   | SnapshotRecord
   | EvictRecord
+  | CredentialRecord
   | RevokeRecord
   | DenyPatternRecord
   | ConfigRecord

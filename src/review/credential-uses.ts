@@ -40,6 +40,7 @@ function counted(
       seq: record.seq,
       ts: record.ts,
       kind: record.kind,
+      method: record.method,
       target: record.target,
     },
     last: record.ts,

@@ -48,6 +48,7 @@ describe('credentials', () => {
         header: 'Authorization',
         scheme: 'Bearer',
         allowPlaintext: false,
+        env: 'GITHUB_TOKEN',
       },
       {
         name: 'search-key',
@@ -56,6 +57,7 @@ describe('credentials', () => {
         query: 'api_key',
         sentinel: 'tgs_search_0123456789abcdef',
         allowPlaintext: true,
+        env: 'SEARCH_KEY_TOKEN',
       },
     ]);
     expect(load('').credentials).toEqual([]);
@@ -166,6 +168,26 @@ credentials:
       "credentials:\n  - { name: x, value: '\${GITHUB_TOKEN}', hosts: [a.example], agents: [a] }\n",
     ).join('\n');
     expect(none).toContain('credentials[0] (x).agents[0]: no agent "a" (no agents are defined)');
+  });
+
+  it('env: a shell variable name, unique; the default from the name must be one', () => {
+    const config = load(
+      "credentials:\n  - { name: gh, value: '\${GITHUB_TOKEN}', hosts: [a.example], env: GH_PAT }\n",
+    );
+    expect(config.credentials[0]?.env).toBe('GH_PAT');
+    const text = errors(`credentials:
+  - { name: a, value: '\${GITHUB_TOKEN}', hosts: [a.example], env: 'GH-TOKEN' }
+  - { name: 9lives, value: '\${GITHUB_TOKEN}', hosts: [a.example] }
+  - { name: b, value: '\${GITHUB_TOKEN}', hosts: [a.example], env: X }
+  - { name: c, value: '\${GITHUB_TOKEN}', hosts: [a.example], env: X }
+  - { name: x, value: '\${GITHUB_TOKEN}', hosts: [a.example], env: B_TOKEN }
+`).join('\n');
+    expect(text).toContain('credentials[0] (a).env: expected a shell variable name');
+    expect(text).toContain(
+      'credentials[1] (9lives).env: give one: 9LIVES_TOKEN (from the name) is no shell variable name',
+    );
+    expect(text).toContain('credentials[3] (c).env: duplicates credentials[2].env');
+    expect(text).not.toContain('credentials[4]');
   });
 
   it('lets operator commands run with the value unset', () => {
