@@ -5,6 +5,10 @@ import type { RawCredential } from './credentials-schema.js';
 import { MIN_VALUE, sentinelOverlap } from './credentials-schema.js';
 import { keyPath } from './issues.js';
 import type { Problem } from './problems.js';
+import type { WithSentinels } from '../event/sentinels.js';
+
+/** A configured credential with its sentinels, as the gateway runs it. */
+export type ArmedCredential = WithSentinels<Credential>;
 
 /** A credential with its value read: `valueFile` (made absolute) says where it came from. */
 export type Credential = Omit<RawCredential, 'value' | 'valueFile'> & {

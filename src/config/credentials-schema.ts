@@ -1,6 +1,9 @@
 import { z } from 'zod';
-import { HOP_BY_HOP } from '../action/headers.js';
+import { HOP_BY_HOP } from '../http/hop-by-hop.js';
 import { MIN_SECRET } from './problems.js';
+import { SENTINEL } from '../event/sentinels.js';
+
+export { SENTINEL };
 import { PLACES, sentinelKeyIdClash, sigv4Schema } from './sigv4-schema.js';
 
 /**
@@ -9,8 +12,6 @@ import { PLACES, sentinelKeyIdClash, sigv4Schema } from './sigv4-schema.js';
  * value itself is never quoted back in any message (it is a secret).
  */
 
-/** What the agent holds instead of the value: recognisable, and long enough not to collide. */
-export const SENTINEL = /^tgs_[A-Za-z0-9_]{16,}$/;
 /** Shorter is not a secret worth injecting, and could not be told apart in messages. */
 export const MIN_VALUE = MIN_SECRET;
 

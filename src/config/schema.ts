@@ -9,7 +9,7 @@ import { journalSchema } from './journal-schema.js';
 import { protocolName } from '../http/upgrade-protocols.js';
 import { duration } from './duration-schema.js';
 import { checkScopes, credentialsSchema } from './credentials-schema.js';
-import { OWN_BOUNDARIES } from '../guard/exfiltration.js';
+import { OWN_BOUNDARIES } from '../event/own-boundaries.js';
 
 /**
  * The YAML schema; key names are the contract (docs/configuration.md, and

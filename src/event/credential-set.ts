@@ -4,6 +4,11 @@ import { matchesNetwork, parseNetworkPattern } from './network-pattern.js';
 import type { SentinelFinding } from './sentinel-scan.js';
 import { SentinelScanner } from './sentinel-scan.js';
 
+/** The credentials in force now (gateway/credentials.ts: an operator's revoke, a reload). */
+export interface CredentialsInForce<C extends CredentialEntry = CredentialEntry> {
+  readonly current: CredentialSet<C>;
+}
+
 /** A credential as the gateway runs it: its config entry with its sentinel. */
 export interface CredentialEntry {
   readonly name: string;

@@ -1,6 +1,6 @@
 import { AhoCorasick } from './aho-corasick.js';
 import { JsonPass, PercentPass, RawPass, WrappedPass, type Escape } from './sentinel-passes.js';
-import { SENTINEL } from '../config/credentials-schema.js';
+import { SENTINEL } from './sentinels.js';
 import { TrajgateError } from '../errors.js';
 
 export type { Escape };

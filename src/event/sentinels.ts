@@ -1,5 +1,8 @@
 import { createHmac } from 'node:crypto';
 
+/** What the agent holds instead of the value: recognisable, and long enough not to collide. */
+export const SENTINEL = /^tgs_[A-Za-z0-9_]{16,}$/;
+
 /** HMAC-SHA256 of a credential's name under the installation's key, for one use (`label`). */
 const derive = (key: Buffer, label: string, name: string): Buffer =>
   createHmac('sha256', key).update(`trajgate ${label}\0${name}`).digest();

@@ -4,7 +4,7 @@ import type { BasisParts } from '../pipeline/flow-basis.js';
 import { rejudgeFlows } from '../pipeline/flow-basis.js';
 import { operate } from '../review/api-rules.js';
 import type { CredentialAnswer, CredentialView } from '../wire.js';
-import type { ArmedCredential } from './credentials.js';
+import type { ArmedCredential, Credentials } from './credentials.js';
 
 /**
  * The operators' credential actions (`GET /api/credentials`, `POST
@@ -15,7 +15,7 @@ import type { ArmedCredential } from './credentials.js';
 export class CredentialDesk {
   constructor(
     private readonly journal: JournalWriter,
-    private readonly parts: BasisParts,
+    private readonly parts: BasisParts & { readonly credentials: Credentials },
   ) {}
 
   list(): CredentialView[] {

@@ -2,14 +2,14 @@ import { dirname, join } from 'node:path';
 import type { Config } from '../config/load.js';
 import { built, part } from '../config/parts.js';
 import { TrajgateError } from '../errors.js';
+import type { ArmedCredential } from '../config/credential-values.js';
 import { CredentialSet } from '../event/credential-set.js';
-import type { WithSentinels } from '../event/sentinels.js';
 import { sentinels } from '../event/sentinels.js';
 import type { CredentialRecord } from '../journal/records.js';
 import { secretFile } from '../review/secret-file.js';
-import type { Opening } from './trajectory.js';
+import type { ConfigParts } from './config-parts.js';
 
-export type ArmedCredential = WithSentinels<Config['credentials'][number]>;
+export type { ArmedCredential };
 
 /** Where the key that derives generated sentinels is kept: beside the journal, mode 0600. */
 export function credentialKeyFile(config: {
@@ -83,7 +83,10 @@ export class Credentials {
   }
 }
 
-export function openCredentials(initial: Config, { parts }: Pick<Opening, 'parts'>): Credentials {
+export function openCredentials(
+  initial: Config,
+  { parts }: { readonly parts: ConfigParts },
+): Credentials {
   const file = credentialKeyFile(initial);
   let key: Buffer | undefined;
   const read = () => (key ??= Buffer.from(secretFile(file, 'the credential key'), 'utf8'));

@@ -17,7 +17,7 @@ import type { Presence } from '../action/hold.js';
 import type { Identity } from './identity.js';
 import type { LimitLog } from '../review/limit-log.js';
 import type { CredentialSet } from '../event/credential-set.js';
-import type { ArmedCredential } from '../gateway/credentials.js';
+import type { ArmedCredential } from '../config/credential-values.js';
 
 /** Tunnels open, in all and per session, for `limits.maxTunnels` and `tunnelsPerSession`. */
 export interface OpenTunnels {

@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { parseNetworkTarget } from '../event/network-target.js';
 import type { ProxyContext } from './context.js';
 import { isBodyRefusal } from '../http/body.js';
-import type { ArmedCredential } from '../gateway/credentials.js';
+import type { ArmedCredential } from '../config/credential-values.js';
 import type { CredentialSet, Sorted } from '../event/credential-set.js';
 import type { EventInput, Exfiltration, NetworkSubject } from '../event/event.js';
 import { readBody } from '../http/body.js';

@@ -1,7 +1,7 @@
 import type { CredentialScrubber } from '../action/credential-scrub.js';
 import type { SigV4Result } from '../action/sigv4.js';
 import { resignSigV4 } from '../action/sigv4.js';
-import type { ArmedCredential } from '../gateway/credentials.js';
+import type { ArmedCredential } from '../config/credential-values.js';
 
 /** A credential whose value signs requests (AWS SigV4) instead of going into them. */
 export type Signing = ArmedCredential & {

@@ -23,7 +23,8 @@ import { Interceptor } from './intercept.js';
 import { serveUpgrade } from './upgrade.js';
 import type { LimitLog } from '../review/limit-log.js';
 import type { CredentialSet } from '../event/credential-set.js';
-import type { ArmedCredential, Credentials } from '../gateway/credentials.js';
+import type { ArmedCredential } from '../config/credential-values.js';
+import type { CredentialsInForce } from '../event/credential-set.js';
 
 /** What the handlers read at each request. */
 const HANDLERS = {
@@ -66,7 +67,7 @@ export interface ProxyDeps {
   readonly drain: Drain;
   readonly log: Logger;
   readonly limitLog: LimitLog;
-  readonly credentials: Credentials;
+  readonly credentials: CredentialsInForce<ArmedCredential>;
   /** The agent refused the TLS handshake of an intercepted tunnel (`how`: its alert). */
   handshakeRefused(tunnel: Tunnel, how: string, reason: string): void;
 }

@@ -1,5 +1,6 @@
+import type { ArmedCredential } from '../config/credential-values.js';
 import type { Egress } from '../action/egress.js';
-import type { Credentials } from '../gateway/credentials.js';
+import type { CredentialsInForce } from '../event/credential-set.js';
 import type { FlowRegistry } from '../action/flow-registry.js';
 import type { HoldEnd, Refusal } from '../action/refusal.js';
 import { plainRefusal, verdictRefusal } from '../action/refusal.js';
@@ -31,7 +32,7 @@ export interface DecideParts {
   readonly metrics: Metrics;
   readonly refusals: Refusals;
   readonly flows: FlowRegistry;
-  readonly credentials: Credentials;
+  readonly credentials: CredentialsInForce<ArmedCredential>;
 }
 
 /**

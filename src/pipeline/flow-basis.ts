@@ -1,9 +1,10 @@
+import type { ArmedCredential } from '../config/credential-values.js';
 import type { Egress } from '../action/egress.js';
 import type { FlowRegistry } from '../action/flow-registry.js';
 import type { Basis } from '../action/flows.js';
 import type { Shape, Slice } from '../config/parts.js';
 import type { Guard } from '../guard/guard.js';
-import type { Credentials } from '../gateway/credentials.js';
+import type { CredentialsInForce } from '../event/credential-set.js';
 
 /** What deciding and judging a flow's basis read of the config, each time (a reload replaces it). */
 export const DECIDING = {
@@ -20,7 +21,7 @@ export interface BasisParts {
   readonly guard: Guard;
   readonly egress: Egress;
   readonly flows: FlowRegistry;
-  readonly credentials: Credentials;
+  readonly credentials: CredentialsInForce<ArmedCredential>;
 }
 
 /**
