@@ -28,7 +28,8 @@ export interface ForwardLimits {
 export interface PreparedRequest {
   readonly path: string;
   readonly rawHeaders: readonly string[];
-  readonly body: Buffer | null;
+  /** The whole body to send instead (null: none); absent, the agent's goes up as it streams. */
+  readonly body?: Buffer | null;
   readonly scrub?: CredentialScrubber;
 }
 
@@ -88,13 +89,16 @@ export class Forwarder {
     const tls = url.protocol === 'https:';
     const port = url.port === '' ? (tls ? 443 : 80) : Number(url.port);
     const upstream = tls ? url.host : authority(address, port);
-    const body = prepared === undefined ? hasBody(req) : prepared.body !== null;
+    const whole = prepared?.body;
+    const body = whole === undefined ? hasBody(req) : whole !== null;
     const path = prepared?.path ?? url.pathname + url.search;
     const h2 = tls && req.httpVersionMajor === 2;
     const headers =
       prepared === undefined
         ? upstreamRequestHeaders(req.rawHeaders, url.host)
-        : withLength(prepared.rawHeaders, prepared.body);
+        : whole === undefined
+          ? [...prepared.rawHeaders]
+          : withLength(prepared.rawHeaders, whole);
     // The one TE an HTTP/2 request may carry (RFC 9113 § 8.2.2); gRPC sends it end to end.
     if (h2 && req.headers.te === 'trailers') headers.push('te', 'trailers');
     // The request line and header section count as sent up (volume rules), as the body does.
@@ -115,7 +119,7 @@ export class Forwarder {
         method: req.method as Dispatcher.HttpMethod,
         headers,
         body: body
-          ? Readable.from(relay.requestBody(req, this.#bodyTimeout, prepared?.body ?? undefined), {
+          ? Readable.from(relay.requestBody(req, this.#bodyTimeout, whole ?? undefined), {
               objectMode: false,
             })
           : null,

@@ -11,6 +11,7 @@ import type { Capture } from '../action/capture.js';
 import type { PreparedRequest } from '../action/forward.js';
 import { CredentialScrubber } from '../action/credential-scrub.js';
 import { swapCredentials } from '../action/credential-swap.js';
+import type { Signing } from './credential-sign.js';
 import { hashDeclared, keyIdScrub, resign, signs } from './credential-sign.js';
 
 /** Fields that never leave trajgate: a sentinel in them goes nowhere (RFC 9110 § 11.7.2). */
@@ -35,7 +36,8 @@ export interface CredentialPlan {
 export interface Swapped {
   readonly path: string;
   readonly rawHeaders: readonly string[];
-  readonly body: Buffer | null;
+  /** The body to send instead (PreparedRequest.body): absent, the agent's streams. */
+  readonly body?: Buffer | null;
   /** The body as the agent sent it (read before judging): what a capture keeps. */
   readonly sent: Buffer | null;
   /** Turns the upstream's echo of a value back into its sentinel. */
@@ -58,9 +60,7 @@ export async function planCredentials(
   invite: () => void,
 ): Promise<CredentialPlan> {
   const scanner = set.scanner!;
-  const own = set.forHost(subject, session);
-  // A signing credential's sentinel is its secret: it never goes anywhere, its own hosts included.
-  const swaps = own.filter((c) => !signs(c));
+  const { own, swaps, swapIn, signWith, scrub } = groupOf(set, set.forHost(subject, session));
   let sorted: Sorted = set.sort(scanner.scan(target), swaps, 'url');
   const raw = req.rawHeaders;
   for (let i = 0; i < raw.length && sorted.out === undefined; i += 2) {
@@ -86,31 +86,50 @@ export async function planCredentials(
   refused ??= ownRefusal(set, own, sorted, subject, session);
   const plan = { own, swapped: null, uses: sorted.uses, out: sorted.out, refused };
   if (sorted.out !== undefined || refused !== undefined) return plan;
-  const active = own.filter((c) => !set.revoked.has(c.name));
   const path = url.pathname + url.search;
-  const swap = swapCredentials(
-    { path, rawHeaders: raw, body },
-    active.filter((c) => !signs(c)),
-    maxBody,
-  );
+  const swap = swapCredentials({ path, rawHeaders: raw, body }, swapIn, maxBody);
   if (!swap.ok) return { ...plan, refused: swap.reason };
-  const signed = resign({ ...swap, method: req.method ?? 'GET' }, active.filter(signs), Date.now());
+  const signed = resign({ ...swap, method: req.method ?? 'GET' }, signWith, Date.now());
   if (!signed.ok) return { ...plan, refused: signed.reason };
   const uses = [...new Set([...swap.used, ...signed.used])];
   // Nothing swapped and no body read: the request goes as the agent sent it.
   if (uses.length === 0 && body === null) return { ...plan, uses };
-  const scrub = new CredentialScrubber([
-    ...active.filter((c) => !signs(c)),
-    ...active.filter(signs).map(keyIdScrub),
-  ]);
-  const swapped = {
-    path: signed.path,
-    rawHeaders: signed.rawHeaders,
-    body: swap.body,
-    sent: body,
-    scrub,
-  };
+  // A body not read (a signed request declaring its hash) goes up as it streams.
+  const whole = body === null && hasBody(req) ? {} : { body: swap.body };
+  const swapped = { path: signed.path, rawHeaders: signed.rawHeaders, ...whole, sent: body, scrub };
   return { ...plan, swapped, uses };
+}
+
+/**
+ * The credentials a host gets, grouped as a request uses them: those swapped in (a signing
+ * credential's sentinel is its secret, which goes nowhere, its own hosts included), those not
+ * revoked, and the scrub of their values. Kept per set of credentials in force and per group,
+ * so what they compile to (matchers, scanners) is built once, not per request.
+ */
+interface Group {
+  readonly own: readonly ArmedCredential[];
+  readonly swaps: readonly ArmedCredential[];
+  readonly swapIn: readonly ArmedCredential[];
+  readonly signWith: readonly Signing[];
+  readonly scrub: CredentialScrubber;
+}
+
+const groups = new WeakMap<CredentialSet<ArmedCredential>, Map<string, Group>>();
+
+function groupOf(set: CredentialSet<ArmedCredential>, own: readonly ArmedCredential[]): Group {
+  let bySet = groups.get(set);
+  if (bySet === undefined) groups.set(set, (bySet = new Map()));
+  const key = own.map((c) => c.name).join('\0');
+  let group = bySet.get(key);
+  if (group === undefined) {
+    const active = own.filter((c) => !set.revoked.has(c.name));
+    const signWith = active.filter(signs);
+    const swapIn = active.filter((c) => !signs(c));
+    const scrub = new CredentialScrubber([...swapIn, ...signWith.map(keyIdScrub)]);
+    group = { own, swaps: own.filter((c) => !signs(c)), swapIn, signWith, scrub };
+    bySet.set(key, group);
+  }
+  return group;
 }
 
 function merge(a: Sorted, b: Sorted): Sorted {
@@ -176,5 +195,6 @@ export function preparedRequest(
   if (s === null || s === undefined) return undefined;
   if (s.sent !== null) capture?.request(s.sent);
   const rawHeaders = upstreamRequestHeaders(s.rawHeaders, url.host);
-  return { path: s.path, rawHeaders, body: s.body, ...(s.scrub ? { scrub: s.scrub } : {}) };
+  const body = s.body === undefined ? {} : { body: s.body };
+  return { path: s.path, rawHeaders, ...body, ...(s.scrub ? { scrub: s.scrub } : {}) };
 }

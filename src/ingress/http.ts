@@ -78,7 +78,9 @@ export async function serveHttp(
     const flow = ctx.pipeline.flow('request', ruling);
     const capture = ctx.capture ? new Capture(ctx.capture, method, url, req.rawHeaders) : undefined;
     const prepared = preparedRequest(plan, url, capture);
-    const watch = prepared === undefined && plan !== null ? watchBody(ctx, req, ask) : undefined;
+    // A body that goes up as the agent sends it is watched for sentinels as it streams.
+    const streams = plan !== null && prepared?.body === undefined;
+    const watch = streams ? watchBody(ctx, req, ask) : undefined;
     const { address } = ruling.dial;
     const rewrite = { prepared, watch };
     const sent = await ctx.forwarder.forward(req, res, url, address, capture, flow, rewrite);
