@@ -63,7 +63,9 @@ export async function planCredentials(
   const { own, swaps, swapIn, signWith, scrub } = groupOf(set, set.forHost(subject, session));
   let sorted: Sorted = set.sort(scanner.scan(target), swaps, 'url');
   const raw = req.rawHeaders;
-  for (let i = 0; i < raw.length && sorted.out === undefined; i += 2) {
+  // One scan of the whole header section first; each field is scanned only when it found one.
+  const anyInFields = scanner.scan(raw.join('\n')).length > 0;
+  for (let i = 0; anyInFields && i < raw.length && sorted.out === undefined; i += 2) {
     if (KEPT_HERE.has(raw[i]!.toLowerCase())) continue;
     sorted = merge(sorted, set.sort(scanner.scan(raw[i + 1]!), swaps, `header ${raw[i]}`));
   }
