@@ -84,8 +84,9 @@ export class ScrubStream {
   write(chunk: Buffer): Buffer {
     const input = this.#held === null ? chunk : Buffer.concat([this.#held, chunk]);
     const { needles, sentinels, carry } = this.scrubber;
-    // A match starting before the limit is whole in `input` (no needle is longer than carry + 1).
-    const limit = Math.max(0, input.length - carry);
+    // Only a tail that could still become a value is held: a stream that pauses (server-sent
+    // events, a long poll) gets all else at once. A match starting before it is whole in `input`.
+    const limit = partialFrom(input, needles, Math.max(0, input.length - carry));
     const { out, consumed } = replaceNeedles(input, needles, sentinels, limit);
     // Copied: the chunk's memory is its producer's once this returns.
     this.#held = consumed < input.length ? Buffer.from(input.subarray(consumed)) : null;
@@ -98,4 +99,13 @@ export class ScrubStream {
     this.#held = null;
     return rest === null ? Buffer.alloc(0) : this.scrubber.scrub(rest);
   }
+}
+
+/** The first position from `from` where the rest of `input` begins some needle, else its end. */
+function partialFrom(input: Buffer, needles: readonly Buffer[], from: number): number {
+  for (let q = from; q < input.length; q++) {
+    const rest = input.length - q;
+    for (const n of needles) if (n.length > rest && input.compare(n, 0, rest, q) === 0) return q;
+  }
+  return input.length;
 }
