@@ -61,14 +61,8 @@ export async function planCredentials(
 ): Promise<CredentialPlan> {
   const scanner = set.scanner!;
   const { own, swaps, swapIn, signWith, scrub } = groupOf(set, set.forHost(subject, session));
-  let sorted: Sorted = set.sort(scanner.scan(target), swaps, 'url');
+  let sorted = headSorted(set, req.rawHeaders, target, swaps);
   const raw = req.rawHeaders;
-  // One scan of the whole header section first; each field is scanned only when it found one.
-  const anyInFields = scanner.scan(raw.join('\n')).length > 0;
-  for (let i = 0; anyInFields && i < raw.length && sorted.out === undefined; i += 2) {
-    if (KEPT_HERE.has(raw[i]!.toLowerCase())) continue;
-    sorted = merge(sorted, set.sort(scanner.scan(raw[i + 1]!), swaps, `header ${raw[i]}`));
-  }
   let body: Buffer | null = null;
   let refused: string | undefined;
   const needed = swaps.length > 0 || (own.length > 0 && !hashDeclared(raw));
@@ -132,6 +126,46 @@ function groupOf(set: CredentialSet<ArmedCredential>, own: readonly ArmedCredent
     bySet.set(key, group);
   }
   return group;
+}
+
+/** The sentinels in a request's URL and header values, sorted against those it may carry. */
+function headSorted(
+  set: CredentialSet<ArmedCredential>,
+  raw: readonly string[],
+  target: string,
+  swaps: readonly ArmedCredential[],
+): Sorted {
+  const scanner = set.scanner!;
+  let sorted = set.sort(scanner.scan(target), swaps, 'url');
+  // One scan of the whole header section first; each field is scanned only when it found one.
+  const anyInFields = scanner.scan(raw.join('\n')).length > 0;
+  for (let i = 0; anyInFields && i < raw.length && sorted.out === undefined; i += 2) {
+    if (KEPT_HERE.has(raw[i]!.toLowerCase())) continue;
+    sorted = merge(sorted, set.sort(scanner.scan(raw[i + 1]!), swaps, `header ${raw[i]}`));
+  }
+  return sorted;
+}
+
+/**
+ * An Upgrade request's credentials (WebSocket): a sentinel in its URL or fields out of place,
+ * or a refusal when it goes to a credential's host (nothing is swapped into an Upgrade).
+ */
+export function upgradeCredentials(
+  ctx: Pick<ProxyContext, 'credentials'>,
+  req: IncomingMessage,
+  url: URL,
+  target: string,
+  session: string,
+): Pick<EventInput, 'exfiltration' | 'refused'> {
+  const set = ctx.credentials;
+  if (set.scanner === null) return {};
+  const own = set.forHost(parseNetworkTarget(url.href, req.method, url), session);
+  const sorted = headSorted(set, req.rawHeaders, target, groupOf(set, own).swaps);
+  if (sorted.out !== undefined) return { exfiltration: sorted.out };
+  if (own.length === 0) return {};
+  return {
+    refused: `credential ${own[0]!.name} is not swapped into an Upgrade (WebSocket) request: send it on a plain request to ${url.host}`,
+  };
 }
 
 function merge(a: Sorted, b: Sorted): Sorted {
