@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import type { OperatorConfig } from '../config/operator-config.js';
 import { errnoCode, TrajgateError } from '../errors.js';
+import { SIGV4_ENV } from '../config/credentials-schema.js';
 import { isGiven } from '../event/credential-set.js';
 import { sentinels } from '../event/sentinels.js';
 import { credentialKeyFile } from '../gateway/credentials.js';
@@ -27,7 +28,7 @@ export function sentinelVars(config: OperatorConfig, agent: string | null): Sent
   );
   // A signing credential's agent also holds its sentinel key id, where the AWS SDKs read it.
   return sentinels(given, () => readKey(config)).flatMap(({ env, sentinel, key, sigv4 }) => [
-    { name: env, sentinel, key },
+    { name: env ?? SIGV4_ENV, sentinel, key },
     ...(sigv4 ? [{ name: 'AWS_ACCESS_KEY_ID', sentinel: sigv4.sentinelKeyId, key }] : []),
   ]);
 }

@@ -102,9 +102,9 @@ const credential = (networkPattern: z.ZodType<string>) =>
         at('env', `give one: ${defaultEnv(c.name)} (from the name) is no shell variable name`);
     })
     .transform(({ header, query, env, ...c }) => {
-      // A signing credential's sentinel is the agent's AWS secret key: the SDKs read it there.
-      const named = { ...c, env: env ?? (c.sigv4 ? 'AWS_SECRET_ACCESS_KEY' : defaultEnv(c.name)) };
-      if (c.sigv4 !== undefined) return named;
+      // A signing credential's sentinel goes in SIGV4_ENV unless `env` names another.
+      if (c.sigv4 !== undefined) return { ...c, env: env as string | undefined };
+      const named = { ...c, env: env ?? defaultEnv(c.name) };
       return query === undefined
         ? { ...named, header: header ?? 'Authorization' }
         : { ...named, query };
@@ -117,6 +117,9 @@ export function sentinelOverlap(sentinel: string | undefined, value: string): st
     ? 'must not contain the value, nor be part of it'
     : null;
 }
+
+/** Where the AWS SDKs and CLI read the secret key: a signing credential's default `env`. */
+export const SIGV4_ENV = 'AWS_SECRET_ACCESS_KEY';
 
 export type RawCredential = z.output<ReturnType<typeof credential>>;
 
@@ -132,14 +135,16 @@ export const credentialsSchema = (networkPattern: z.ZodType<string>) =>
       const seen = { name: new Map<string, number>(), env: new Map<string, number>() };
       list.forEach((c, i) => {
         for (const key of ['name', 'env'] as const) {
-          const first = seen[key].get(c[key]);
+          const value = c[key];
+          if (value === undefined) continue;
+          const first = seen[key].get(value);
           if (first !== undefined)
             ctx.addIssue({
               code: 'custom',
               path: [i, key],
               message: `duplicates credentials[${first}].${key}`,
             });
-          else seen[key].set(c[key], i);
+          else seen[key].set(value, i);
         }
         const clash = sentinelKeyIdClash(list, i);
         if (clash !== null)

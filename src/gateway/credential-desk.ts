@@ -1,3 +1,4 @@
+import { SIGV4_ENV } from '../config/credentials-schema.js';
 import { TrajgateError } from '../errors.js';
 import type { JournalWriter } from '../journal/writer.js';
 import type { BasisParts } from '../pipeline/flow-basis.js';
@@ -48,13 +49,15 @@ export function credentialView(c: ArmedCredential, revoked: boolean): Credential
   // Config's Omit over the header | query union keeps neither key in the type.
   const to = c as { header?: string; scheme?: string; query?: string };
   const place =
-    to.query !== undefined
-      ? `query ${to.query}`
-      : `header ${to.header}${to.scheme === undefined ? '' : ` (${to.scheme})`}`;
+    c.sigv4 !== undefined
+      ? 'AWS SigV4 signature'
+      : to.query !== undefined
+        ? `query ${to.query}`
+        : `header ${to.header}${to.scheme === undefined ? '' : ` (${to.scheme})`}`;
   return {
     name: c.name,
     hosts: c.hosts,
-    env: c.env,
+    env: c.env ?? SIGV4_ENV,
     sentinel: c.sentinel,
     place,
     agents: c.agents ?? null,

@@ -6,6 +6,7 @@ import type { ArmedCredential } from '../config/credential-values.js';
 import { CredentialSet } from '../event/credential-set.js';
 import { sentinels } from '../event/sentinels.js';
 import type { CredentialRecord } from '../journal/records.js';
+import { makeJournalFolder } from '../journal/open.js';
 import { secretFile } from '../review/secret-file.js';
 import type { ConfigParts } from './config-parts.js';
 
@@ -89,7 +90,12 @@ export function openCredentials(
 ): Credentials {
   const file = credentialKeyFile(initial);
   let key: Buffer | undefined;
-  const read = () => (key ??= Buffer.from(secretFile(file, 'the credential key'), 'utf8'));
+  const read = () => {
+    if (key !== undefined) return key;
+    // Opened before the journal (a flow's basis names credentials): its folder may be new.
+    makeJournalFolder(initial.journal.path);
+    return (key = Buffer.from(secretFile(file, 'the credential key'), 'utf8'));
+  };
   const credentials = new Credentials(sentinels(initial.credentials, read), initial.agents);
   parts.add(
     part({
