@@ -17,6 +17,8 @@ import type { Sessions } from './review/sessions.js';
 import type { StoreView } from './wire.js';
 import { openAdmin, openLinks } from './gateway/admin.js';
 import { ConfigParts } from './gateway/config-parts.js';
+import type { Credentials } from './gateway/credentials.js';
+import { openCredentials } from './gateway/credentials.js';
 import { openIngress } from './gateway/ingress.js';
 import { Listeners } from './gateway/listeners.js';
 import { LimitLog } from './review/limit-log.js';
@@ -45,6 +47,8 @@ export interface RunningGateway {
   readonly adminTokenFile: string | null;
   /** Records read back from the journal at start. */
   readonly restored: number;
+  /** The credentials in force, with their sentinels. */
+  readonly credentials: Credentials;
   /** Whether the journal can be written (GET /api/health). */
   readonly health: JournalHealth;
   /** Where the trajectory is kept and whether it answers; this gateway's replica name. */
@@ -99,7 +103,8 @@ async function open(
   // Each part reads its slice of the config and takes a reload's changes to it (ConfigParts).
   const parts = new ConfigParts(initial);
   const opening = { log, parts, teardown };
-  const trajectory = await openTrajectory(initial, lookup, opening);
+  const credentials = openCredentials(initial, opening);
+  const trajectory = await openTrajectory(initial, lookup, { ...opening, credentials });
   const { guard, review, held, journal, flows, egress, sessions } = trajectory;
   const drainTimeout = live('drain', { limits: ['drainTimeout'] }, initial);
   parts.add(drainTimeout.part);
@@ -157,6 +162,7 @@ async function open(
     ...at,
     adminTokenFile: admin.tokenFile,
     restored: trajectory.restored,
+    credentials,
     health: trajectory.health,
     store: trajectory.store,
     reload: (by) => reloader.reload(by),

@@ -86,6 +86,24 @@ export interface EventRecord extends RecordBase {
    * sent up by then, as the guard counted them (replay and restart count them before judging).
    */
   readonly sentUp?: number;
+  /** Credentials this request carried to their own hosts: their sentinels swapped for values. */
+  readonly credentials?: readonly string[];
+  /** A credential's sentinel found where it does not belong (boundary `credential-exfiltration`). */
+  readonly exfiltration?: { readonly credential: string; readonly where: string };
+}
+
+/** A credential a session's traffic carried (`GET /api/sessions/:id`, `trajgate sessions`). */
+export interface CredentialUseView {
+  readonly name: string;
+  /** Requests that carried it to its own hosts. */
+  readonly uses: number;
+  /** Events that carried its sentinel where it does not belong. */
+  readonly exfiltrations: number;
+  /** Its own hosts it went to (`host:port`), the first few. */
+  readonly hosts: readonly string[];
+  /** The session's first event that carried it. */
+  readonly first: Pick<EventRecord, 'seq' | 'ts' | 'kind' | 'method' | 'target'>;
+  readonly last: string;
 }
 
 /** An event as the events route pages it: with the status its request ended, when journaled. */
@@ -176,6 +194,11 @@ export interface PauseRecord {
    * gateway still had it: the person deciding sees both events of the pair.
    */
   readonly after?: EventRecord;
+  /**
+   * A pause on a sentinel out of place: the session's first event that carried that credential
+   * (how the agent came to hold it), when the gateway still had it.
+   */
+  readonly firstSeen?: EventRecord;
 }
 
 /** `GET /api/health`: whether the journal can be written, so whether requests are served. */
@@ -282,6 +305,8 @@ export interface SessionView {
   readonly held: number;
   readonly lastActivity: string | null;
   readonly events: number;
+  /** Names of the credentials its traffic carried (to their hosts or out of place). */
+  readonly credentialNames: readonly string[];
 }
 
 /** `GET /api/sessions`: a page of the list, `next` the cursor of the next page (null: the last). */
@@ -321,4 +346,32 @@ export interface SessionDetail extends SessionView {
   readonly captures: boolean;
   /** TLS handshakes the agent refused: how many, and the newest 20, oldest first. */
   readonly handshakes: { readonly refused: number; readonly recent: readonly HandshakeView[] };
+  /** The credentials its traffic carried: uses, hosts, exfiltrations, the first event. */
+  readonly credentials: readonly CredentialUseView[];
+}
+
+/**
+ * A configured credential as `GET /api/credentials` lists it: never its value. `agents` and
+ * `roles` null: given to every agent.
+ */
+export interface CredentialView {
+  readonly name: string;
+  readonly hosts: readonly string[];
+  /** The variable `trajgate env` exports its sentinel in. */
+  readonly env: string;
+  readonly sentinel: string;
+  /** Where the value goes: `header Authorization (Bearer)`, `query access_token`. */
+  readonly place: string;
+  readonly agents: readonly string[] | null;
+  readonly roles: readonly string[] | null;
+  readonly revoked: boolean;
+}
+
+/** `POST /api/credentials/:name/revoke|restore`: the credential now, and what it closed. */
+export interface CredentialAnswer {
+  readonly credential: CredentialView;
+  /** False when it already was so: nothing journaled. */
+  readonly changed: boolean;
+  /** Live flows carrying it that the revoke closed. */
+  readonly closed: number;
 }

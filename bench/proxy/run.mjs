@@ -2,7 +2,8 @@
 // One command, one run: direct, the floor forwarder, squid and trajgate against the same
 // upstream — HTTP req/s and p99 (wrk) over keep-alive connections and with a new connection per
 // request, CONNECT tunnel MB/s (and trajgate's SOCKS5 tunnel beside it), peak RSS; then
-// intercepted HTTPS through trajgate, HTTP/1.1 against HTTP/2 (intercepted.mjs). See README.md.
+// intercepted HTTPS through trajgate, HTTP/1.1 against HTTP/2 (intercepted.mjs), and with
+// credential substitution on against off (credentials.mjs). See README.md.
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { availableParallelism, release } from 'node:os';
@@ -12,6 +13,7 @@ import { benchArgs, busyBefore, log, pin, pinned, runTmp } from '../run-setup.mj
 import { cpuSnapshot, otherLoad, peakRssMB } from './proc-stats.mjs';
 import { firstJsonLine, run, start, stop, which } from './procs.mjs';
 import { writerChainCost } from './chain-cost.mjs';
+import { credentials, credentialsLines } from './credentials.mjs';
 import { intercepted, interceptedLines } from './intercepted.mjs';
 import { report } from './report.mjs';
 import { startFloor, startSquid, startTrajgate } from './targets.mjs';
@@ -36,6 +38,10 @@ const { values, int } = benchArgs({
   // The intercepted h2 load's connections; the --connections streams are spread over them.
   'h2-connections': { type: 'string', default: '5' },
   'h2-rounds': { type: 'string', default: '1' },
+  // Only the credentials phase: intercepted HTTP/1.1 with credential substitution on and off.
+  'credentials-only': { type: 'boolean', default: false },
+  // 0 skips the credentials phase.
+  'credentials-rounds': { type: 'string', default: '2' },
   // Another checkout (built) measured in the same run as `baseline`: before/after one change.
   baseline: { type: 'string' },
 });
@@ -46,21 +52,34 @@ const opt = {
   warmup: int('warmup'),
   tunnelBytes: int('tunnel-mib') * 2 ** 20,
   tunnelRuns: int('tunnel-runs'),
-  chainSeconds: values['tunnel-only'] || values['h2-only'] ? 0 : Number(values['chain-seconds']),
+  chainSeconds:
+    values['tunnel-only'] || values['h2-only'] || values['credentials-only']
+      ? 0
+      : Number(values['chain-seconds']),
   tunnelOnly: values['tunnel-only'],
   h2Connections: int('h2-connections'),
   h2Rounds: int('h2-rounds'),
+  credentialsRounds:
+    values['tunnel-only'] || values['h2-only'] || values['chain-only']
+      ? 0
+      : Number(values['credentials-rounds']),
 };
 if (!Number.isInteger(opt.chainSeconds) || opt.chainSeconds < 0)
   throw new Error('--chain-seconds must be a non-negative integer');
-const only = ['chain-only', 'tunnel-only', 'h2-only'].filter((name) => values[name]);
+if (!Number.isInteger(opt.credentialsRounds) || opt.credentialsRounds < 0)
+  throw new Error('--credentials-rounds must be a non-negative integer');
+const only = ['chain-only', 'tunnel-only', 'h2-only', 'credentials-only'].filter(
+  (name) => values[name],
+);
 if (only.length > 1) throw new Error(`--${only.join(' and --')} exclude each other`);
 if (values['chain-only'] && opt.chainSeconds === 0)
   throw new Error('--chain-only needs --chain-seconds above 0');
+if (values['credentials-only'] && opt.credentialsRounds === 0)
+  throw new Error('--credentials-only needs --credentials-rounds above 0');
 if (opt.threads > opt.connections) throw new Error('--threads must not exceed --connections');
 if (opt.connections % opt.h2Connections !== 0)
   throw new Error('--connections must be a multiple of --h2-connections (streams per connection)');
-if (!values['h2-only'] && !which('wrk'))
+if (!values['h2-only'] && !values['credentials-only'] && !which('wrk'))
   throw new Error('wrk is not installed (apt-get install -y wrk)');
 
 const cpuBusyBefore = await busyBefore();
@@ -201,7 +220,7 @@ function chainLine(c) {
   );
 }
 
-const alone = values['chain-only'] || values['h2-only'];
+const alone = values['chain-only'] || values['h2-only'] || values['credentials-only'];
 const results = alone ? {} : { direct: await measure('direct', null) };
 const ctx = { here, root, tmp, pin, upstream, force: values.trajgate };
 for (const [name, startTarget] of alone
@@ -232,9 +251,13 @@ for (const [name, startTarget] of alone
   }
 }
 const intercept =
-  values['chain-only'] || opt.tunnelOnly
-    ? { skipped: `--${values['chain-only'] ? 'chain' : 'tunnel'}-only` }
+  values['chain-only'] || opt.tunnelOnly || values['credentials-only']
+    ? { skipped: `--${only[0]}` }
     : await intercepted({ here, root, tmp, pin, opt });
+const credential =
+  opt.credentialsRounds === 0
+    ? { skipped: only.length ? `--${only[0]}` : '--credentials-rounds 0' }
+    : await credentials({ here, root, tmp, pin, opt });
 const chain = await chainCost();
 await stop(upstreamChild);
 
@@ -259,6 +282,14 @@ const meta = {
   tcp: tcpSettings(),
   options: opt,
 };
+if (values['credentials-only']) {
+  log(credentialsLines(credential).join('\n'));
+  mkdirSync(join(root, 'bench/out'), { recursive: true });
+  const out = join(root, 'bench/out/proxy-credentials.json');
+  writeFileSync(out, JSON.stringify({ meta, credentials: credential }, null, 2) + '\n');
+  log(`\nwrote bench/out/proxy-credentials.json`);
+  process.exit(0);
+}
 if (alone) {
   log(values['chain-only'] ? chainLine(chain) : interceptedLines(intercept).join('\n'));
   process.exit(0);
@@ -266,10 +297,15 @@ if (alone) {
 const { text, checks } = report(results, meta);
 log('\n' + text);
 log(interceptedLines(intercept).join('\n'));
+log(credentialsLines(credential).join('\n'));
 log(chainLine(chain));
 mkdirSync(join(root, 'bench/out'), { recursive: true });
 writeFileSync(
   join(root, 'bench/out/proxy.json'),
-  JSON.stringify({ meta, results, checks, intercepted: intercept, chain }, null, 2) + '\n',
+  JSON.stringify(
+    { meta, results, checks, intercepted: intercept, credentials: credential, chain },
+    null,
+    2,
+  ) + '\n',
 );
 log(`\nwrote bench/out/proxy.json`);

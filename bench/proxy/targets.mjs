@@ -137,10 +137,20 @@ export async function startTrajgate({ root, tmp, pin, force, upstream, name, cha
  * trajgate intercepting TLS (bench/tls and run.mjs's intercepted phase): `trajgate ca init`
  * into `tmp`/`name`, then started with `tls.intercept` = `intercept` (host:port list), the
  * upstreams verified against the test CA, `allow` (patterns) and `ports` allowed on loopback,
- * logs at `warn`. Resolves { child, port, ca } (`ca`: its CA certificate, for the client to
- * trust) or { skipped }.
+ * logs at `warn`, then `lines` (more config) and `env` (more variables). Resolves
+ * { child, port, ca } (`ca`: its CA certificate, for the client to trust) or { skipped }.
  */
-export async function startInterceptingTrajgate({ root, tmp, pin, name, intercept, allow, ports }) {
+export async function startInterceptingTrajgate({
+  root,
+  tmp,
+  pin,
+  name,
+  intercept,
+  allow,
+  ports,
+  lines = [],
+  env = {},
+}) {
   const main = join(root, 'bin/trajgate.cjs');
   const dir = join(tmp, name ?? 'trajgate');
   const init = await run(process.execPath, [main, 'ca', 'init', '--dir', join(dir, 'certs')], {
@@ -151,7 +161,7 @@ export async function startInterceptingTrajgate({ root, tmp, pin, name, intercep
     main,
     dir,
     pin,
-    env: { ...process.env, TRAJGATE_LOG_LEVEL: 'warn' },
+    env: { ...process.env, ...env, TRAJGATE_LOG_LEVEL: 'warn' },
     lines: [
       'tls:',
       `  intercept: ${JSON.stringify(intercept)}`,
@@ -161,6 +171,7 @@ export async function startInterceptingTrajgate({ root, tmp, pin, name, intercep
       `  allow: ${JSON.stringify(allow)}`,
       '  allowPrivate: ["127.0.0.0/8"]',
       `  ports: [${ports.join(', ')}]`,
+      ...lines,
     ],
   });
   if (started.why !== undefined) return { skipped: `not available (${started.why})` };

@@ -4,12 +4,13 @@ import { Agent } from '../undici.js';
 import type { Dispatcher } from 'undici';
 import { plainConnector, tlsConnector, UpstreamTls } from './upstream-connect.js';
 import type { Capture } from './capture.js';
+import type { CredentialScrubber } from './credential-scrub.js';
 import type { Egress } from './egress.js';
 import type { Flow } from './flows.js';
 import { hasBody, requestHeadLength, upstreamRequestHeaders } from './headers.js';
 import { isGrpcCall } from './grpc.js';
 import { H2Upstream } from './h2-upstream.js';
-import type { Forwarded } from './response-relay.js';
+import type { BodyWatch, Forwarded } from './response-relay.js';
 import { ResponseRelay } from './response-relay.js';
 
 export interface ForwardLimits {
@@ -17,6 +18,19 @@ export interface ForwardLimits {
   readonly upstreamTimeout: number;
   /** The longest gap allowed while the agent sends a request body (then 408). */
   readonly bodyTimeout: number;
+}
+
+/**
+ * A request the caller rewrote (credentials swapped in, see credential-swap.ts): its path,
+ * headers as upstreamRequestHeaders gives them, and whole body go instead of those Forwarder
+ * would build; `scrub` takes the credentials' values out of the answer.
+ */
+export interface PreparedRequest {
+  readonly path: string;
+  readonly rawHeaders: readonly string[];
+  /** The whole body to send instead (null: none); absent, the agent's goes up as it streams. */
+  readonly body?: Buffer | null;
+  readonly scrub?: CredentialScrubber;
 }
 
 /** `host:port` as it appears in a URL: IPv6 in brackets. */
@@ -70,27 +84,44 @@ export class Forwarder {
     address: string,
     capture: Capture | undefined,
     flow: Flow,
+    { prepared, watch }: { prepared?: PreparedRequest; watch?: BodyWatch } = {},
   ): Promise<Forwarded> {
     const tls = url.protocol === 'https:';
     const port = url.port === '' ? (tls ? 443 : 80) : Number(url.port);
     const upstream = tls ? url.host : authority(address, port);
-    const body = hasBody(req);
-    const path = url.pathname + url.search;
+    const whole = prepared?.body;
+    const body = whole === undefined ? hasBody(req) : whole !== null;
+    const path = prepared?.path ?? url.pathname + url.search;
     const h2 = tls && req.httpVersionMajor === 2;
-    const headers = upstreamRequestHeaders(req.rawHeaders, url.host);
+    const headers =
+      prepared === undefined
+        ? upstreamRequestHeaders(req.rawHeaders, url.host)
+        : whole === undefined
+          ? [...prepared.rawHeaders]
+          : withLength(prepared.rawHeaders, whole);
     // The one TE an HTTP/2 request may carry (RFC 9113 § 8.2.2); gRPC sends it end to end.
     if (h2 && req.headers.te === 'trailers') headers.push('te', 'trailers');
     // The request line and header section count as sent up (volume rules), as the body does.
     flow.up(requestHeadLength(req.method as string, path, headers));
     return new Promise((resolve) => {
-      const relay = new ResponseRelay(res, upstream, capture, resolve, flow);
+      const relay = new ResponseRelay(
+        res,
+        upstream,
+        capture,
+        resolve,
+        flow,
+        prepared?.scrub,
+        watch,
+      );
       const request = {
         origin: `${url.protocol}//${upstream}`,
         path,
         method: req.method as Dispatcher.HttpMethod,
         headers,
         body: body
-          ? Readable.from(relay.requestBody(req, this.#bodyTimeout), { objectMode: false })
+          ? Readable.from(relay.requestBody(req, this.#bodyTimeout, whole ?? undefined), {
+              objectMode: false,
+            })
           : null,
       };
       if (!h2) return void (tls ? this.#tls : this.#plain).dispatch(request, relay);
@@ -104,4 +135,16 @@ export class Forwarder {
   async close(): Promise<void> {
     await Promise.all([this.#plain.close(), this.#tls.close(), this.#h2.close()]);
   }
+}
+
+/** The prepared headers with the length of the prepared body, which is whole (RFC 9110 § 8.6). */
+function withLength(headers: readonly string[], body: Buffer | null): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < headers.length; i += 2) {
+    const lower = headers[i]!.toLowerCase();
+    if (lower !== 'content-length' && lower !== 'transfer-encoding')
+      out.push(headers[i]!, headers[i + 1]!);
+  }
+  if (body !== null) out.push('content-length', String(body.length));
+  return out;
 }

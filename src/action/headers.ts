@@ -1,25 +1,8 @@
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 
-/**
- * Hop-by-hop fields (RFC 9110 § 7.6.1) are meant for one connection only and are never
- * forwarded, nor is any field the Connection header names; Proxy-Authorization carries the
- * agent's credentials for trajgate and must never reach an upstream (RFC 9110 § 11.7.2).
- * Proxy-Connection and Keep-Alive are the pre-standard forms (RFC 9112 § 9.6, Appendix C.2.2).
- * HTTP2-Settings is connection-specific, for an h2c upgrade (RFC 7540 § 3.2.1), and h2c is
- * deprecated (RFC 9113 § 3.1): it is never forwarded, named in Connection or not.
- */
-const HOP_BY_HOP = new Set([
-  'connection',
-  'proxy-connection',
-  'keep-alive',
-  'te',
-  'trailer',
-  'transfer-encoding',
-  'upgrade',
-  'proxy-authorization',
-  'proxy-authenticate',
-  'http2-settings',
-]);
+import { HOP_BY_HOP } from '../http/hop-by-hop.js';
+
+export { HOP_BY_HOP };
 
 /** RFC 9110 § 7.6.3: a proxy adds itself to Via in each message it forwards. */
 export const VIA = '1.1 trajgate';
@@ -168,4 +151,15 @@ export function requestHeadLength(
   let n = method.length + path.length + 14; // SP, SP "HTTP/1.1" CRLF, the CRLF that ends it
   for (const field of headers) n += field.length + 2; // name ": " / value CRLF
   return n;
+}
+
+/** A flat field list as an object, repeated names joined (RFC 9110 § 5.3). */
+export function fieldObject(fields: readonly string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (let i = 0; i < fields.length; i += 2) {
+    const name = (fields[i] as string).toLowerCase();
+    const value = fields[i + 1] as string;
+    out[name] = name in out ? `${out[name]}, ${value}` : value;
+  }
+  return out;
 }

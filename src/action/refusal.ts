@@ -1,7 +1,7 @@
 import type { Verdict } from '../guard/guard.js';
 
 /** Why a held request ended without being sent. */
-export type HoldEnd = 'timeout' | 'denied' | 'blocked' | 'shutdown' | 'credentials';
+export type HoldEnd = 'timeout' | 'denied' | 'blocked' | 'shutdown' | 'credentials' | 'never';
 
 /**
  * What happens next: a REVIEW is flagged for a person and its session runs on; a PAUSE's
@@ -92,6 +92,8 @@ const END_TEXT: Record<HoldEnd, string> = {
   shutdown: 'The gateway is shutting down. The session stays paused after it restarts.',
   credentials:
     'The credentials it was sent with are no longer valid (its agent was removed or its token changed). The session stays paused.',
+  never:
+    'It carries a credential where it does not belong, so it is never sent. The session stays paused until an operator reviews the recent events and resumes it.',
 };
 
 /** A refusal as an HTTP response: its status, headers and the plain-text body for the model. */

@@ -13,6 +13,9 @@ export interface FirstBytes {
   look(first: Buffer, final: boolean): 'more' | 'relay' | { readonly close: string };
 }
 
+/** Looks at each chunk before it is relayed: a reason closes the relay before it goes. */
+export type Watch = (chunk: Uint8Array) => string | null;
+
 /**
  * One direction of the relay: the buffers it reads into and the socket it writes to. A buffer
  * handed to a write is reused once that write is done (write callbacks come in write order),
@@ -27,6 +30,7 @@ export class Direction {
     private readonly counted?: (bytes: number) => void,
     first?: FirstBytes,
     private readonly close?: (why: string) => void,
+    private readonly watch?: Watch,
   ) {
     this.#first = first ?? null;
   }
@@ -50,6 +54,7 @@ export class Direction {
   readonly onRead = (n: number, buf: Buffer): boolean => {
     // Looked at first: a copy, so the pooled buffer is free again at once.
     if (this.#first !== null) return this.#look(Buffer.from(buf.subarray(0, n)), false);
+    if (this.#stops(buf.subarray(0, n))) return false;
     this.#filled = n === buf.length;
     this.#writing.push(buf);
     this.bytes += n;
@@ -63,6 +68,7 @@ export class Direction {
    */
   write(chunk: Buffer): boolean {
     if (this.#first !== null) return this.#look(chunk, false);
+    if (this.#stops(chunk)) return false;
     this.bytes += chunk.length;
     this.counted?.(chunk.length);
     return (this.to as Socket).write(chunk);
@@ -88,6 +94,14 @@ export class Direction {
     if (seen === 'relay') return this.write(first);
     this.close?.(seen.close);
     return false;
+  }
+
+  /** Whether the watch closes the relay rather than let `chunk` go (nothing goes after it). */
+  #stops(chunk: Uint8Array): boolean {
+    const why = this.watch?.(chunk) ?? null;
+    if (why === null) return false;
+    this.close?.(why);
+    return true;
   }
 
   readonly #written = (): void => {

@@ -2,11 +2,13 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Dispatcher } from 'undici';
 import { isTrajgateError, TrajgateError } from '../errors.js';
 import type { Capture } from './capture.js';
+import type { CredentialScrubber } from './credential-scrub.js';
 import type { Flow, FlowControl } from './flows.js';
 import { grpcStatus, isGrpcCall } from './grpc.js';
-import { downstreamRawHeaders, expectsContinue } from './headers.js';
+import { downstreamRawHeaders, expectsContinue, fieldObject } from './headers.js';
 import { plainRefusal } from './refusal.js';
 import { sendRefusal } from './respond.js';
+import { ScrubbedBody, scrubbedHead } from './scrub-body.js';
 import type { Transfer } from './transfer.js';
 import { upstreamFailure } from './transfer.js';
 
@@ -16,6 +18,21 @@ export type Forwarded = Transfer & { readonly stopped?: 'held' | 'closed' };
 /** The agent stopped sending the body it announced: answered 408, the upstream request aborted. */
 const bodyStalled = (ms: number) =>
   new TrajgateError('E_BODY_TIMEOUT', `request body stalled: no bytes from the agent for ${ms} ms`);
+
+/** An answer whose credential values cannot be looked for is refused, not passed on unread. */
+const unscrubbable = (coding: string) =>
+  new TrajgateError(
+    'E_BODY_UNSUPPORTED',
+    `the upstream answered in Content-Encoding ${JSON.stringify(coding)}, which trajgate cannot decode to keep credential values out of it`,
+    [],
+    { status: 502 },
+  );
+
+/**
+ * Looks at each chunk of a request body before it goes up: why the request must stop now (a
+ * sentinel out of place), or null.
+ */
+export type BodyWatch = (chunk: Buffer) => string | null | Promise<string | null>;
 
 /** Why undici was told to abort: the flow was held before it was sent (judged again) or closed. */
 const flowStopped = (reason: string) => new TrajgateError('E_FLOW_CLOSED', reason);
@@ -47,13 +64,18 @@ export class ResponseRelay implements Dispatcher.DispatchHandler, FlowControl {
   #stopped: 'held' | 'closed' | null = null;
   /** A gRPC call's status (its `grpc-status` trailer, or header in a trailers-only answer). */
   #grpc: number | undefined;
+  /** The body on its way through `scrub`, from the head on. */
+  #scrubbed: ScrubbedBody | null = null;
 
+  /** `scrub`: the request carried swapped-in credentials, whose values the answer must not. */
   constructor(
     private readonly res: ServerResponse,
     private readonly upstream: string,
     private readonly capture: Capture | undefined,
     private readonly resolve: (transfer: Forwarded) => void,
     private readonly flow: Flow,
+    private readonly scrub?: CredentialScrubber,
+    private readonly watch?: BodyWatch,
   ) {}
 
   /**
@@ -61,23 +83,35 @@ export class ResponseRelay implements Dispatcher.DispatchHandler, FlowControl {
    * undici pulls once the request is judged and its upstream connected: only then is an agent
    * that expects it sent `100 Continue`, so a refused or unreachable request's body is never
    * invited. A gap longer than `idleMs` while waiting for the agent (not while undici holds
-   * back, nor while frozen) aborts the request.
+   * back, nor while frozen) aborts the request. A `prepared` body was read by the caller, who
+   * captured it as the agent sent it: it goes instead, uncaptured.
    */
-  async *requestBody(req: IncomingMessage, idleMs: number): AsyncGenerator<Buffer> {
-    if (expectsContinue(req)) this.res.writeContinue();
+  async *requestBody(
+    req: IncomingMessage,
+    idleMs: number,
+    prepared?: Buffer,
+  ): AsyncGenerator<Buffer> {
+    if (prepared === undefined && expectsContinue(req)) this.res.writeContinue();
+    const source: AsyncIterable<Buffer> | Iterable<Buffer> =
+      prepared === undefined ? (req as AsyncIterable<Buffer>) : [prepared];
     this.#waiting = true;
     const idle = (this.#idle = setTimeout(() => {
       if (this.#waiting && !this.#frozen) this.#abort?.(bodyStalled(idleMs));
       else idle.refresh();
     }, idleMs));
     try {
-      for await (const chunk of req as AsyncIterable<Buffer>) {
+      for await (const chunk of source) {
         this.#waiting = false;
         if (this.#frozen) await new Promise<void>((thawed) => (this.#thawed = thawed));
         // Closed meanwhile: the body errs, so no upstream reads a shorter one as whole.
         if (this.flow.closed !== null) throw flowStopped(this.flow.closed);
+        const stop = this.watch === undefined ? null : await this.watch(chunk);
+        if (stop !== null) {
+          this.#stopped = 'closed';
+          throw flowStopped(stop);
+        }
         this.flow.up(chunk.length);
-        this.capture?.request(chunk);
+        if (prepared === undefined) this.capture?.request(chunk);
         yield chunk;
         this.#waiting = true;
         idle.refresh();
@@ -108,10 +142,12 @@ export class ResponseRelay implements Dispatcher.DispatchHandler, FlowControl {
 
   freeze(): void {
     this.#frozen = true;
+    this.#scrubbed?.freeze();
   }
 
   thaw(): void {
     this.#frozen = false;
+    this.#scrubbed?.thaw();
     this.#thawed?.();
     this.#thawed = null;
     const later = this.#later;
@@ -154,7 +190,13 @@ export class ResponseRelay implements Dispatcher.DispatchHandler, FlowControl {
 
   #head(statusCode: number, raw: readonly (Buffer | string)[]): void {
     this.#status = statusCode;
-    const headers = downstreamRawHeaders(raw);
+    let headers = downstreamRawHeaders(raw);
+    if (this.scrub !== undefined) {
+      const head = scrubbedHead(this.scrub, headers);
+      if ('unsupported' in head) return this.#abort?.(unscrubbable(head.unsupported));
+      headers = head.fields;
+      this.#scrubbed = new ScrubbedBody(this.scrub, head.coding, this.#sink());
+    }
     this.#grpc = grpcStatus(headers);
     this.capture?.responseStart(statusCode, headers);
     // A status in the head is gRPC's Trailers-Only answer, whose HEADERS frame ends the stream:
@@ -162,7 +204,8 @@ export class ResponseRelay implements Dispatcher.DispatchHandler, FlowControl {
     // and goes with the end (Node sends it then as one frame with END_STREAM).
     if (this.#grpc !== undefined && isGrpcCall(this.res.req)) {
       this.res.statusCode = statusCode;
-      for (const [name, value] of Object.entries(pairs(headers))) this.res.setHeader(name, value);
+      for (const [name, value] of Object.entries(fieldObject(headers)))
+        this.res.setHeader(name, value);
       return;
     }
     this.res.writeHead(statusCode, headers);
@@ -178,11 +221,29 @@ export class ResponseRelay implements Dispatcher.DispatchHandler, FlowControl {
 
   /** Writes a chunk down; `wake`: undici waits on its return, so resume it on drain. */
   #write(chunk: Buffer, wake: boolean): boolean {
+    const resume = wake ? (this.#resume as () => void) : null;
+    if (this.#scrubbed !== null) return this.#scrubbed.write(chunk, resume);
+    if (this.#send(chunk)) return true;
+    if (resume !== null) this.res.once('drain', resume);
+    return false;
+  }
+
+  #send(chunk: Buffer): boolean {
     this.#bytesDown += chunk.length;
     this.capture?.response(chunk);
-    if (this.res.write(chunk)) return true;
-    if (wake) this.res.once('drain', this.#resume as () => void);
-    return false;
+    return this.res.write(chunk);
+  }
+
+  /** Where a scrubbed body goes; a body that fails to decode ends the answer as cut. */
+  #sink() {
+    return {
+      send: (chunk: Buffer) => this.#send(chunk),
+      drained: (then: () => void) => void this.res.once('drain', then),
+      failed: (err: Error) => {
+        if (!this.#upstreamDone) return this.#abort?.(err);
+        this.#fail(502, upstreamFailure(err, this.upstream).reason);
+      },
+    };
   }
 
   onComplete(trailers: readonly (Buffer | string)[] | null): void {
@@ -198,10 +259,16 @@ export class ResponseRelay implements Dispatcher.DispatchHandler, FlowControl {
    */
   #complete(trailers: readonly (Buffer | string)[]): void {
     this.#completed = true;
+    if (this.#scrubbed === null) return this.#finish(trailers);
+    this.#scrubbed.end(() => this.#finish(trailers));
+  }
+
+  #finish(trailers: readonly (Buffer | string)[]): void {
     if (trailers.length > 0) {
-      const fields = downstreamRawHeaders(trailers).slice(0, -2);
+      const unscrubbed = downstreamRawHeaders(trailers).slice(0, -2);
+      const fields = this.scrub === undefined ? unscrubbed : this.scrub.headers(unscrubbed);
       this.#grpc = grpcStatus(fields) ?? this.#grpc;
-      if (this.res.req.httpVersionMajor === 2) this.res.addTrailers(pairs(fields));
+      if (this.res.req.httpVersionMajor === 2) this.res.addTrailers(fieldObject(fields));
     }
     this.res.end();
     this.#done();
@@ -212,8 +279,8 @@ export class ResponseRelay implements Dispatcher.DispatchHandler, FlowControl {
     if (this.#stopped !== null) return this.#flowStopped(err.message);
     if (res.destroyed && !res.writableFinished) return this.#done('client closed');
     const failure =
-      isTrajgateError(err) && err.code === 'E_BODY_TIMEOUT'
-        ? { status: 408, reason: err.message }
+      isTrajgateError(err) && (err.code === 'E_BODY_TIMEOUT' || err.code === 'E_BODY_UNSUPPORTED')
+        ? { status: err.status ?? 502, reason: err.message }
         : upstreamFailure(err, this.upstream);
     this.#fail(failure.status, failure.reason);
   }
@@ -236,6 +303,7 @@ export class ResponseRelay implements Dispatcher.DispatchHandler, FlowControl {
 
   #done(error?: string, stopped?: 'held' | 'closed'): void {
     clearTimeout(this.#idle);
+    this.#scrubbed?.close();
     const transfer: { -readonly [K in keyof Forwarded]: Forwarded[K] } = {
       status: this.#status,
       bytesUp: this.flow.bytesUp,
@@ -246,15 +314,4 @@ export class ResponseRelay implements Dispatcher.DispatchHandler, FlowControl {
     if (this.#grpc !== undefined) transfer.grpcStatus = this.#grpc;
     this.resolve(transfer);
   }
-}
-
-/** A flat field list as an object, repeated names joined (RFC 9110 § 5.3). */
-function pairs(fields: readonly string[]): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (let i = 0; i < fields.length; i += 2) {
-    const name = (fields[i] as string).toLowerCase();
-    const value = fields[i + 1] as string;
-    out[name] = name in out ? `${out[name]}, ${value}` : value;
-  }
-  return out;
 }

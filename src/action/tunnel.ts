@@ -5,7 +5,7 @@ import type { ConnectionOptions } from 'node:tls';
 import { TrajgateError } from '../errors.js';
 import { moveHandle } from './socket-internals.js';
 import type { Flow, FlowControl } from './flows.js';
-import type { FirstBytes } from './relay-direction.js';
+import type { FirstBytes, Watch } from './relay-direction.js';
 import { Direction } from './relay-direction.js';
 import type { Transfer } from './transfer.js';
 
@@ -71,6 +71,8 @@ export interface RelayOptions {
   readonly onUp?: (bytes: number) => void;
   /** Looks at the client's first bytes before any is relayed up. */
   readonly firstUp?: FirstBytes;
+  /** Looks at every chunk from the client before it is relayed up (sentinels). */
+  readonly watchUp?: Watch | null;
 }
 
 /**
@@ -93,7 +95,7 @@ export function relay(
   idleMs: number,
   opening: Opening,
   onOpen?: (control: FlowControl) => void,
-  { reuseBuffers = true, onUp, firstUp }: RelayOptions = {},
+  { reuseBuffers = true, onUp, firstUp, watchUp }: RelayOptions = {},
 ): Promise<Omit<Transfer, 'status'>> {
   if (client.destroyed || upstream.destroyed) {
     // One side went away while the tunnel was being decided or connected.
@@ -102,7 +104,7 @@ export function relay(
     return Promise.resolve({ bytesUp: 0, bytesDown: 0, error: 'closed before the relay began' });
   }
   return new Promise((resolve) => {
-    const up = new Direction(onUp, firstUp, (why) => fail(why));
+    const up = new Direction(onUp, firstUp, (why) => fail(why), watchUp ?? undefined);
     const down = new Direction();
     const c = adopt(client, up, reuseBuffers);
     const u = adopt(upstream, down, reuseBuffers);

@@ -51,11 +51,13 @@ export function sendUpgrade(
   name: string,
   timeoutMs: number,
   flow?: Flow,
+  drop?: string,
 ): Promise<Answer> {
   return new Promise((resolve) => {
     const method = req.method ?? 'GET';
     const length = req.headers['content-length'];
-    const headers = upstreamRequestHeaders(req.rawHeaders, url.host, UPGRADE_FIELDS);
+    const all = upstreamRequestHeaders(req.rawHeaders, url.host, UPGRADE_FIELDS);
+    const headers = drop === undefined ? all : withoutField(all, drop);
     if (length === undefined && !UNFRAMED.has(method)) headers.push('content-length', '0');
     const path = url.pathname + url.search;
     const outgoing = request({ method, path, headers, createConnection: () => upstream });
@@ -203,4 +205,12 @@ function headBytes(statusLine: string, fields: readonly string[]): Buffer {
 function linger(client: Socket): void {
   client.resume();
   client.setTimeout(LINGER_MS, () => client.destroy());
+}
+
+/** `fields` without the one named `name` (lower case). */
+function withoutField(fields: readonly string[], name: string): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < fields.length; i += 2)
+    if (fields[i]!.toLowerCase() !== name) out.push(fields[i]!, fields[i + 1]!);
+  return out;
 }

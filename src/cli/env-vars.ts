@@ -13,6 +13,8 @@ export interface ClientView {
   readonly agent: { readonly id: string; readonly token: Value } | null;
   /** With `tls.intercept`: the CA certificate and the bundle (system roots + CA), as paths. */
   readonly ca: { readonly cert: string; readonly bundle: string } | null;
+  /** With `credentials`: the sentinels of those given to the agent, by variable name. */
+  readonly sentinels: readonly { readonly name: string; readonly sentinel: string }[];
 }
 
 export type EnvFormat = 'shell' | 'compose' | 'json';
@@ -26,7 +28,8 @@ export const GIT_SSH_COMMAND = 'ssh -o ProxyCommand="trajgate connect %h %p"';
  * Every variable, in print order. Proxies in both cases (curl and git read only the lower-case
  * names, many tools only the upper). The bridge is reached directly: NO_PROXY names its host
  * and nothing else. CA files: NODE_EXTRA_CA_CERTS adds to Node's roots; the others replace
- * their client's roots, so they name the bundle (tls/ca-bundle.ts).
+ * their client's roots, so they name the bundle (tls/ca-bundle.ts). Credentials' sentinels
+ * last: what the agent holds in place of each value.
  */
 export function clientVars(view: ClientView): [string, Value][] {
   const { proxy, bridge, agent, ca } = view;
@@ -67,6 +70,7 @@ export function clientVars(view: ClientView): [string, Value][] {
   vars.push(['GIT_SSH_COMMAND', [text(GIT_SSH_COMMAND)]]);
   vars.push(['TRAJGATE_BRIDGE', [text(`http://${formatHostPort(bridge)}`)]]);
   if (agent) vars.push(['TRAJGATE_AGENT_TOKEN', agent.token]);
+  for (const s of view.sentinels) vars.push([s.name, [text(s.sentinel)]]);
   return vars;
 }
 

@@ -12,6 +12,8 @@ import { CA_BUNDLE, ensureCaBundle } from '../tls/ca-bundle.js';
 import { readCaFile } from '../tls/ca-read.js';
 import type { ClientView, EnvFormat, Value } from './env-vars.js';
 import { clientVars, formatVars } from './env-vars.js';
+import type { SentinelVar } from './env-sentinels.js';
+import { sentinelVars } from './env-sentinels.js';
 import { usageOf } from './help.js';
 
 const FORMATS: readonly EnvFormat[] = ['shell', 'compose', 'json'];
@@ -52,14 +54,34 @@ export async function env(
   if (caPath !== undefined && !posix.isAbsolute(caPath))
     throw new TrajgateError('E_USAGE', `--ca-path ${caPath}: expected an absolute path`);
   const config = loadOperatorConfig(values.config);
+  const agent = agentOf(config, positionals[0], format as EnvFormat, warn);
+  const sentinels = sentinelVars(config, agent?.id ?? null);
   const view: ClientView = {
     proxy: reached(config, 'proxy', host),
     bridge: reached(config, 'bridge', host),
-    agent: agentOf(config, positionals[0], format as EnvFormat, warn),
+    agent,
     ca: config.tls.intercept.length > 0 ? caFiles(config, caPath, warn) : null,
+    sentinels,
   };
-  print(formatVars(clientVars(view), format as EnvFormat));
+  const vars = clientVars(view);
+  clashes(vars, sentinels, config.source);
+  print(formatVars(vars, format as EnvFormat));
   return 0;
+}
+
+/** A credential's `env` that names a variable trajgate prints for itself would replace it. */
+function clashes(
+  vars: readonly [string, unknown][],
+  sentinels: readonly SentinelVar[],
+  source: string,
+) {
+  const own = vars.slice(0, vars.length - sentinels.length).map(([name]) => name);
+  for (const s of sentinels)
+    if (own.includes(s.name))
+      throw new TrajgateError(
+        'E_CONFIG_INVALID',
+        `${source}: ${s.key} is ${s.name}, a variable trajgate env prints for the agent itself: give the credential another env`,
+      );
 }
 
 function givenHost(host: string): string {

@@ -125,7 +125,7 @@ const COMMANDS: Record<string, CommandHelp> = {
       'trajgate env [AGENT] [--config FILE] [--host NAME] [--format shell|compose|json] [--ca-path PATH]',
     ],
     about:
-      "Prints every variable a client needs to go through this gateway as AGENT (required when agents are configured): HTTP_PROXY, HTTPS_PROXY, NO_PROXY in both cases (the proxy URL with AGENT's credentials; NO_PROXY only the bridge's host), with tls.intercept the CA for Node.js (NODE_EXTRA_CA_CERTS) and, pointing at ca-bundle.pem beside it (the system's roots plus the CA, written there if missing), SSL_CERT_FILE, REQUESTS_CA_BUNDLE, CURL_CA_BUNDLE, GIT_SSL_CAINFO, PIP_CERT, npm_config_cafile, GRPC_DEFAULT_SSL_ROOTS_FILE_PATH; JAVA_TOOL_OPTIONS (proxy host and port only: a JVM program answers the proxy's 407 with an Authenticator); GIT_SSH_COMMAND (ssh through `trajgate connect`, for git over SSH); TRAJGATE_BRIDGE and TRAJGATE_AGENT_TOKEN for `trajgate check`. Only AGENT's token need be set: unset, it is printed as its ${VAR} for the shell or compose to fill in (said on stderr).",
+      "Prints every variable a client needs to go through this gateway as AGENT (required when agents are configured): HTTP_PROXY, HTTPS_PROXY, NO_PROXY in both cases (the proxy URL with AGENT's credentials; NO_PROXY only the bridge's host), with tls.intercept the CA for Node.js (NODE_EXTRA_CA_CERTS) and, pointing at ca-bundle.pem beside it (the system's roots plus the CA, written there if missing), SSL_CERT_FILE, REQUESTS_CA_BUNDLE, CURL_CA_BUNDLE, GIT_SSL_CAINFO, PIP_CERT, npm_config_cafile, GRPC_DEFAULT_SSL_ROOTS_FILE_PATH; JAVA_TOOL_OPTIONS (proxy host and port only: a JVM program answers the proxy's 407 with an Authenticator); GIT_SSH_COMMAND (ssh through `trajgate connect`, for git over SSH); TRAJGATE_BRIDGE and TRAJGATE_AGENT_TOKEN for `trajgate check`; the sentinel of each credential given to AGENT in its `env` variable (GITHUB_TOKEN=tgs_…, never the value; a generated one needs the key a start made beside the journal). Only AGENT's token need be set: unset, it is printed as its ${VAR} for the shell or compose to fill in (said on stderr).",
     options: [
       ['--config FILE', "the gateway's config (default: embedded)"],
       [
@@ -221,6 +221,17 @@ const COMMANDS: Record<string, CommandHelp> = {
     about: "Refuses a paused session's held requests (403); the session stays paused.",
     options: OPERATOR_OPTIONS,
     example: 'trajgate deny agent-1',
+  },
+  credentials: {
+    usage: [
+      'trajgate credentials [--json]',
+      'trajgate credentials revoke NAME [--json]',
+      'trajgate credentials restore NAME [--json]',
+    ],
+    about:
+      "Lists the running gateway's credentials: name, hosts, the variable `trajgate env` exports the sentinel in, the sentinel (never the value), who it is given to, revoked or not. `revoke` refuses it at once: a request carrying its sentinel to its hosts is refused (the sentinel is not swapped), every open flow that carried it closes; `restore` undoes it. Both are journaled before they take effect and kept across restarts; a reload does not undo a revoke.",
+    options: OPERATOR_OPTIONS,
+    example: 'trajgate credentials revoke github',
   },
   reload: {
     usage: ['trajgate reload [--json]'],

@@ -110,6 +110,7 @@ async function main(argv: string[]): Promise<number> {
       case 'revoke':
       case 'deny-pattern':
       case 'reload':
+      case 'credentials':
         return await (await import('./operator.js')).operator(command, rest, print);
       default: {
         const { overview } = await help();

@@ -13,7 +13,7 @@ const after = (rule: { after?: number } | null | undefined) =>
 export function sessionsTable(sessions: SessionView[]): string {
   if (sessions.length === 0) return 'no sessions yet';
   return table(
-    ['SESSION', 'STATE', 'COUNTS', 'PAUSED AT', 'HELD', 'LAST ACTIVITY'],
+    ['SESSION', 'STATE', 'COUNTS', 'PAUSED AT', 'HELD', 'LAST ACTIVITY', 'CREDENTIALS'],
     sessions.map((s) => [
       s.id,
       s.state === 'paused'
@@ -27,6 +27,7 @@ export function sessionsTable(sessions: SessionView[]): string {
       s.pausedAt ?? '-',
       String(s.held),
       s.lastActivity ?? '-',
+      s.credentialNames.join(' ') || '-',
     ]),
   );
 }

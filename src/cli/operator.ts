@@ -10,6 +10,7 @@ import type { ApprovalView, DenyView } from '../review/api-rules.js';
 import type { EventAnswer, EventsPage, ResumeAnswer } from '../wire.js';
 import { allSessions } from './all-sessions.js';
 import { approveOnce } from './approve-once.js';
+import { credentials } from './credentials.js';
 import { usageOf } from './help.js';
 import { eventsTable, pausedAgainLine, sessionsTable, withHints } from './operator-tables.js';
 import { terminalJson, terminalLines, terminalText } from './table.js';
@@ -44,7 +45,7 @@ export async function operator(
       once: { type: 'boolean' },
     },
   });
-  const count = wanted(command, values);
+  const count = wanted(command, values, positionals.length);
   if (count === 'some' ? positionals.length === 0 : positionals.length !== count) {
     throw new TrajgateError('E_USAGE', usageOf(command));
   }
@@ -131,6 +132,9 @@ export async function operator(
       }
       break;
     }
+    case 'credentials':
+      result = await credentials(client.call, positionals, values.json ? null : write);
+      break;
     case 'reload': {
       result = await client.call('POST', '/api/reload', {});
       const r = result as { sha256: string; restartNeeded: string[]; closed: number };
@@ -234,13 +238,16 @@ function adminClient(admin: string | undefined, configFile: string | undefined) 
 
 /**
  * Positional arguments each command takes (approve's depend on --global, --from and --once,
- * which takes the session and any number of rids: `some`).
+ * which takes the session and any number of rids: `some`; credentials' on whether it lists).
  */
 function wanted(
   command: string,
   values: { global?: boolean; from?: string; once?: boolean },
+  given: number,
 ): number | 'some' {
   switch (command) {
+    case 'credentials':
+      return given === 0 ? 0 : 2;
     case 'sessions':
     case 'reload':
       return 0;

@@ -17,6 +17,8 @@ import type { HostPort } from './formats.js';
 import { parseHostPort } from './formats.js';
 import type { RawConfig } from './schema.js';
 import { configSchema, knownKinds } from './schema.js';
+import type { Credential } from './credential-values.js';
+import { credentialValues } from './credential-values.js';
 
 export interface Agent {
   readonly id: string;
@@ -32,7 +34,7 @@ export interface Agent {
 /** A validated configuration with paths made absolute and durations in milliseconds. */
 export interface Config extends Omit<
   RawConfig,
-  'workspace' | 'agents' | 'listen' | 'journal' | 'tls'
+  'workspace' | 'agents' | 'listen' | 'journal' | 'tls' | 'credentials'
 > {
   /** The file it came from, or "(embedded default)". */
   readonly source: string;
@@ -40,6 +42,8 @@ export interface Config extends Omit<
   readonly journal: RawJournal;
   readonly tls: RawConfig['tls'] & { readonly ca: string };
   readonly agents: readonly Agent[] | null;
+  /** Their values read (`valueFile` too): never to be written anywhere. */
+  readonly credentials: readonly Credential[];
   readonly listen: {
     readonly proxy: HostPort;
     readonly bridge: HostPort;
@@ -203,6 +207,7 @@ function validate(
   checks: LoadOptions['checks'],
 ): Config {
   const source = problems.at.source;
+  problems.hide(givenValues(value));
   const { data, removed } = validateAll(
     configSchema,
     value,
@@ -216,7 +221,12 @@ function validate(
     },
     quiet,
   );
-  const config = data === null ? null : resolveConfig(data, source, baseDir, env);
+  const config =
+    data === null
+      ? null
+      : resolveConfig(data, source, baseDir, env, (problem) => problems.add(problem));
+  if (config !== null)
+    problems.hide(config.credentials.flatMap((c) => [c.value, c.sigv4?.accessKeyId ?? '']));
   if (config !== null && checks !== undefined) {
     const doubtful = [...removed, ...quiet];
     const trusted = (key: readonly PropertyKey[]) => !doubtful.some((d) => within(key, d));
@@ -233,6 +243,7 @@ function resolveConfig(
   source: string,
   baseDir: string,
   env: NodeJS.ProcessEnv,
+  report: (problem: Problem) => void,
 ): Config {
   const raw = withToolBoundary(parsed);
   const workspace = realDir(raw.workspace ?? '.', baseDir);
@@ -261,8 +272,22 @@ function resolveConfig(
       ca: raw.tls.ca === undefined ? join(dirname(journal), 'certs') : resolve(baseDir, raw.tls.ca),
       upstreamCa: raw.tls.upstreamCa.map((f) => resolve(baseDir, f)),
     },
+    credentials: credentialValues(raw.credentials, baseDir, report),
     kinds: knownKinds(raw),
   };
+}
+
+/**
+ * The `credentials[].value` and `.sigv4.accessKeyId` strings as written (expanded): no message
+ * may quote them.
+ */
+function givenValues(value: unknown): string[] {
+  const list = (value as { credentials?: unknown }).credentials;
+  if (!Array.isArray(list)) return [];
+  return list.flatMap((c) => {
+    const entry = c as { value?: unknown; sigv4?: { accessKeyId?: unknown } | null } | null;
+    return [entry?.value, entry?.sigv4?.accessKeyId].filter((v) => typeof v === 'string');
+  });
 }
 
 /**

@@ -8,13 +8,15 @@ const TOKEN = (name: string) => `unset-${name}-placeholder`;
 
 /**
  * Secrets only a running gateway uses, with what stands in for each when its variable is
- * unset (a URL where a URL is due): agents' tokens, admin tokens, what notifications are sent
- * and signed with, the shared store's URL (its password). An operator's shell need not hold
- * them: commands that do need one ask for it by name (needSet).
+ * unset (a URL where a URL is due): agents' tokens, admin tokens, credentials' values and AWS
+ * key ids, what notifications are sent and signed with, the shared store's URL (its password).
+ * An operator's shell need not hold them: commands that do need one ask for it by name
+ * (needSet).
  */
 const SECRETS: readonly (readonly [RegExp, (name: string) => string])[] = [
   [/^agents\.\d+\.token$/, TOKEN],
   [/^admin\.(token|tokens\.\d+\.token)$/, TOKEN],
+  [/^credentials\.\d+\.(value|sigv4\.accessKeyId)$/, TOKEN],
   [/^notify\.(secret|linkKey|headers\..+)$/, TOKEN],
   [/^notify\.webhook$/, () => 'http://unset.invalid/'],
   [/^state\.redis\.url$/, () => 'redis://unset.invalid/'],

@@ -5,6 +5,9 @@ import { TrajgateError } from '../errors.js';
 
 export type KeyPath = readonly PropertyKey[];
 
+/** The shortest secret Problems.hide replaces (credentials-schema.ts refuses shorter values). */
+export const MIN_SECRET = 8;
+
 /**
  * One thing wrong with a config: the key it is placed at (its line in the file) and the text
  * after `file:line:col: `, which starts with the key (`listen.bridge: …`).
@@ -100,11 +103,20 @@ export class Locator {
  */
 export class Problems {
   readonly #found: { problem: Problem; pos: Position | null }[] = [];
+  readonly #hidden = new Set<string>();
 
   constructor(readonly at: Locator) {}
 
   get size(): number {
     return this.#found.length;
+  }
+
+  /**
+   * Secrets no line may quote (credentials' values), whichever check wrote it: each is shown
+   * as `[hidden]`. Shorter than MIN_SECRET is refused by its own key, and never replaced.
+   */
+  hide(secrets: Iterable<string>): void {
+    for (const s of secrets) if (s.length >= MIN_SECRET) this.#hidden.add(s);
   }
 
   add(problem: Problem): void {
@@ -126,7 +138,15 @@ export class Problems {
     throw new TrajgateError(
       codes.size === 1 ? (code as ErrorCode) : 'E_CONFIG_INVALID',
       `${this.at.source}: ${kinds.size === 1 && kind !== undefined ? kind : `${sorted.length} error(s)`}`,
-      sorted.map((f) => `${this.at.prefix(f.problem.path, f.pos)}${f.problem.text}`),
+      sorted.map((f) =>
+        this.#redacted(`${this.at.prefix(f.problem.path, f.pos)}${f.problem.text}`),
+      ),
     );
+  }
+
+  #redacted(line: string): string {
+    let out = line;
+    for (const s of this.#hidden) out = out.split(s).join('[hidden]');
+    return out;
   }
 }

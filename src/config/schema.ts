@@ -8,6 +8,8 @@ import { checkCrossings, sequencesSchema } from './sequences-schema.js';
 import { journalSchema } from './journal-schema.js';
 import { protocolName } from '../http/upgrade-protocols.js';
 import { duration } from './duration-schema.js';
+import { checkScopes, credentialsSchema } from './credentials-schema.js';
+import { OWN_BOUNDARIES } from '../event/own-boundaries.js';
 
 /**
  * The YAML schema; key names are the contract (docs/configuration.md, and
@@ -81,8 +83,8 @@ function checkBoundary(key: string, b: z.output<typeof boundary>, ctx: z.Refinem
       message: 'a boundary name must start with a letter and use only letters, digits, _ and -',
     });
   }
-  // Its counts would mix with those of trajgate's own files (guard/protected.ts).
-  if (key === 'trajgate-files')
+  // Its counts would mix with those of trajgate's own (guard/exfiltration.ts).
+  if (OWN_BOUNDARIES.has(key))
     ctx.addIssue({
       code: 'custom',
       path: [key],
@@ -196,6 +198,7 @@ const fields = z.strictObject({
     .optional(),
   /** Shared allow lists: an agent listing a role in `roles` gets its patterns. */
   roles: z.record(name('a role name'), role).default({}),
+  credentials: credentialsSchema(networkPattern),
   policy: z
     .strictObject({
       countBy: z.enum(['boundary', 'target']).default('boundary'),
@@ -249,6 +252,8 @@ const fields = z.strictObject({
       // How long the proxy listener keeps an idle keep-alive connection open.
       keepAliveIdle: timer.default(5_000),
       drainTimeout: duration.default(10_000),
+      // A body a credential may be swapped into is read whole first (a swap changes its length).
+      scanBodyBytes: z.number().int().min(1024).max(1_073_741_824).default(8_388_608),
     })
     .prefault({}),
   admin: z
@@ -379,6 +384,7 @@ export const configSchema = fields.superRefine((raw, ctx) => {
       });
     }),
   );
+  checkScopes(raw, ctx);
 });
 
 export type RawConfig = z.output<typeof configSchema>;

@@ -13,6 +13,7 @@ const ROUNDS = 6;
  */
 const READS: readonly (readonly [KeyPath, readonly KeyPath[]])[] = [
   [['agents'], [['roles']]],
+  [['credentials'], [['agents'], ['roles']]],
   [
     ['policy', 'sequences'],
     [

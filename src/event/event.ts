@@ -15,6 +15,16 @@ export const BUILTIN_KINDS: readonly string[] = ['read', 'write', 'command', 'ne
 
 export type { Source };
 
+/**
+ * A credential's sentinel found where it does not belong (a request to another host, a tool's
+ * arguments, a command line): which credential (never its value) and where it was found.
+ */
+export interface Exfiltration {
+  readonly credential: string;
+  /** `header X-Token`, `url`, `body (base64)`, `tunnel bytes`, `tool arguments`, … */
+  readonly where: string;
+}
+
 export interface PathSubject {
   readonly type: 'path';
   /** Absolute real path, or null when it could not be resolved (judged as outside). */
@@ -76,6 +86,12 @@ export interface EventInput {
    * who review, never judged (the guard judges kind and target). Redacted when normalised.
    */
   readonly command?: string;
+  /** Set by trajgate, never by a sender: a sentinel found where it does not belong. */
+  readonly exfiltration?: Exfiltration;
+  /** Why trajgate refuses it on its own, whatever allows it (Event.denied). */
+  readonly refused?: string;
+  /** The credentials this request carries to their own hosts (swapped for their values). */
+  readonly credentials?: readonly string[];
 }
 
 export interface Event {
@@ -104,6 +120,8 @@ export interface Event {
   readonly call?: string;
   /** EventInput.command with its secrets redacted (event/command-line.ts). */
   readonly command?: string | undefined;
+  readonly exfiltration?: Exfiltration | undefined;
+  readonly credentials?: readonly string[] | undefined;
 }
 
 /** The destination used by `countBy: target`: host:port for network, else the target. */

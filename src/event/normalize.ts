@@ -39,11 +39,14 @@ export function normalizeEvent(
     ts: ctx.ts,
     method: input.method?.toUpperCase(),
     subject,
-    denied: subject.type === 'path' ? pathRefusal(input.kind, subject) : undefined,
+    denied:
+      input.refused ?? (subject.type === 'path' ? pathRefusal(input.kind, subject) : undefined),
     failed: input.failed,
     call: input.call,
     // Redacted here, before any record holds it: every event is normalised first.
     command: input.command === undefined ? undefined : redactCommand(input.command),
+    exfiltration: input.exfiltration,
+    credentials: input.credentials,
   };
 }
 

@@ -20,6 +20,8 @@ const NOT_FROM_AGENTS = [
   'source',
   'ts',
   'seq',
+  'exfiltration',
+  'credentials',
 ];
 
 const fail = (what: string): never => {
@@ -61,7 +63,7 @@ export function validateRecordedEvent(
   if (approved !== undefined && typeof approved !== 'boolean') {
     return fail(`"approved" must be true or false, got ${describeValue(approved)}`);
   }
-  const input = withReadings(eventOf(fields, knownKinds), fields);
+  const input = withCredentials(withReadings(eventOf(fields, knownKinds), fields), fields);
   // Approved by a pattern (a journal's event record), not let through by an operator's act.
   if (approved === true && typeof approvedBy === 'string') return { input, approved, approvedBy };
   return { input, approved: approved === true };
@@ -135,6 +137,25 @@ function withReadings(input: EventInput, fields: Record<string, unknown>): Event
   // Which names are hard-linked is read now: a record keeps paths, not file identities.
   return { ...input, readings: { path, alias: other, inodes: linked(path, other) } };
 }
+
+/** A record's sentinel out of place is judged again as one (its pause is rebuilt by replay). */
+function withCredentials(input: EventInput, fields: Record<string, unknown>): EventInput {
+  const { exfiltration, credentials } = fields;
+  if (credentials !== undefined && !(Array.isArray(credentials) && credentials.every(isText)))
+    fail(`"credentials" must be an array of credential names, got ${describeValue(credentials)}`);
+  const used = credentials === undefined ? {} : { credentials: credentials as string[] };
+  if (exfiltration === undefined) return { ...input, ...used };
+  const { credential, where } = (exfiltration ?? {}) as Record<string, unknown>;
+  if (!isText(credential) || !isText(where))
+    fail('"exfiltration" must be {"credential": NAME, "where": TEXT}');
+  return {
+    ...input,
+    ...used,
+    exfiltration: { credential, where } as { credential: string; where: string },
+  };
+}
+
+const isText = (v: unknown): v is string => typeof v === 'string' && v !== '';
 
 /** A value as an error message shows what was found: its type, and short scalars themselves. */
 export function describeValue(value: unknown): string {

@@ -10,6 +10,7 @@ import { DecisionLinks } from '../review/decision-links.js';
 import { linkKey, LINK_KEY } from '../review/link-key.js';
 import { Webhook, WEBHOOK } from '../review/webhook.js';
 import type { ConfigParts } from './config-parts.js';
+import { CredentialDesk } from './credential-desk.js';
 import type { Listeners } from './listeners.js';
 import type { ReloadResult } from './reload.js';
 import type { Opening, Trajectory } from './trajectory.js';
@@ -96,6 +97,13 @@ export function openAdmin(
     store: () => store.view(),
     act: (session, act) => store.action(session, act),
     keys,
+    credentials: new CredentialDesk(t.journal, {
+      config: t.deciding,
+      guard: t.guard,
+      egress: t.egress,
+      flows: t.flows,
+      credentials: t.credentials,
+    }),
     reload: deps.reload,
     decide: decideHandler(deps.links),
     log: deps.log,

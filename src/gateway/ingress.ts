@@ -66,6 +66,7 @@ export async function openIngress(
   const { guard, journal, sessions, held, egress, review, metrics, flows } = t;
   const pipeline = new Pipeline({
     config: t.deciding,
+    credentials: t.credentials,
     guard,
     journal,
     sessions,
@@ -94,6 +95,7 @@ export async function openIngress(
       flows,
       pipeline,
       identity,
+      credentials: t.credentials,
       drain: listeners.drain,
       log,
       limitLog: deps.limitLog,
@@ -168,9 +170,10 @@ export async function openIngress(
       sessions: new McpSessions(deps.key),
       drain: listeners.drain,
       calls: t.calls,
+      credentials: t.credentials,
     }),
     settle() {
-      const basis = { config: t.deciding, guard, egress, flows };
+      const basis = { config: t.deciding, guard, egress, flows, credentials: t.credentials };
       const closed = rejudgeFlows(basis, 'config reloaded', { rotated });
       // Held requests came with the credentials that changed: none of them is ever sent.
       const stale = rotated === 'all' ? held.sessions() : [...rotated];

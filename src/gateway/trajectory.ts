@@ -17,6 +17,7 @@ import { SessionIndex } from '../journal/session-index.js';
 import type { JournalWriter } from '../journal/writer.js';
 import type { Deciding } from '../pipeline/flow-basis.js';
 import { DECIDING, rejudgeFlows } from '../pipeline/flow-basis.js';
+import type { Credentials } from './credentials.js';
 import { Metrics } from '../review/metrics.js';
 import { Denials } from '../review/pause-ends.js';
 import { Review } from '../review/review.js';
@@ -52,6 +53,9 @@ export interface Opening {
   readonly teardown: Teardown;
 }
 
+/** What the trajectory opens on: the credentials in force too (a flow's basis names them). */
+export type TrajectoryOpening = Opening & { readonly credentials: Credentials };
+
 /** What remembers the trajectory and decides from it: every listener's handlers use these. */
 export interface Trajectory {
   readonly metrics: Metrics;
@@ -71,6 +75,7 @@ export interface Trajectory {
   readonly sessions: Sessions;
   /** What deciding and judging flows read (a reload replaces it). */
   readonly deciding: Deciding;
+  readonly credentials: Credentials;
 }
 
 /**
@@ -81,7 +86,7 @@ export interface Trajectory {
 export async function openTrajectory(
   config: Config,
   lookup: Lookup | undefined,
-  { log, parts, teardown }: Opening,
+  { log, parts, teardown, credentials }: TrajectoryOpening,
 ): Promise<Trajectory> {
   const metrics = new Metrics();
   // What the guard and review remember, in one place (see TrajectoryStore).
@@ -112,6 +117,7 @@ export async function openTrajectory(
   teardown.push('journal health', () => health.close());
   const snapshot = {
     guard,
+    credentials,
     store: store.store,
     review,
     denials,
@@ -124,6 +130,7 @@ export async function openTrajectory(
       (record) => {
         // A shared store holds the guard's state; this journal is this gateway's audit trail.
         if (store.rebuildsFromJournal) applyRecord(guard, record);
+        if (record.type === 'credential') credentials.apply(record);
         review.restore(record);
         calls.restore(record);
       },
@@ -192,7 +199,7 @@ export async function openTrajectory(
     resumed: (session: string) => flows.resumed(session),
     denied: (session: string) => flows.denied(session),
     rejudge: (cause: string) =>
-      rejudgeFlows({ config: deciding.value, guard, egress, flows }, cause),
+      rejudgeFlows({ config: deciding.value, guard, egress, flows, credentials }, cause),
   };
   const sessions = new Sessions(guard, journal, held, review, watcher, store.replica);
   const evicted = () => metrics.sessionsEvicted.inc();
@@ -210,5 +217,5 @@ export async function openTrajectory(
   );
   await store.start({ guard, review, sessions, log, history: restored > 0 });
   const opened = { metrics, store, guard, review, held, index, denials, calls, health, journal };
-  return { ...opened, restored, flows, egress, sessions, deciding: deciding.value };
+  return { ...opened, restored, flows, egress, sessions, deciding: deciding.value, credentials };
 }

@@ -8,6 +8,7 @@ import { compileDeny } from './denies.js';
 import { explainMiss } from './explain.js';
 import type { Boundary, GuardPolicy } from './compiled-policy.js';
 import { countKey, crosses } from './policy.js';
+import { CREDENTIAL_EXFILTRATION, exfiltrationReason } from './exfiltration.js';
 import { protectedReach, protectedReason, TRAJGATE_FILES } from './protected.js';
 import { applySequences, failureMarks, numbered, volumeWindow } from './sequences.js';
 import type { Mark, SessionState, SharedState, TrajectoryStore } from './store.js';
@@ -78,7 +79,10 @@ export class Guard {
   inspect(event: Event): Decision {
     // trajgate's own files go before anything: no approval, approve-once or pattern covers them.
     const own = protectedReach(this.#policy.protected, event);
-    if (own !== null) return this.#ownFiles(event, own);
+    if (own !== null) return this.#atOnce(event, TRAJGATE_FILES, protectedReason(event, own));
+    // A sentinel where it does not belong is an attempt, whatever allows the destination.
+    if (event.exfiltration !== undefined)
+      return this.#atOnce(event, CREDENTIAL_EXFILTRATION, exfiltrationReason(event));
     // A deny pattern goes first: nothing approves what it refuses.
     const deny = this.denies.match(event);
     const denied = event.denied ?? deny?.reason;
@@ -143,18 +147,19 @@ export class Guard {
   }
 
   /**
-   * An event reaching trajgate's own files: PAUSE at once, counted against `trajgate-files`.
-   * Trajectory rules only number it: none may rename or soften it.
+   * An event reaching trajgate's own files, or carrying a credential's sentinel where it does not
+   * belong: PAUSE at once, counted against its own boundary. Trajectory rules only number it:
+   * none may rename or soften it.
    */
-  #ownFiles(event: Event, reach: string): Decision {
+  #atOnce(event: Event, boundary: string, reason: string): Decision {
     const state = this.#store.session(event.session) ?? EMPTY;
-    const key = countKey(this.#policy, TRAJGATE_FILES, event);
+    const key = countKey(this.#policy, boundary, event);
     const count = (state.counts.get(key) ?? 0) + 1;
     const decision: Decision = {
       verdict: 'PAUSE',
-      boundary: TRAJGATE_FILES,
+      boundary,
       count,
-      reason: protectedReason(event, reach),
+      reason,
       approved: false,
       approvedBy: null,
       counted: { [key]: count },

@@ -3,8 +3,9 @@ import type { Event } from '../event/event.js';
 import { PATH_KINDS } from '../event/event.js';
 import { isInside } from '../event/paths.js';
 
-/** The boundary of trajgate's own files: never approvable, it pauses at the first crossing. */
-export const TRAJGATE_FILES = 'trajgate-files';
+import { TRAJGATE_FILES } from '../event/own-boundaries.js';
+
+export { TRAJGATE_FILES };
 
 /**
  * Why `event` reaches one of trajgate's own files, or null. Any reading counts (the real path,

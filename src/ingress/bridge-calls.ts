@@ -1,3 +1,4 @@
+import type { ArmedCredential } from '../config/credential-values.js';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import type { Refusal } from '../action/refusal.js';
@@ -10,6 +11,7 @@ import type { Decision } from '../guard/guard.js';
 import type { Pipeline } from '../pipeline/pipeline.js';
 import type { TunnelRuling } from '../pipeline/ruling.js';
 import type { Presence } from '../action/hold.js';
+import type { CredentialsInForce } from '../event/credential-set.js';
 import type { Drain } from './drain.js';
 import type { HookCalls } from './hook-calls.js';
 import type { Identity } from './identity.js';
@@ -41,6 +43,8 @@ export interface BridgeContext {
   readonly drain: Drain;
   /** Runners' calls by id, for their results to be linked to. */
   readonly calls: HookCalls;
+  /** The credentials whose sentinels no call may carry (`.current` read per call). */
+  readonly credentials: Pick<CredentialsInForce<ArmedCredential>, 'current'>;
 }
 
 /** A bridge request once its agent is known, as the listener hands it to a handler. */

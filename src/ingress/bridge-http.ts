@@ -8,12 +8,15 @@ import type { ToolTarget } from '../event/tool-map.js';
 import { readJson } from '../http/body.js';
 import type { BridgeContext, BridgeRequest } from './bridge-calls.js';
 import { callOutcome, judgeCall } from './bridge-calls.js';
+import type { ProxyContext } from './context.js';
 import { presence } from './context.js';
 import { methodOverrideProblem } from './method-override.js';
 import { judgedPaths } from './tool-paths.js';
 import type { Route } from './route-path.js';
 import { matchRoute } from './route-path.js';
 import { commandOf, targetOf } from './route-target.js';
+import { sentinelIn } from './sentinel-watch.js';
+import { argumentsExfiltration, carrying } from './tool-exfiltration.js';
 
 /**
  * A plain HTTP tool server: configured routes turn a request into an event (target from a
@@ -75,6 +78,12 @@ export async function handleHttpTool(
     }
     // Serialised once the path judged is written into it.
     const body = value === undefined ? null : Buffer.from(JSON.stringify(value));
+    const set = ctx.credentials.current;
+    const out =
+      argumentsExfiltration(set, value, 'body field') ??
+      sentinelIn(set, match.url, 'URL') ??
+      headerExfiltration(set, req.rawHeaders);
+    [input] = carrying([input], out, `${method} ${path}`) as [EventInput];
     await call(ctx, proxy, request, { input, body, method, path });
   });
 }
@@ -122,6 +131,15 @@ async function call(
     }
   }
   callOutcome(ctx.pipeline, ruling.rids, who.session, transfer, start);
+}
+
+/** A sentinel in a header of a request to the tool server. */
+function headerExfiltration(set: ProxyContext['credentials'], raw: readonly string[]) {
+  for (let i = 0; i < raw.length; i += 2) {
+    const found = sentinelIn(set, raw[i + 1]!, `header ${raw[i]!}`);
+    if (found !== undefined) return found;
+  }
+  return undefined;
 }
 
 /** A tool server's answer is a failure when its status is (the body is its own business). */

@@ -9,9 +9,10 @@ import { admitMessage, callOutcome, judgeCall } from './bridge-calls.js';
 import { presence } from './context.js';
 import { mcpAnswerWatch } from './mcp-answer.js';
 import type { EventInput } from '../event/event.js';
-import type { JsonRpcId, McpInvalid } from './mcp.js';
+import type { JsonRpcId, McpCall, McpInvalid } from './mcp.js';
 import { INVALID_REQUEST, jsonRpcError, readMcpMessage, REFUSED, resolveCall } from './mcp.js';
 import { mcpRefusal } from './mcp-refusal.js';
+import { argumentsExfiltration, carrying } from './tool-exfiltration.js';
 import type { Who } from './identity.js';
 
 /** JSON-RPC code for an upstream that failed (implementation-defined range). */
@@ -66,9 +67,19 @@ export async function handleMcp(
     const resolved = resolveCall(message, workspace);
     if (resolved.kind === 'invalid') return refuse(ctx, req, res, who, resolved);
     const outgoing = { ...message, body: resolved.body };
-    if (resolved.events.length === 0) return admitted(ctx, proxy, request, outgoing);
-    await call(ctx, proxy, request, outgoing, resolved.events);
+    const out = paramsExfiltration(ctx, message);
+    const events = carrying(resolved.events, out, message.what);
+    if (events.length === 0) return admitted(ctx, proxy, request, outgoing);
+    await call(ctx, proxy, request, outgoing, events);
   });
+}
+
+/** A sentinel in a tool call's arguments (`argument content`), or another method's params. */
+function paramsExfiltration(ctx: BridgeContext, { what, message }: McpCall) {
+  const params = (message as { params?: Record<string, unknown> }).params;
+  const tool = what.startsWith('tools/call ');
+  const set = ctx.credentials.current;
+  return argumentsExfiltration(set, tool ? params?.arguments : params, tool ? 'argument' : 'param');
 }
 
 /**

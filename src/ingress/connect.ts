@@ -14,6 +14,8 @@ import type { Ended } from './tunnel-track.js';
 import { closesBoth, judgeAndConnect, relayTracked, tunnelSlot } from './tunnel-track.js';
 import { protocolLook, protocolProblem } from './tunnel-protocol.js';
 import { openBlind } from './tunnel-sni.js';
+import { sentinelWatch } from './sentinel-watch.js';
+import { tunnelCredentials } from './tunnel-credentials.js';
 
 const CONNECT_FORM = 'CONNECT takes an authority, host:port (RFC 9110 § 9.3.6)';
 
@@ -68,18 +70,21 @@ export async function openTunnel(
   socket: Socket,
   answer: TunnelAnswer,
 ): Promise<void> {
+  const plain = subject.port === 80 || ctx.pipeline.readsTunnel(session, target);
+  const read = plain || ctx.intercept?.matches(subject) === true;
+  const found = tunnelCredentials(ctx.credentials, session, target, subject, !read);
   const ask: NetworkAsk = {
     session,
     source: 'proxy',
     client,
-    input: { kind: 'network', target },
+    input: { kind: 'network', target, ...found },
     what: `CONNECT ${target}`,
     connect: true,
     waiting: heldPresence(socket),
   };
-  const plain = subject.port === 80 || ctx.pipeline.readsTunnel(session, target);
+  // A sentinel in the target is judged here, as the CONNECT (a read tunnel is judged inside).
   const transfer =
-    plain || ctx.intercept?.matches(subject) === true
+    read && found.exfiltration === undefined
       ? await openReadTunnel(ctx, ask, socket, subject, plain, answer)
       : await blind(ctx, ask, socket, subject, start, answer);
   if (transfer.rid !== null)
@@ -143,7 +148,18 @@ async function blind(
   if (!flow.live && !(await flow.gate())) return unrelayed(flow.closed ?? '');
   const look = protocolLook(required, refused);
   const opening = { toClient: null, toUpstream: [] };
-  const piped = await relayTracked(ctx, socket, opened.connected, opening, tls ? undefined : look);
+  const watch = sentinelWatch(ctx, {
+    session,
+    client,
+    target: ask.input.target,
+    what: ask.what,
+    where: 'tunnel bytes',
+    ...via(answer),
+  });
+  const piped = await relayTracked(ctx, socket, opened.connected, opening, {
+    firstUp: tls ? undefined : look,
+    watchUp: watch,
+  });
   const protocol = tls ? 'tls' : look.seen;
   return { status: 200, ...piped, rid, sni, ...(protocol && { protocol }) };
 }

@@ -16,6 +16,8 @@ import type { Pipeline } from '../pipeline/pipeline.js';
 import type { Presence } from '../action/hold.js';
 import type { Identity } from './identity.js';
 import type { LimitLog } from '../review/limit-log.js';
+import type { CredentialSet } from '../event/credential-set.js';
+import type { ArmedCredential } from '../config/credential-values.js';
 
 /** Tunnels open, in all and per session, for `limits.maxTunnels` and `tunnelsPerSession`. */
 export interface OpenTunnels {
@@ -46,6 +48,8 @@ export interface ProxyContext {
   readonly flows: FlowRegistry;
   /** Counts running handlers; closes connections after their response once stopping. */
   readonly drain: Drain;
+  /** The credentials in force: sentinels to swap on their hosts' requests, to look for in all. */
+  readonly credentials: CredentialSet<ArmedCredential>;
 }
 
 /**

@@ -12,6 +12,11 @@ import { checkRequest } from './request-checks.js';
 import type { Who } from './identity.js';
 import type { Dial, Refuse, Ruling } from '../pipeline/ruling.js';
 import { systemMessage } from '../os-error.js';
+import { credentialInput, credentialPlan, preparedRequest } from './credential-request.js';
+import { bodyWatch } from './body-watch.js';
+import type { BodyWatch } from '../action/response-relay.js';
+import { hasBody } from '../action/headers.js';
+import type { Ask } from '../pipeline/ruling.js';
 
 /** An absolute-form request (`GET http://host/path`), as agents send through HTTP_PROXY. */
 export async function handleHttp(
@@ -47,11 +52,14 @@ export async function serveHttp(
   start: number,
 ): Promise<void> {
   const method = req.method ?? 'GET';
+  // Only with credentials configured is anything scanned (and awaited).
+  const planning = credentialPlan(ctx, req, res, url, target, who.session);
+  const plan = planning === null ? null : await planning;
   const ask = {
     session: who.session,
     client: who.client,
     source: 'proxy' as const,
-    input: { kind: 'network' as const, target, method, url },
+    input: { kind: 'network' as const, target, method, url, ...credentialInput(plan) },
     what: `${method} ${target}`,
     connect: false,
     bytes: announcedLength(req.headers),
@@ -69,7 +77,13 @@ export async function serveHttp(
     if (ruling.kind === 'refuse') return refuse(ctx, req, res, url, who, ruling, start);
     const flow = ctx.pipeline.flow('request', ruling);
     const capture = ctx.capture ? new Capture(ctx.capture, method, url, req.rawHeaders) : undefined;
-    const sent = await ctx.forwarder.forward(req, res, url, ruling.dial.address, capture, flow);
+    const prepared = preparedRequest(plan, url, capture);
+    // A body that goes up as the agent sends it is watched for sentinels as it streams.
+    const streams = plan !== null && prepared?.body === undefined;
+    const watch = streams ? watchBody(ctx, req, ask) : undefined;
+    const { address } = ruling.dial;
+    const rewrite = { prepared, watch };
+    const sent = await ctx.forwarder.forward(req, res, url, address, capture, flow, rewrite);
     flow.end();
     if (sent.stopped === 'held') {
       rid = ruling.rid;
@@ -80,6 +94,13 @@ export async function serveHttp(
     capture?.save(ruling.rid, who.session, captureFailed(ctx));
     return;
   }
+}
+
+/** The body's watch, for a request whose body goes up as the agent sends it. */
+function watchBody(ctx: ProxyContext, req: IncomingMessage, ask: Ask): BodyWatch | undefined {
+  if (!hasBody(req)) return undefined;
+  const { session, client, input, what } = ask;
+  return bodyWatch(ctx, req, { session, client, target: input.target, what }) ?? undefined;
 }
 
 /** A refused request: answered, its outcome journaled, its capture saved with what it sent. */

@@ -12,6 +12,9 @@ import { presence } from './context.js';
 import type { Who } from './identity.js';
 import type { BridgedServer } from './ingest-tools.js';
 import { toolCallEvents } from './ingest-tools.js';
+import type { ProxyContext } from './context.js';
+import { sentinelIn } from './sentinel-watch.js';
+import { carrying } from './tool-exfiltration.js';
 
 const INGEST_LIMIT = 64 * 1024;
 
@@ -30,7 +33,7 @@ export async function handleIngest(
   const events = await ingestBody(ctx, req, res, who, (body) => {
     const workspace = ctx.pipeline.workspaceFor(who.session);
     const bridged = { name: ctx.config.bridge.name, tools: ctx.tools };
-    const read = parseEvents(body, ctx.config.kinds, bridged, workspace);
+    const read = parseEvents(body, ctx.config.kinds, bridged, workspace, ctx.credentials.current);
     const call = read[0]?.call;
     if (call !== undefined && !ctx.calls.open(who.session, call)) {
       throw new TrajgateError(
@@ -110,7 +113,8 @@ function parseEvents(
   kinds: ReadonlySet<string>,
   bridge: BridgedServer,
   workspace: string,
-): EventInput[] {
+  credentials: Pick<ProxyContext['credentials'], 'scanner'>,
+): readonly EventInput[] {
   let value: unknown;
   try {
     value = JSON.parse(body.toString('utf8'));
@@ -135,7 +139,13 @@ function parseEvents(
       'E_EVENT_INVALID',
       `"arguments" must be an object, got ${describeValue(args)}`,
     );
-  if (input.kind !== 'tool') return [input];
+  // A runner's action carrying a sentinel (`curl -H "Authorization: Bearer tgs_…"`) leaks it.
+  const out =
+    sentinelIn(credentials, input.command ?? '', 'command line') ??
+    sentinelIn(credentials, input.target, 'target') ??
+    sentinelIn(credentials, JSON.stringify(args ?? {}), 'tool input');
+  if (input.kind !== 'tool') return carrying([input], out, input.target);
   // Without arguments too: a bridged tool's call cannot skip its mapping by leaving them out.
-  return toolCallEvents(input, (args ?? {}) as Record<string, unknown>, bridge, workspace);
+  const events = toolCallEvents(input, (args ?? {}) as Record<string, unknown>, bridge, workspace);
+  return carrying(events, out, input.target);
 }

@@ -22,6 +22,9 @@ import { InnerH2 } from './inner-h2.js';
 import { Interceptor } from './intercept.js';
 import { serveUpgrade } from './upgrade.js';
 import type { LimitLog } from '../review/limit-log.js';
+import type { CredentialSet } from '../event/credential-set.js';
+import type { ArmedCredential } from '../config/credential-values.js';
+import type { CredentialsInForce } from '../event/credential-set.js';
 
 /** What the handlers read at each request. */
 const HANDLERS = {
@@ -35,6 +38,7 @@ const HANDLERS = {
     'tunnelsPerSession',
     'maxTunnels',
     'maxConnections',
+    'scanBodyBytes',
   ],
   network: ['upgrades'],
 } as const satisfies Shape;
@@ -63,6 +67,7 @@ export interface ProxyDeps {
   readonly drain: Drain;
   readonly log: Logger;
   readonly limitLog: LimitLog;
+  readonly credentials: CredentialsInForce<ArmedCredential>;
   /** The agent refused the TLS handshake of an intercepted tunnel (`how`: its alert). */
   handshakeRefused(tunnel: Tunnel, how: string, reason: string): void;
 }
@@ -149,6 +154,11 @@ export class ProxyParts implements ProxyContext {
         configure: (next) => ({ install: () => void (this.#capture = captureOptions(next)) }),
       }),
     ];
+  }
+
+  /** The credentials in force now (an operator's revoke and a reload replace them). */
+  get credentials(): CredentialSet<ArmedCredential> {
+    return this.#deps.credentials.current;
   }
 
   get forwarder(): Forwarder {

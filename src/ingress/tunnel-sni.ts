@@ -1,7 +1,8 @@
 import type { Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { authority } from '../action/forward.js';
-import { refusalLine } from '../action/refusal.js';
+import { plainRefusal, refusalLine } from '../action/refusal.js';
+import { CREDENTIAL_EXFILTRATION } from '../guard/exfiltration.js';
 import type { NetworkSubject } from '../event/event.js';
 import { canonicalHost } from '../event/network-target.js';
 import type { NetworkAsk } from '../pipeline/ruling.js';
@@ -13,6 +14,7 @@ import type { TunnelAnswer } from './tunnel-answer.js';
 import { via } from './tunnel-answer.js';
 import type { Connected, Ended } from './tunnel-track.js';
 import { closesBoth, gone } from './tunnel-track.js';
+import { sentinelIn } from './sentinel-watch.js';
 
 /** What is buffered at most while waiting for a hello (tiny records cost 5 bytes each). */
 const BUFFER_MAX = 2 * MAX_HELLO;
@@ -61,7 +63,13 @@ export async function openBlind(
   const first = await readClientHello(socket, connected.upstream, ctx.limits.headerTimeout);
   await written;
   const { rid, upstream } = connected;
-  const refuse = (status: number, reason: string, alert: number | null, sni: string | null) => {
+  const refuse = (
+    status: number,
+    reason: string,
+    alert: number | null,
+    sni: string | null,
+    ended: number | null = rid,
+  ) => {
     upstream.destroy();
     if (alert === null) socket.destroy();
     else {
@@ -69,7 +77,7 @@ export async function openBlind(
       socket.resume();
       socket.setTimeout(LINGER_MS, () => socket.destroy());
     }
-    return { ended: { status, bytesUp: 0, bytesDown: 0, error: reason, rid, sni } };
+    return { ended: { status, bytesUp: 0, bytesDown: 0, error: reason, rid: ended, sni } };
   };
   const journaled = (status: number, reason: string, alert: number | null) => {
     const { client, session } = ask;
@@ -112,6 +120,31 @@ export async function openBlind(
   }
   if (first.sni === null) return { connected, sni: null, tls: true };
   const sni = first.sni;
+  // A server name spelling a sentinel (`tgs_github_….evil.test`) leaks it to every resolver.
+  const exfiltration = sentinelIn(ctx.credentials, sni, 'SNI');
+  if (exfiltration !== undefined) {
+    const ruling = await ctx.pipeline.judge({
+      ...ask,
+      input: { ...ask.input, exfiltration },
+      what: `${ask.what} (the TLS server name ${sni})`,
+      waiting: heldPresence(socket),
+    });
+    // The CONNECT's own event opened the tunnel: it ends here, unrelayed.
+    ctx.pipeline.outcome(
+      rid,
+      ask.session,
+      { status: 200, bytesUp: 0, bytesDown: 0, sni, ...via(answer) },
+      performance.now() - start,
+    );
+    if (ruling.kind === 'gone') {
+      upstream.destroy();
+      return { ended: { ...gone(socket, ruling.rid), sni } };
+    }
+    // Never forwarded: a sentinel out of place pauses, and its request is refused.
+    const refusal =
+      ruling.kind === 'refuse' ? ruling.refusal : plainRefusal(403, CREDENTIAL_EXFILTRATION);
+    return refuse(refusal.status, refusalLine(refusal), ACCESS_DENIED, sni, ruling.rid);
+  }
   let host: string;
   try {
     host = canonicalHost(sni);

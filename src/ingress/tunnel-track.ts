@@ -9,8 +9,7 @@ import { plainRefusal, refusalLine } from '../action/refusal.js';
 import { writeRawRefusal } from '../action/respond.js';
 import type { Transfer } from '../action/transfer.js';
 import { upstreamFailure } from '../action/transfer.js';
-import type { FirstBytes } from '../action/relay-direction.js';
-import type { Opening } from '../action/tunnel.js';
+import type { Opening, RelayOptions } from '../action/tunnel.js';
 import { connectUpstream, relay } from '../action/tunnel.js';
 import type { Event } from '../event/event.js';
 import type { NetworkAsk } from '../pipeline/ruling.js';
@@ -157,14 +156,14 @@ export function closedWhileOpening(
 
 /**
  * Relays an admitted tunnel as its flow: frozen, thawed and closed with its session, its bytes
- * sent up counted as they flow (volume rules).
+ * sent up counted as they flow (volume rules), looked at as `looks` says.
  */
 export async function relayTracked(
   ctx: ProxyContext,
   socket: Socket,
   { upstream, flow }: Connected,
   opening: Opening,
-  firstUp?: FirstBytes,
+  looks: Pick<RelayOptions, 'firstUp' | 'watchUp'> = {},
 ): Promise<Omit<Transfer, 'status'>> {
   try {
     return await relay(
@@ -173,7 +172,7 @@ export async function relayTracked(
       ctx.limits.tunnelIdle,
       opening,
       (control) => flow.attach(control),
-      { onUp: (n) => flow.up(n), firstUp },
+      { onUp: (n) => flow.up(n), ...looks },
     );
   } finally {
     flow.end();

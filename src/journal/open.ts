@@ -38,17 +38,7 @@ export function openJournal(
     restore?: (state: unknown) => void;
   },
 ): OpenedJournal {
-  try {
-    mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
-  } catch (err) {
-    throw osError('E_JOURNAL_WRITE', err, {
-      op: 'create',
-      what: "the journal's folder",
-      path: dirname(path),
-      key: 'journal.path',
-      folder: true,
-    });
-  }
+  makeJournalFolder(path);
   recoverRotation(path);
   // Offsets run on across the rotated files (files.ts): the live file starts after them.
   const base = Segments.scan(path).live.base;
@@ -102,4 +92,19 @@ function restoreSnapshot(
 ): void {
   checkVersion(record.version, '; start it with the trajgate that wrote the journal');
   if (first) restore?.(record.state);
+}
+
+/** The journal's folder, made (mode 0700) when missing: its files and the keys beside it go there. */
+export function makeJournalFolder(path: string): void {
+  try {
+    mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+  } catch (err) {
+    throw osError('E_JOURNAL_WRITE', err, {
+      op: 'create',
+      what: "the journal's folder",
+      path: dirname(path),
+      key: 'journal.path',
+      folder: true,
+    });
+  }
 }

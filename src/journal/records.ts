@@ -1,6 +1,6 @@
 import type { Event } from '../event/event.js';
 import type { Decision } from '../guard/guard.js';
-import type { EventRecord, PauseRecord, RecordBase } from '../wire.js';
+import type { CredentialUseView, EventRecord, PauseRecord, RecordBase } from '../wire.js';
 import type { JournaledCommand, JournaledTarget } from './long-target.js';
 import { withJournaledTarget } from './long-target.js';
 
@@ -9,7 +9,7 @@ import { withJournaledTarget } from './long-target.js';
  * field names are the contract (docs/journal.md). The event and pause records are in
  * ../wire.d.ts: the review page reads them too.
  */
-export type { EventRecord, PauseRecord, RecordBase };
+export type { CredentialUseView, EventRecord, PauseRecord, RecordBase };
 
 /**
  * How a request or tunnel ended; `rid` is its request id: the seq of its first event record
@@ -187,6 +187,17 @@ export interface DenyPatternRecord extends RecordBase {
 }
 
 /**
+ * An operator revoked a credential (requests carrying its sentinel are refused, flows carrying
+ * it closed) or restored it; replayed at restart. Written before it takes effect.
+ */
+export interface CredentialRecord extends RecordBase {
+  readonly type: 'credential';
+  readonly name: string;
+  readonly action: 'revoke' | 'restore';
+  readonly by: string;
+}
+
+/**
  * A session forgotten: nothing it did could raise a verdict any more (no pause, flag, marks in
  * force, approvals, counts, held requests or open flows) and it was idle since `idleSince`
  * for longer than `policy.sessionIdle`. Replayed at restart; if it comes back it starts at zero.
@@ -216,6 +227,7 @@ export interface SnapshotRecord extends RecordBase {
 export type JournalRecord =
   | SnapshotRecord
   | EvictRecord
+  | CredentialRecord
   | RevokeRecord
   | DenyPatternRecord
   | ConfigRecord
@@ -278,5 +290,7 @@ export function eventRecord(
     onFailure: decision.onFailure,
     eventNo: decision.eventNo,
     sentUp: request.sentUp,
+    credentials: event.credentials,
+    exfiltration: event.exfiltration,
   });
 }

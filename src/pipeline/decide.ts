@@ -1,4 +1,6 @@
+import type { ArmedCredential } from '../config/credential-values.js';
 import type { Egress } from '../action/egress.js';
+import type { CredentialsInForce } from '../event/credential-set.js';
 import type { FlowRegistry } from '../action/flow-registry.js';
 import type { HoldEnd, Refusal } from '../action/refusal.js';
 import { plainRefusal, verdictRefusal } from '../action/refusal.js';
@@ -30,6 +32,7 @@ export interface DecideParts {
   readonly metrics: Metrics;
   readonly refusals: Refusals;
   readonly flows: FlowRegistry;
+  readonly credentials: CredentialsInForce<ArmedCredential>;
 }
 
 /**
@@ -145,7 +148,7 @@ export class Decider {
   held(ask: Ask, event: Event, rid: number | null): Hold | Unforwarded {
     const id = this.#record(event, HELD, rid, true, null);
     if (id === null) return failClosed(rid);
-    return this.#holdOrBlock(ask, id, HELD);
+    return this.#holdOrBlock(ask, id, HELD, event);
   }
 
   /** The refusal of a REVIEW or PAUSE, for a request refused at once or let go unsent. */
@@ -171,13 +174,18 @@ export class Decider {
   ): Ruling | Hold | typeof CHANGES {
     if (readOnly && changes(decision)) return CHANGES;
     const { verdict } = decision;
-    const pausing = verdict === 'PAUSE' ? this.#holding(ask.what, rid, ask.bytes ?? null) : null;
+    const pausing =
+      verdict !== 'PAUSE'
+        ? null
+        : event.exfiltration !== undefined
+          ? []
+          : this.#holding(ask.what, rid, ask.bytes ?? null);
     const id = this.#record(event, decision, rid, false, pausing);
     if (id === null) return failClosed(rid);
     if (verdict === 'PAUSE') {
       // Journaled and installed: now open tunnels freeze.
       this.p.sessions.paused(ask.session);
-      return this.#holdOrBlock(ask, id, decision);
+      return this.#holdOrBlock(ask, id, decision, event);
     }
     if (
       verdict === 'REVIEW' &&
@@ -211,7 +219,12 @@ export class Decider {
     };
   }
 
-  #holdOrBlock(ask: Ask, rid: number, decision: Decision): Hold | Refuse {
+  /**
+   * A request carrying a sentinel out of place is refused at once, never held: no resume could
+   * send it (the guard pauses on it again), and its channel may already be closed.
+   */
+  #holdOrBlock(ask: Ask, rid: number, decision: Decision, event: Event): Hold | Refuse {
+    if (event.exfiltration !== undefined) return this.refuse(rid, decision, ask, 'never');
     if (this.p.config.policy.pause === 'block') return this.refuse(rid, decision, ask, 'blocked');
     return { kind: 'hold', rid, decision };
   }

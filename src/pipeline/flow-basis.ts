@@ -1,8 +1,10 @@
+import type { ArmedCredential } from '../config/credential-values.js';
 import type { Egress } from '../action/egress.js';
 import type { FlowRegistry } from '../action/flow-registry.js';
 import type { Basis } from '../action/flows.js';
 import type { Shape, Slice } from '../config/parts.js';
 import type { Guard } from '../guard/guard.js';
+import type { CredentialsInForce } from '../event/credential-set.js';
 
 /** What deciding and judging a flow's basis read of the config, each time (a reload replaces it). */
 export const DECIDING = {
@@ -19,6 +21,7 @@ export interface BasisParts {
   readonly guard: Guard;
   readonly egress: Egress;
   readonly flows: FlowRegistry;
+  readonly credentials: CredentialsInForce<ArmedCredential>;
 }
 
 /**
@@ -44,6 +47,10 @@ export function lapse(
     const lapsed = guard.lapsed(event, basis.approved);
     if (lapsed === 'unapproved') return 'no approval or allowlist entry covers it any more';
     if (lapsed !== null) return `${lapsed.deniedBy} refuses it now`;
+    // A request carrying a credential's value stops when the credential is revoked or taken away.
+    const carried = event.credentials;
+    const gone = carried?.length ? parts.credentials.current.lapsed(carried, basis.session) : null;
+    if (gone !== null) return gone;
   }
   const dial = basis.dial;
   if (dial === null) return null;

@@ -7,7 +7,7 @@ import type { Api } from './api.js';
 import { isTrajgateError, TrajgateError } from '../errors.js';
 import { readJsonBody, sendError, sendJson } from '../http/json.js';
 import type { JournalHealth } from '../journal/health.js';
-import type { HealthView, StoreView } from '../wire.js';
+import type { CredentialAnswer, CredentialView, HealthView, StoreView } from '../wire.js';
 import type { Metrics } from './metrics.js';
 import { reviewPage } from './page.js';
 
@@ -45,6 +45,11 @@ export function createAdminServer(deps: {
    */
   act: <T>(session: string | null, act: () => Promise<T>) => Promise<T>;
   keys: AdminKeys;
+  /** Credentials: listed, revoked and restored (gateway/credential-desk.ts). */
+  credentials: {
+    list(): CredentialView[];
+    set(name: string, revoked: boolean, by: string): CredentialAnswer;
+  };
   /** Re-reads the config file (POST /api/reload). */
   reload: (by: string) => Promise<unknown>;
   /** `/decide/TOKEN`: decision links, whose signed token stands in for the admin token. */
@@ -139,6 +144,20 @@ export function createAdminServer(deps: {
       method: 'DELETE',
       pattern: /^\/api\/denies\/([^/]+)$/,
       handler: (_req, by, id) => api.rules.revoke('deny', id as string, by),
+    },
+    {
+      method: 'GET',
+      pattern: /^\/api\/credentials$/,
+      handler: () => ({ credentials: deps.credentials.list() }),
+    },
+    {
+      method: 'POST',
+      pattern: /^\/api\/credentials\/([^/]+)\/(?:revoke|restore)$/,
+      handler: async (req, by, name) => {
+        await readJsonBody(req);
+        const revoke = lastSegment(req.url) === 'revoke';
+        return deps.credentials.set(name as string, revoke, by);
+      },
     },
     {
       method: 'GET',

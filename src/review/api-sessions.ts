@@ -90,6 +90,7 @@ export class SessionViews {
       allowlist: this.guard.policy.allowlistFor(id),
       captures: this.config.capture.bodies,
       handshakes: this.review.handshakes(id),
+      credentials: this.review.credentials(id),
     };
   }
 
@@ -121,6 +122,7 @@ export class SessionViews {
       held: this.sessions.held(id).length,
       lastActivity: iso(activity?.lastActivity),
       events: activity?.events ?? 0,
+      credentialNames: this.review.credentials(id).map((c) => c.name),
     };
   }
 

@@ -2,7 +2,7 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { Logger } from 'pino';
 import { isTrajgateError, TrajgateError } from '../errors.js';
 import { compileApproval } from '../guard/approvals.js';
-import { TRAJGATE_FILES } from '../guard/protected.js';
+import { OWN_BOUNDARIES } from '../guard/exfiltration.js';
 import type { Held } from '../action/hold.js';
 import type { Guard } from '../guard/guard.js';
 import type { Suggestion } from '../guard/suggest.js';
@@ -184,10 +184,10 @@ export class DecisionLinks {
 
   /**
    * The approval the API suggests for the pause's trigger (`GET /api/events/:seq`), when it is
-   * one the guard accepts and could cover (none covers trajgate's own files).
+   * one the guard accepts and could cover (none covers trajgate's own files or a sentinel out of place).
    */
   suggestion(pause: PauseRecord): Suggestion | null {
-    if (pause.trigger.boundary === TRAJGATE_FILES) return null;
+    if (OWN_BOUNDARIES.has(pause.trigger.boundary ?? '')) return null;
     const workspace = this.deps.guard.policy.workspaceFor(pause.session);
     const suggestion = suggestionFor(pause.trigger, workspace);
     try {

@@ -3,7 +3,13 @@ import type { Config } from '../config/load.js';
 import type { TrajectoryStore } from '../guard/store.js';
 import { MemoryStore } from '../guard/store.js';
 import { unchained } from '../journal/chain.js';
-import type { EventRecord, JournalRecord, PauseRecord } from '../journal/records.js';
+import type {
+  CredentialUseView,
+  EventRecord,
+  JournalRecord,
+  PauseRecord,
+} from '../journal/records.js';
+import { noteCredentials } from './credential-uses.js';
 import type { HandshakeView } from './handshakes.js';
 import { refusedHandshake } from './handshakes.js';
 
@@ -22,6 +28,8 @@ interface Trail {
   /** TLS handshakes the agent refused: how many, and the newest FLAGS. */
   refusedHandshakes: number;
   handshakes: HandshakeView[];
+  /** Credentials its traffic carried, by name (credential-uses.ts). */
+  credentials: Map<string, CredentialUseView> | null;
 }
 
 /** A trail as a journal snapshot holds it. */
@@ -36,6 +44,7 @@ export interface TrailState {
   /** Absent in snapshots from before refused handshakes were kept. */
   readonly refusedHandshakes?: number;
   readonly handshakes?: HandshakeView[];
+  readonly credentials?: [string, CredentialUseView][] | null;
 }
 
 /** REVIEW events a flagged session keeps for operators (its count goes on). */
@@ -96,6 +105,7 @@ export class Review {
     trail.lastActivity = ms;
     trail.events++;
     if (record.marks?.length || record.onFailure?.length) marking(trail, record);
+    trail.credentials = noteCredentials(trail.credentials, record);
     if (record.verdict === 'REVIEW' && record.held !== true) {
       trail.flags.push(record);
       if (trail.flags.length > FLAGS) trail.flags.shift();
@@ -121,6 +131,11 @@ export class Review {
     trail.refusedHandshakes++;
     trail.handshakes.push(view);
     if (trail.handshakes.length > FLAGS) trail.handshakes.shift();
+  }
+
+  /** Credentials the session's traffic carried, in the order first seen. */
+  credentials(session: string): CredentialUseView[] {
+    return [...(this.#trails.get(session)?.credentials?.values() ?? [])];
   }
 
   /** TLS handshakes the session's agent refused: how many, and the newest FLAGS, oldest first. */
@@ -152,6 +167,13 @@ export class Review {
     const recent = [...this.#store.recent(trigger.session), trigger];
     const seq = trigger.rule?.after;
     const after = seq === undefined ? undefined : this.earlier(trigger.session, seq, recent);
+    const out = trigger.exfiltration?.credential;
+    const first =
+      out === undefined
+        ? undefined
+        : this.credentials(trigger.session).find((c) => c.name === out)?.first;
+    const firstSeen =
+      first === undefined ? undefined : (recent.find((e) => e.seq === first.seq) ?? first);
     return {
       session: trigger.session,
       pausedAt: trigger.ts,
@@ -163,6 +185,7 @@ export class Review {
       held,
       restored: false,
       ...(after ? { after } : {}),
+      ...(firstSeen ? { firstSeen: firstSeen as EventRecord } : {}),
     };
   }
 
@@ -233,6 +256,7 @@ export class Review {
       pending: t.pending,
       refusedHandshakes: t.refusedHandshakes,
       handshakes: t.handshakes,
+      credentials: t.credentials === null ? null : [...t.credentials],
     };
   }
 
@@ -247,6 +271,7 @@ export class Review {
         pending: t.pending === null ? null : [...t.pending],
         refusedHandshakes: t.refusedHandshakes ?? 0,
         handshakes: [...(t.handshakes ?? [])],
+        credentials: t.credentials ? new Map(t.credentials) : null,
       });
       this.#emit(this.#onChange, session);
     }
@@ -305,6 +330,7 @@ export class Review {
         pending: null,
         refusedHandshakes: 0,
         handshakes: [],
+        credentials: null,
       };
       this.#trails.set(session, trail);
     }

@@ -28,6 +28,8 @@ export interface SnapshotState {
   readonly recent: [string, EventRecord[]][];
   /** Per session, its last deny's seq (decision links). */
   readonly denials: [string, number][];
+  /** Credentials an operator revoked (absent in older snapshots: none). */
+  readonly revokedCredentials?: string[];
 }
 
 interface ApprovalDump {
@@ -46,12 +48,20 @@ interface DenyDump {
   readonly by: string | null;
 }
 
+/** The credentials' revokes, as a snapshot holds them (gateway/credentials.ts). */
+export interface RevokedCredentials {
+  readonly revoked: ReadonlySet<string>;
+  apply(record: { readonly name: string; readonly action: 'revoke' }): void;
+}
+
 /** The parts whose state a snapshot holds. */
 export interface SnapshotParts {
   readonly guard: Guard;
   readonly store: TrajectoryStore<EventRecord>;
   readonly review: Review;
   readonly denials: Denials;
+  /** Absent where nothing runs credentials (replay, tools comparing states). */
+  readonly credentials?: RevokedCredentials;
 }
 
 /** What a snapshot holds of one session: a version 2 part line's fields. */
@@ -68,6 +78,7 @@ export interface SessionPart {
 interface PartsState {
   readonly approvals: ApprovalDump[];
   readonly denies: DenyDump[];
+  readonly revokedCredentials?: string[];
   readonly parts: [string, SessionPart][];
 }
 
@@ -76,7 +87,8 @@ interface PartsState {
  * (then those only the review or the denials know: the builder writes each once), each one's
  * part as of when it is asked.
  */
-export function snapshotSource({ guard, store, review, denials }: SnapshotParts): SnapshotSource {
+export function snapshotSource(parts: SnapshotParts): SnapshotSource {
+  const { guard, store, review, denials } = parts;
   const shared = guard.shared;
   return {
     sessions: function* () {
@@ -95,14 +107,14 @@ export function snapshotSource({ guard, store, review, denials }: SnapshotParts)
         ...(denial === 0 ? {} : { denial }),
       };
     },
-    head: () => headState(guard),
+    head: () => headState(parts),
     touches,
     ...(shared ? { onChange: (listener) => shared.onRefreshed(listener) } : {}),
   };
 }
 
 /** Records that change what only the head holds (operators' rules), or nothing a snapshot holds. */
-const HEAD_ONLY = new Set(['approve', 'deny-pattern', 'revoke', 'refusal']);
+const HEAD_ONLY = new Set(['approve', 'deny-pattern', 'revoke', 'credential', 'refusal']);
 
 /** The session a record changes; a record of no session and of a kind not known: any session. */
 function touches(
@@ -113,8 +125,15 @@ function touches(
   return HEAD_ONLY.has(record.type) ? null : 'all';
 }
 
-/** Operators' approvals and deny patterns: a snapshot's head (config ones come from the config). */
-function headState(guard: Guard): { approvals: ApprovalDump[]; denies: DenyDump[] } {
+/**
+ * Operators' approvals, deny patterns and credential revokes: a snapshot's head (config ones
+ * come from the config).
+ */
+function headState({ guard, credentials }: SnapshotParts): {
+  approvals: ApprovalDump[];
+  denies: DenyDump[];
+  revokedCredentials?: string[];
+} {
   // Expired ones not yet pruned too: a replay would still hold them.
   const approvals = guard.approvals
     .all(-Infinity)
@@ -131,7 +150,8 @@ function headState(guard: Guard): { approvals: ApprovalDump[]; denies: DenyDump[
     .all(null, true)
     .filter((d) => d.origin === 'operator')
     .map(({ id, pattern, session, by }) => ({ id, pattern, session, by }));
-  return { approvals, denies };
+  const revoked = [...(credentials?.revoked ?? [])];
+  return { approvals, denies, ...(revoked.length > 0 ? { revokedCredentials: revoked } : {}) };
 }
 
 /** The whole state as a snapshot takes it, at once (tests and tools compare states with it). */
@@ -139,7 +159,7 @@ export function captureState(parts: SnapshotParts): SnapshotState {
   const source = snapshotSource(parts);
   const all = new Map<string, SessionPart>();
   for (const id of source.sessions()) if (!all.has(id)) all.set(id, source.part(id) as SessionPart);
-  return snapshotState({ ...headState(parts.guard), parts: [...all] });
+  return snapshotState({ ...headState(parts), parts: [...all] });
 }
 
 /**
@@ -151,7 +171,7 @@ export function snapshotState(value: unknown): SnapshotState {
   const v2 = value as PartsState;
   if (typeof value !== 'object' || value === null || !Array.isArray(v2.parts))
     return value as SnapshotState;
-  const { approvals, denies, parts } = v2;
+  const { approvals, denies, parts, revokedCredentials } = v2;
   const state: SnapshotState = {
     sessions: [],
     approvals,
@@ -159,6 +179,7 @@ export function snapshotState(value: unknown): SnapshotState {
     trails: [],
     recent: [],
     denials: [],
+    ...(revokedCredentials === undefined ? {} : { revokedCredentials }),
   };
   for (const [id, part] of parts) {
     if (part.guard !== undefined) state.sessions.push([id, part.guard]);
@@ -182,6 +203,8 @@ export function restoreState(
   const lists = ['sessions', 'approvals', 'denies', 'trails', 'recent', 'denials'] as const;
   if (typeof state !== 'object' || state === null || lists.some((k) => !Array.isArray(state[k])))
     throw new TrajgateError('E_JOURNAL_CORRUPT', `snapshot state lacks one of ${lists.join(', ')}`);
+  if (state.revokedCredentials !== undefined && !Array.isArray(state.revokedCredentials))
+    throw new TrajgateError('E_JOURNAL_CORRUPT', 'snapshot state has a bad revokedCredentials');
   const { guard, store, review, denials, index } = parts;
   try {
     restoreGuard(state, guard, store);
@@ -189,6 +212,8 @@ export function restoreState(
     for (const [id, records] of state.recent)
       for (const r of records) store.remember(id, r, parts.recentEvents);
     denials.restore(state.denials);
+    for (const name of state.revokedCredentials ?? [])
+      parts.credentials?.apply({ name, action: 'revoke' });
     // Refused handshakes are listed with the events (journal/session-index.ts).
     for (const [id, t] of state.trails) index?.older(id, t.events + (t.refusedHandshakes ?? 0));
   } catch (err) {

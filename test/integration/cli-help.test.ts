@@ -21,6 +21,7 @@ const COMMANDS = [
   'deny-pattern',
   'resume',
   'deny',
+  'credentials',
   'reload',
 ];
 

@@ -35,6 +35,14 @@ const UNSET = {
     },
   ],
   roles: { builder: { allow: ['registry.npmjs.org', 'pypi.org', 'files.pythonhosted.org'] } },
+  credentials: [
+    {
+      name: 'github',
+      value: 'credential-value-0123456789',
+      hosts: ['api.github.com'],
+      scheme: 'Bearer',
+    },
+  ],
   state: {
     redis: {
       url: 'unix:///run/trajgate-test/redis.sock',

@@ -69,15 +69,17 @@ describe('operator commands', () => {
     const empty = await op(['sessions']);
     expect(empty.status).toBe(0);
     expect(empty.stdout.split('\n')[0]).toMatch(
-      /^SESSION +STATE +COUNTS +PAUSED AT +HELD +LAST ACTIVITY$/,
+      /^SESSION +STATE +COUNTS +PAUSED AT +HELD +LAST ACTIVITY +CREDENTIALS$/,
     );
     ({ held } = await pause(0));
     const out = await op(['sessions']);
     expect(out.status).toBe(0);
     const [head, first, second] = out.stdout.trimEnd().split('\n');
     expect(head).toMatch(/^SESSION +STATE/);
-    expect(first).toMatch(/^agent-1 +PAUSED \(network\) +network=2 +\d{4}-\d\d-\d\dT\S+ +1 +\S+$/);
-    expect(second).toMatch(/^agent-2 +active +- +- +0 +-$/);
+    expect(first).toMatch(
+      /^agent-1 +PAUSED \(network\) +network=2 +\d{4}-\d\d-\d\dT\S+ +1 +\S+ +-$/,
+    );
+    expect(second).toMatch(/^agent-2 +active +- +- +0 +- +-$/);
     const parsed = await json(['sessions']);
     expect(parsed.sessions[0]).toMatchObject({
       id: 'agent-1',

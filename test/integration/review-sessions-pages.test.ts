@@ -78,7 +78,7 @@ describe('GET /api/sessions pages', () => {
       next: expect.any(String),
     });
     expect(Object.keys(first.json.sessions[0]).sort()).toEqual(
-      ['counts', 'events', 'flagged', 'held', 'id', 'lastActivity', 'pausedAt']
+      ['counts', 'credentialNames', 'events', 'flagged', 'held', 'id', 'lastActivity', 'pausedAt']
         .concat(['pausedBy', 'pausedRule', 'state'])
         .sort(),
     );

@@ -12,6 +12,7 @@ const view = (extra: Partial<ClientView> = {}): ClientView => ({
   bridge: { host: 'trajgate', port: 8081 },
   agent: null,
   ca: null,
+  sentinels: [],
   ...extra,
 });
 

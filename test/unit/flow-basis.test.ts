@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { Egress } from '../../src/action/egress.js';
+import { Credentials } from '../../src/gateway/credentials.js';
 import { FlowRegistry } from '../../src/action/flow-registry.js';
 import type { Basis, FlowKind } from '../../src/action/flows.js';
 import { parseConfig } from '../../src/config/load.js';
@@ -37,7 +38,7 @@ function partsFor(network: Record<string, unknown>, agents = true) {
     () => true,
     () => false,
   );
-  return { config, guard, egress, flows };
+  return { config, guard, egress, flows, credentials: new Credentials([], config.agents) };
 }
 
 const basis = (target: string, kind: FlowKind = 'connect', port = 443): Basis => ({

@@ -97,6 +97,15 @@ describe('journal lines written field by field', () => {
         decision(),
       ),
     );
+    same(
+      eventRecord(
+        event({
+          credentials: ['aws'],
+          exfiltration: { credential: 'github', where: 'tunnel bytes (base64)' },
+        }),
+        decision({ verdict: 'PAUSE', boundary: 'credential-exfiltration', count: 1 }),
+      ),
+    );
   });
 
   it('path events carry the path as resolved, and its lexical reading where it differs', () => {

@@ -17,6 +17,7 @@ const session = (over: Partial<SessionView>): SessionView => ({
   held: 1,
   lastActivity: '2026-03-01T10:00:00.000Z',
   events: 57,
+  credentialNames: [],
   ...over,
 });
 
@@ -82,5 +83,15 @@ describe('operator tables', () => {
     expect(rows[1]).toMatch(/^s +PAUSED \(secret-then-egress after #41\) +- +2026\S+ +1 /);
     expect(rows[2]).toMatch(/^t +PAUSED \(egress-volume\) +- /);
     expect(rows[3]).toMatch(/^u +PAUSED \(network\) +network=2 /);
+  });
+
+  it('sessions: the credentials a session carried, by name', () => {
+    const rows = sessionsTable([
+      session({ credentialNames: ['github', 'npm-reg'] }),
+      session({ id: 't' }),
+    ]).split('\n');
+    expect(rows[0]).toMatch(/ +LAST ACTIVITY +CREDENTIALS$/);
+    expect(rows[1]).toMatch(/ 2026\S+ +github npm-reg$/);
+    expect(rows[2]).toMatch(/ 2026\S+ +-$/);
   });
 });

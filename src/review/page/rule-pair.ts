@@ -11,7 +11,8 @@ export const eventHref = (session: string, seq: number) =>
   `#/session/${encodeURIComponent(session)}/event/${seq}`;
 
 /** `read /home/u/.ssh/id_ed25519`: an event's kind and what it asked. */
-export const asked = (e: EventRecord) => `${e.kind} ${e.method ? `${e.method} ` : ''}${e.target}`;
+export const asked = (e: Pick<EventRecord, 'kind' | 'method' | 'target'>) =>
+  `${e.kind} ${e.method ? `${e.method} ` : ''}${e.target}`;
 
 /** A pair on the timeline: indices of the earlier event and of the one the rule named. */
 export interface Pair {

@@ -7,6 +7,7 @@ import { call, sessionPath } from './api.js';
 import { ApprovalsCard } from './approvals.js';
 import { approveOnce, describeHeld } from './approve-once.js';
 import { CaptureView } from './capture-view.js';
+import { CredentialsCard, exfiltrationRows, unapprovable } from './credentials.js';
 import { DeniesCard } from './denies.js';
 import { commandLine, ran } from './command.js';
 import { resolved } from './resolved.js';
@@ -60,6 +61,7 @@ export class SessionPage {
   readonly actions: Actions;
   readonly timeline: Timeline;
   readonly #reviews: ReviewsCard;
+  readonly #credentials: CredentialsCard;
   readonly #capture: CaptureView;
   readonly #approvals: ApprovalsCard;
   readonly #denies: DeniesCard;
@@ -99,6 +101,7 @@ export class SessionPage {
     this.actions = new Actions(options);
     this.timeline = new Timeline({ onSelect: (e) => this.#onSelect(e) });
     this.#capture = new CaptureView();
+    this.#credentials = new CredentialsCard(this.#links);
     this.#reviews = new ReviewsCard({
       show: (e) => this.#select(e),
       approve: (e) => {
@@ -230,7 +233,14 @@ export class SessionPage {
     this.#body = h(
       'div',
       { class: 'session-grid' },
-      h('div', { class: 'session-main' }, timelineCard, this.#reviews.element, pauseCard),
+      h(
+        'div',
+        { class: 'session-main' },
+        timelineCard,
+        this.#reviews.element,
+        pauseCard,
+        this.#credentials.element,
+      ),
       h(
         'aside',
         { class: 'session-side', attrs: { 'aria-label': 'Held requests and actions' } },
@@ -268,6 +278,7 @@ export class SessionPage {
     forgetSuggestions();
     this.#approvals.clear();
     this.#reviews.clear();
+    this.#credentials.clear();
     this.#denies.show(id);
     fill(this.#recentBody);
     fill(this.#pauseMeta);
@@ -396,8 +407,9 @@ export class SessionPage {
     }
 
     this.#renderPause(d);
-    this.#renderHeld(d.heldRequests);
+    this.#renderHeld(d.heldRequests, !unapprovable(d.pause));
     this.#reviews.update(d.reviews ?? [], d.flagged ?? 0, paused);
+    this.#credentials.update(d.credentials ?? []);
     this.#approvals.update(d.approvals, d.allowlist);
     this.#denies.update(d.denies);
     this.#denies.setDisabled(false);
@@ -455,10 +467,8 @@ export class SessionPage {
             p.trigger.target,
             p.trigger.command === undefined ? '' : ` ${ran(p.trigger)}`,
           ),
-          ...pairRows(p.trigger, this.#links, (k, ...v) => [
-            h('dt', { text: k }),
-            h('dd', {}, ...v),
-          ]),
+          ...pairRows(p.trigger, this.#links, factRow),
+          ...exfiltrationRows(p, this.#links, factRow),
         ),
         p.restored
           ? h('p', {
@@ -546,9 +556,10 @@ export class SessionPage {
     return tr;
   }
 
-  #renderHeld(held: readonly HeldView[]): void {
+  /** `approvable`: false on a pause no approval may decide (trajgate's own boundaries). */
+  #renderHeld(held: readonly HeldView[], approvable: boolean): void {
     setText(this.#heldTitle, held.length ? `Held requests (${held.length})` : 'Held requests');
-    const key = held.map((x) => x.id).join(',');
+    const key = `${approvable}:${held.map((x) => x.id).join(',')}`;
     if (key === this.#heldKey) return;
     this.#heldKey = key;
     this.#heldRows.clear();
@@ -573,18 +584,22 @@ export class SessionPage {
             class: 'held-since',
             text: `#${x.rid} since ${clock(x.since)}, deadline ${clock(x.deadline)}`,
           }),
-          h('button', {
-            class: 'btn btn-go held-once',
-            text: 'Approve once',
-            attrs: { type: 'button', 'data-rid': String(x.rid) },
-            on: { click: () => void approveOnce(this.actions, this.#id, x, held) },
-          }),
-          h('button', {
-            class: 'btn held-once-reset',
-            text: 'Approve once and reset counts',
-            attrs: { type: 'button', 'data-rid': String(x.rid) },
-            on: { click: () => void approveOnce(this.actions, this.#id, x, held, true) },
-          }),
+          ...(approvable
+            ? [
+                h('button', {
+                  class: 'btn btn-go held-once',
+                  text: 'Approve once',
+                  attrs: { type: 'button', 'data-rid': String(x.rid) },
+                  on: { click: () => void approveOnce(this.actions, this.#id, x, held) },
+                }),
+                h('button', {
+                  class: 'btn held-once-reset',
+                  text: 'Approve once and reset counts',
+                  attrs: { type: 'button', 'data-rid': String(x.rid) },
+                  on: { click: () => void approveOnce(this.actions, this.#id, x, held, true) },
+                }),
+              ]
+            : []),
         );
       }),
     );
@@ -711,6 +726,9 @@ function handshakeRow(x: HandshakeView): HTMLTableRowElement {
     ),
   );
 }
+
+/** A fact of the pause record: its name and value. */
+const factRow = (k: string, ...v: (Node | string)[]) => [h('dt', { text: k }), h('dd', {}, ...v)];
 
 function verdictBadge(v: string): HTMLElement {
   return h('span', { class: `verdict verdict-${v.toLowerCase()}`, text: v });

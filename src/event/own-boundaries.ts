@@ -1,0 +1,15 @@
+/** The boundary of trajgate's own files: never approvable, it pauses at the first crossing. */
+export const TRAJGATE_FILES = 'trajgate-files';
+
+/**
+ * The boundary of credential sentinels found where they do not belong: never approvable, it
+ * pauses at the first crossing. A sentinel is worthless outside its hosts, so what it proves is
+ * the attempt: the person deciding sees it with the events before it.
+ */
+export const CREDENTIAL_EXFILTRATION = 'credential-exfiltration';
+
+/** trajgate's boundaries: no config may name them, no approval suggested covers them. */
+export const OWN_BOUNDARIES: ReadonlySet<string> = new Set([
+  TRAJGATE_FILES,
+  CREDENTIAL_EXFILTRATION,
+]);
