@@ -85,10 +85,18 @@ export class SessionGuard implements WireWatch {
     private readonly refuse: Refuse,
   ) {
     const held = socketControl(socket);
+    let frozen = false;
     this.flow = {
-      freeze: held.freeze,
-      thaw: held.thaw,
+      freeze: () => {
+        frozen = true;
+        held.freeze();
+      },
+      thaw: () => {
+        frozen = false;
+        held.thaw();
+      },
       close: (reason) => {
+        frozen = false;
         held.thaw();
         // Its request flows were closed first: what they ended with (a gRPC call's status in
         // its trailers) goes out before the connection does.
@@ -103,7 +111,16 @@ export class SessionGuard implements WireWatch {
       if (stream.closed) return this.#reset(stream);
       const id = stream.id as number;
       this.#announced.set(id, stream);
-      stream.once('close', () => this.#announced.delete(id));
+      stream.once('close', () => {
+        this.#announced.delete(id);
+        // A stream that ended while its connection is frozen (the refusal of the request that
+        // paused the session) is answered now: only its frames wait in the corked socket, as
+        // nothing is read from the agent meanwhile (so no PING is answered either).
+        if (frozen && !socket.destroyed) {
+          socket.uncork();
+          socket.cork();
+        }
+      });
     });
     session.on('error', (err: Error & { code?: string }) => {
       // The agent left (reset, or gone while written to): no refusal, as for HTTP/1.1.

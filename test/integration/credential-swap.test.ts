@@ -208,6 +208,31 @@ describe('a sentinel anywhere else pauses the session at once', () => {
     expect(everything(g)).not.toContain(REAL);
   });
 
+  it('over HTTP/2, the refusal comes on the connection the pause froze, not when it is closed', async () => {
+    // Idle connections live far longer than curl waits (30 s, against ~55 s before the frozen
+    // connection gave the answer up): only an answer while frozen arrives in time.
+    const g = await start({}, { keepAliveIdle: '120s' });
+    const res = await curl(
+      [
+        '--cacert',
+        ca.certPath,
+        '-x',
+        g.proxyUrl,
+        '-s',
+        '--http2',
+        '-w',
+        '%{http_version}',
+        '-H',
+        `X-Note: ${SENTINEL}`,
+        `${OTHER}/h2`,
+      ],
+      30_000,
+    );
+    expect(res.status).toBe(403);
+    expect(res.body).toMatch(/credential github's sentinel in header x-note[\s\S]*2$/);
+    expect(g.gw.sessions.isPaused('127.0.0.1')).toBe(true);
+  });
+
   it('in a gzip body split over many chunks, as the upstream would decode it', async () => {
     const g = await start();
     const file = join(tempDir(), 'leak.gz');
