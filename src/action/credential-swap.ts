@@ -1,4 +1,5 @@
 import { decodeBody, parseCodings } from './content-codings.js';
+import { headerValues } from './headers.js';
 import { percentEncode } from './credential-spellings.js';
 import type { Context, Found, Kit, SwapCredential } from './credential-text.js';
 import { kitFor, spellings, swapLatin1, swapText } from './credential-text.js';
@@ -147,12 +148,8 @@ const unsafeInHeader = (c: SwapCredential, header: string) =>
   `credential ${c.name}: its value holds CR, LF or NUL, which a header must not (RFC 9110 § 5.5); not put in the ${header} header`;
 
 /** The first value of a field, by case-insensitive name. */
-function field(headers: readonly string[], name: string): string | undefined {
-  const lower = name.toLowerCase();
-  for (let i = 0; i < headers.length; i += 2)
-    if (headers[i]!.toLowerCase() === lower) return headers[i + 1];
-  return undefined;
-}
+const field = (headers: readonly string[], name: string): string | undefined =>
+  headerValues(headers, name.toLowerCase())[0];
 
 /** Whether the query has the parameter, its name percent-decoded (RFC 3986 § 3.4). */
 function hasParameter(path: string, name: string): boolean {

@@ -163,3 +163,7 @@ export function fieldObject(fields: readonly string[]): Record<string, string> {
   }
   return out;
 }
+
+/** Every value of a header, in order (`name` lower-case). */
+export const headerValues = (rawHeaders: readonly string[], name: string): string[] =>
+  rawHeaders.filter((_, i) => i % 2 === 1 && (rawHeaders[i - 1] as string).toLowerCase() === name);

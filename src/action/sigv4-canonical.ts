@@ -1,4 +1,5 @@
 import { createHash, createHmac } from 'node:crypto';
+import { headerValues } from './headers.js';
 
 /**
  * The pieces of an AWS Signature Version 4 canonical request and its signature, as AWS builds
@@ -130,10 +131,6 @@ export function payloadHash(
     return { reason: 'x-amz-content-sha256 does not match the body' };
   return { hash };
 }
-
-/** Every value of a header, in order (`name` lower-case). */
-export const headerValues = (rawHeaders: readonly string[], name: string): string[] =>
-  rawHeaders.filter((_, i) => i % 2 === 1 && (rawHeaders[i - 1] as string).toLowerCase() === name);
 
 const sha256Hex = (data: string | Buffer): string =>
   createHash('sha256')

@@ -4,7 +4,6 @@ import {
   canonicalHeaders,
   canonicalQuery,
   canonicalUri,
-  headerValues as values,
   payloadHash,
   percentDecode,
   queryParams,
@@ -12,6 +11,7 @@ import {
   uriEncode,
 } from './sigv4-canonical.js';
 import type { QueryParam, SigningInput } from './sigv4-canonical.js';
+import { headerValues as values } from './headers.js';
 import { AMZ_DATE, headerSignature, Q, querySignature } from './sigv4-parse.js';
 import type { Parsed, Signature } from './sigv4-parse.js';
 

@@ -1,6 +1,7 @@
 import type { CredentialScrubber } from '../action/credential-scrub.js';
 import type { SigV4Result } from '../action/sigv4.js';
 import { resignSigV4 } from '../action/sigv4.js';
+import { headerValues } from '../action/headers.js';
 import type { ArmedCredential } from '../config/credential-values.js';
 
 /** A credential whose value signs requests (AWS SigV4) instead of going into them. */
@@ -48,4 +49,4 @@ export function resign(
 
 /** Whether a request to a signing credential's host carries its body's hash (S3 always does). */
 export const hashDeclared = (rawHeaders: readonly string[]): boolean =>
-  rawHeaders.some((h, i) => i % 2 === 0 && h.toLowerCase() === 'x-amz-content-sha256');
+  headerValues(rawHeaders, 'x-amz-content-sha256').length > 0;

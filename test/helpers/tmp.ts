@@ -1,4 +1,13 @@
-import { mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync } from 'node:fs';
+import {
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, onTestFinished } from 'vitest';
@@ -24,4 +33,12 @@ export function layout(
 ): void {
   for (const d of dirs) mkdirSync(join(root, d), { recursive: true });
   for (const [link, target] of Object.entries(links)) symlinkSync(target, join(root, link));
+}
+
+/** Every file under `dir`, as latin1 text (one byte a character), joined: what to search. */
+export function textUnder(dir: string): string {
+  return readdirSync(dir)
+    .map((f) => join(dir, f))
+    .map((p) => (statSync(p).isDirectory() ? textUnder(p) : readFileSync(p, 'latin1')))
+    .join('\n');
 }

@@ -1,5 +1,5 @@
-import { readdirSync, readFileSync, statSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { adminClient } from '../helpers/admin.js';
 import { spawnGateway } from '../helpers/child-gateway.js';
@@ -7,6 +7,7 @@ import { exportHar } from '../helpers/cli.js';
 import { curl } from '../helpers/curl.js';
 import { readRecords } from '../helpers/gateway.js';
 import { interceptConfig, makeLocalCa } from '../helpers/tls.js';
+import { textUnder } from '../helpers/tmp.js';
 import { startUpstream } from '../helpers/upstream.js';
 import { waitFor } from '../helpers/wait.js';
 import { startWebhook } from '../helpers/webhook.js';
@@ -25,13 +26,6 @@ const other = await startUpstream({ tls: true });
 const REAL = 'ghp_real-value-written-nowhere-42';
 const SENTINEL = 'tgs_github_fedcba9876543210';
 const ADMIN = 'admin-token-for-outputs-01234567';
-
-function files(dir: string): string {
-  return readdirSync(dir)
-    .map((f) => join(dir, f))
-    .map((p) => (statSync(p).isDirectory() ? files(p) : readFileSync(p, 'latin1')))
-    .join('\n');
-}
 
 describe('the real value in every output', () => {
   it('is never there; the sentinel is', async () => {
@@ -85,7 +79,7 @@ describe('the real value in every output', () => {
     const events = (await admin.get('/api/sessions/127.0.0.1/events')).text;
     const har = await exportHar(g.journal, '127.0.0.1');
     const outputs = {
-      'the data folder': files(dirname(g.journal)),
+      'the data folder': textUnder(dirname(g.journal)),
       'stdout and stderr': g.cli.output().stdout + g.cli.output().stderr,
       'the webhook': JSON.stringify(hook.deliveries.map((d) => d.body)),
       'the metrics': metrics,

@@ -1,11 +1,11 @@
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { Agent as HttpsAgent } from 'node:https';
 import type { AgentOptions } from 'node:https';
 import { request as httpRequest } from 'node:http';
 import { isIP } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { connect as tlsConnect } from 'node:tls';
-import { dirname, join } from 'node:path';
+import { dirname } from 'node:path';
 import {
   GetObjectCommand,
   ListObjectsV2Command,
@@ -21,6 +21,7 @@ import { startS3Stub } from '../helpers/s3-stub.js';
 import type { AwsKey } from '../helpers/sigv4-verify.js';
 import { REAL_PAIR as REAL, SENTINEL_PAIR as SENTINEL } from '../helpers/sigv4-verify.js';
 import { interceptConfig, makeLocalCa } from '../helpers/tls.js';
+import { textUnder } from '../helpers/tmp.js';
 
 /**
  * AWS SigV4 through trajgate: the AWS SDK signs with the sentinel pair (what `trajgate env`
@@ -96,14 +97,8 @@ const client = (g: TestGateway, key: AwsKey) =>
     }),
   });
 
-function everything(g: TestGateway): string {
-  const walk = (dir: string): string[] =>
-    readdirSync(dir).flatMap((f) => {
-      const p = join(dir, f);
-      return statSync(p).isDirectory() ? walk(p) : [readFileSync(p, 'latin1')];
-    });
-  return walk(dirname(g.journalPath)).join('\n');
-}
+/** Every file trajgate wrote beside its journal (captures, keys), as text. */
+const everything = (g: TestGateway): string => textUnder(dirname(g.journalPath));
 
 describe('@aws-sdk/client-s3 signing with the sentinel pair', () => {
   it('puts, gets and lists: the stub sees only the real pair, trajgate only the sentinels', async () => {

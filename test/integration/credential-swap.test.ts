@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
@@ -8,7 +8,7 @@ import { curl } from '../helpers/curl.js';
 import type { TestGateway } from '../helpers/gateway.js';
 import { gatewayPerTest } from '../helpers/gateway.js';
 import { interceptConfig, makeLocalCa, runNode } from '../helpers/tls.js';
-import { tempDir } from '../helpers/tmp.js';
+import { tempDir, textUnder } from '../helpers/tmp.js';
 import { startUpstream } from '../helpers/upstream.js';
 import { waitForRecords } from '../helpers/wait.js';
 
@@ -58,14 +58,8 @@ const events = (g: TestGateway) => g.records().filter((r): r is EventRecord => r
 const lastSeen = () => api.seen.at(-1)!;
 
 /** Every file under the gateway's data folder, as text. */
-function everything(g: TestGateway): string {
-  const walk = (dir: string): string[] =>
-    readdirSync(dir).flatMap((f) => {
-      const p = join(dir, f);
-      return statSync(p).isDirectory() ? walk(p) : [readFileSync(p, 'latin1')];
-    });
-  return walk(dirname(g.journalPath)).join('\n');
-}
+/** Every file trajgate wrote beside its journal (captures, keys), as text. */
+const everything = (g: TestGateway): string => textUnder(dirname(g.journalPath));
 
 describe('a sentinel on its way to its own host', () => {
   it('curl: the header sentinel reaches the upstream as the value; the agent and trajgate see the sentinel', async () => {
