@@ -6,7 +6,13 @@ import type { ArmedCredential } from '../config/credential-values.js';
 import type { CredentialSet, Sorted } from '../event/credential-set.js';
 import type { EventInput, Exfiltration, NetworkSubject } from '../event/event.js';
 import { readBody } from '../http/body.js';
-import { expectsContinue, hasBody, upstreamRequestHeaders } from '../action/headers.js';
+import { decodeBody, parseCodings } from '../action/content-codings.js';
+import {
+  expectsContinue,
+  hasBody,
+  headerValues,
+  upstreamRequestHeaders,
+} from '../action/headers.js';
 import type { Capture } from '../action/capture.js';
 import type { PreparedRequest } from '../action/forward.js';
 import { CredentialScrubber } from '../action/credential-scrub.js';
@@ -71,7 +77,10 @@ export async function planCredentials(
     if (expectsContinue(req)) invite();
     try {
       body = await readBody(req, maxBody);
-      sorted = merge(sorted, set.sort(scanner.scan(body), swaps, 'body'));
+      // Looked into as the upstream reads it: a sentinel of another credential in a gzip body.
+      const readable = asRead(body, headerValues(raw, 'content-encoding').join(','), maxBody);
+      if (typeof readable === 'string') refused = readable;
+      else sorted = merge(sorted, set.sort(scanner.scan(readable), swaps, 'body'));
     } catch (err) {
       refused =
         isBodyRefusal(err) && err.code === 'E_TOO_LARGE'
@@ -166,6 +175,16 @@ export function upgradeCredentials(
   return {
     refused: `credential ${own[0]!.name} is not swapped into an Upgrade (WebSocket) request: send it on a plain request to ${url.host}`,
   };
+}
+
+/** The body decoded from its content codings within `max`, or why it cannot be looked into. */
+function asRead(body: Buffer, codings: string, max: number): Buffer | string {
+  const parsed = parseCodings(codings);
+  if ('unsupported' in parsed)
+    return `its body's Content-Encoding ${JSON.stringify(parsed.unsupported)} cannot be decoded to look for credential sentinels`;
+  if (parsed.codings.length === 0 || body.length === 0) return body;
+  const decoded = decodeBody(body, parsed.codings, max);
+  return decoded.ok ? decoded.body : `its body (Content-Encoding ${codings}) ${decoded.reason}`;
 }
 
 function merge(a: Sorted, b: Sorted): Sorted {

@@ -227,6 +227,37 @@ describe('a sentinel anywhere else pauses the session at once', () => {
     expect(g.gw.sessions.isPaused('127.0.0.1')).toBe(true);
   });
 
+  it("another credential's sentinel in a gzip body to this one's host", async () => {
+    const OTHER_SENTINEL = 'tgs_npm_0123456789abcdef';
+    const g = await gateways.start({
+      ...interceptConfig({
+        ca,
+        intercept: [`127.0.0.1:${api.port}`],
+        allow: [`127.0.0.1:${api.port}`],
+        ports: [api.port],
+        policy: { pause: 'block' },
+      }),
+      credentials: [
+        { name: 'github', value: REAL, sentinel: SENTINEL, hosts: [`127.0.0.1:${api.port}`] },
+        {
+          name: 'npm',
+          value: 'npm_real-value-0123456789',
+          sentinel: OTHER_SENTINEL,
+          hosts: ['registry.npmjs.org'],
+        },
+      ],
+    });
+    const file = join(tempDir(), 'gist.gz');
+    writeFileSync(file, gzipSync(Buffer.from(`{"content":"${OTHER_SENTINEL}"}`)));
+    const before = api.seen.length;
+    const args = ['-H', 'Content-Encoding: gzip', '--data-binary', `@${file}`, `${API}/gists`];
+    expect((await curl([...via(g), ...args])).status).toBe(403);
+    expect(api.seen.length).toBe(before);
+    const records = await waitForRecords(g, (r) => r.type === 'pause');
+    const pause = records.find((r): r is PauseJournalRecord => r.type === 'pause');
+    expect(pause?.trigger.exfiltration).toEqual({ credential: 'npm', where: 'body' });
+  });
+
   it('in a gzip body split over many chunks, as the upstream would decode it', async () => {
     const g = await start();
     const file = join(tempDir(), 'leak.gz');
