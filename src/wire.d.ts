@@ -90,6 +90,58 @@ export interface EventRecord extends RecordBase {
   readonly credentials?: readonly string[];
   /** A credential's sentinel found where it does not belong (boundary `credential-exfiltration`). */
   readonly exfiltration?: { readonly credential: string; readonly where: string };
+  /**
+   * The session was shown a tool list that differs from the pinned one (boundary
+   * `tool-changed`): the server and the digest of the list it was shown.
+   */
+  readonly toolChange?: { readonly server: string; readonly digest: string };
+}
+
+/**
+ * One tool as a server's `tools/list` answer defines it (MCP 2025-11-25, Tools): what is
+ * pinned, compared and shown. Fields the server left out are absent.
+ */
+export interface ToolDefinitionView {
+  readonly name: string;
+  readonly title?: string;
+  readonly description?: string;
+  readonly inputSchema?: unknown;
+  readonly outputSchema?: unknown;
+  readonly annotations?: unknown;
+  /** SHA-256 (hex) of its canonical JSON: the fields above, keys sorted at every depth. */
+  readonly digest: string;
+}
+
+/** How one tool differs from its pinned definition. */
+export interface ToolDiffView {
+  readonly tool: string;
+  readonly change: 'added' | 'removed' | 'changed';
+  /** For `changed`: which fields differ (`description`, `inputSchema`, …). */
+  readonly fields: readonly string[];
+  readonly old?: ToolDefinitionView;
+  readonly new?: ToolDefinitionView;
+}
+
+/** A tool list a server sent that differs from what is pinned for it. */
+export interface ToolChangeView {
+  readonly server: string;
+  /** The digest of the list as sent now (what pinning it would pin). */
+  readonly digest: string;
+  /** The digest of the pinned list. */
+  readonly pinned: string;
+  readonly diff: readonly ToolDiffView[];
+}
+
+/** A server's pinned tool definitions (`GET /api/tools`, `trajgate tools`). */
+export interface ToolPinsView {
+  readonly server: string;
+  readonly digest: string;
+  readonly pinnedAt: string;
+  /** `first-use` when pinned from the first list seen; else the operator who pinned it. */
+  readonly by: string;
+  readonly tools: readonly ToolDefinitionView[];
+  /** Lists seen since that differ, not yet pinned. */
+  readonly pending: readonly ToolChangeView[];
 }
 
 /** A credential a session's traffic carried (`GET /api/sessions/:id`, `trajgate sessions`). */
@@ -199,6 +251,8 @@ export interface PauseRecord {
    * (how the agent came to hold it), when the gateway still had it.
    */
   readonly firstSeen?: EventRecord;
+  /** A pause on a changed tool list (`tool-changed`): the difference, old and new text. */
+  readonly toolChange?: ToolChangeView;
 }
 
 /** `GET /api/health`: whether the journal can be written, so whether requests are served. */
