@@ -25,6 +25,17 @@ export interface Exfiltration {
   readonly where: string;
 }
 
+/**
+ * The session was shown a tool list that differs from its server's pinned one (boundary
+ * `tool-changed`): the server, the list's digest and, live, what changed (for the reason).
+ */
+export interface ToolMark {
+  readonly server: string;
+  readonly digest: string;
+  /** `read_notes description changed, send_mail added` (event/tool-diff.ts diffSummary). */
+  readonly what?: string;
+}
+
 export interface PathSubject {
   readonly type: 'path';
   /** Absolute real path, or null when it could not be resolved (judged as outside). */
@@ -90,6 +101,8 @@ export interface EventInput {
   readonly exfiltration?: Exfiltration;
   /** Why trajgate refuses it on its own, whatever allows it (Event.denied). */
   readonly refused?: string;
+  /** Set by trajgate, never by a sender: the session was shown a changed tool list. */
+  readonly toolChange?: ToolMark;
   /** The credentials this request carries to their own hosts (swapped for their values). */
   readonly credentials?: readonly string[];
 }
@@ -122,6 +135,7 @@ export interface Event {
   readonly command?: string | undefined;
   readonly exfiltration?: Exfiltration | undefined;
   readonly credentials?: readonly string[] | undefined;
+  readonly toolChange?: ToolMark | undefined;
 }
 
 /** The destination used by `countBy: target`: host:port for network, else the target. */

@@ -47,6 +47,7 @@ export function normalizeEvent(
     command: input.command === undefined ? undefined : redactCommand(input.command),
     exfiltration: input.exfiltration,
     credentials: input.credentials,
+    toolChange: input.toolChange,
   };
 }
 

@@ -8,8 +8,16 @@ export const TRAJGATE_FILES = 'trajgate-files';
  */
 export const CREDENTIAL_EXFILTRATION = 'credential-exfiltration';
 
+/**
+ * The boundary of a tool list that differs from the one pinned for its server: the session
+ * shown it pauses at its next event. Unlike the other own boundaries, pinning the new list (or
+ * resuming) is how it goes on: no approval covers it.
+ */
+export const TOOL_CHANGED = 'tool-changed';
+
 /** trajgate's boundaries: no config may name them, no approval suggested covers them. */
 export const OWN_BOUNDARIES: ReadonlySet<string> = new Set([
   TRAJGATE_FILES,
   CREDENTIAL_EXFILTRATION,
+  TOOL_CHANGED,
 ]);

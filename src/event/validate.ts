@@ -22,6 +22,7 @@ const NOT_FROM_AGENTS = [
   'seq',
   'exfiltration',
   'credentials',
+  'toolChange',
 ];
 
 const fail = (what: string): never => {
@@ -63,7 +64,10 @@ export function validateRecordedEvent(
   if (approved !== undefined && typeof approved !== 'boolean') {
     return fail(`"approved" must be true or false, got ${describeValue(approved)}`);
   }
-  const input = withCredentials(withReadings(eventOf(fields, knownKinds), fields), fields);
+  const input = withToolChange(
+    withCredentials(withReadings(eventOf(fields, knownKinds), fields), fields),
+    fields,
+  );
   // Approved by a pattern (a journal's event record), not let through by an operator's act.
   if (approved === true && typeof approvedBy === 'string') return { input, approved, approvedBy };
   return { input, approved: approved === true };
@@ -153,6 +157,16 @@ function withCredentials(input: EventInput, fields: Record<string, unknown>): Ev
     ...used,
     exfiltration: { credential, where } as { credential: string; where: string },
   };
+}
+
+/** A record of a session shown a changed tool list pauses again on replay. */
+function withToolChange(input: EventInput, fields: Record<string, unknown>): EventInput {
+  const { toolChange } = fields;
+  if (toolChange === undefined) return input;
+  const { server, digest } = (toolChange ?? {}) as Record<string, unknown>;
+  if (!isText(server) || !isText(digest))
+    fail('"toolChange" must be {"server": NAME, "digest": HEX}');
+  return { ...input, toolChange: { server, digest } as { server: string; digest: string } };
 }
 
 const isText = (v: unknown): v is string => typeof v === 'string' && v !== '';

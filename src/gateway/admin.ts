@@ -104,6 +104,7 @@ export function openAdmin(
       flows: t.flows,
       credentials: t.credentials,
     }),
+    tools: t.toolPins,
     reload: deps.reload,
     decide: decideHandler(deps.links),
     log: deps.log,

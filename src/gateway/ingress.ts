@@ -75,6 +75,7 @@ export async function openIngress(
     review,
     metrics,
     flows,
+    toolMarks: t.toolPins.state,
   });
   teardown.push('pipeline', () => pipeline.close());
   const identity = new Identity(config.agents);

@@ -27,6 +27,8 @@ import type { OpenedStore } from '../state/open.js';
 import { openStore } from '../state/open.js';
 import type { ConfigParts } from './config-parts.js';
 import { IdleSweep } from './idle-sweep.js';
+import { ToolPinState } from './tool-pin-state.js';
+import { ToolPins } from './tool-pins.js';
 import type { Teardown } from './teardown.js';
 
 /** What the store and the journal's snapshots keep of each session: fixed while they run. */
@@ -76,6 +78,8 @@ export interface Trajectory {
   /** What deciding and judging flows read (a reload replaces it). */
   readonly deciding: Deciding;
   readonly credentials: Credentials;
+  /** Pinned tool definitions and the sessions shown a changed list (gateway/tool-pins.ts). */
+  readonly toolPins: ToolPins;
 }
 
 /**
@@ -94,6 +98,8 @@ export async function openTrajectory(
   teardown.push('state store', () => store.close());
   const guard = new Guard(compilePolicy(pick(config, POLICY)), store.store);
   const review = new Review(config, log, store.store);
+  const pins = new ToolPinState();
+  review.toolChange = (server, digest) => pins.change(server, digest);
   const held = new HeldRequests(config.policy.holdTimeout);
   parts.add(
     fixed('state store', STORE),
@@ -118,6 +124,7 @@ export async function openTrajectory(
   const snapshot = {
     guard,
     credentials,
+    toolPins: pins,
     store: store.store,
     review,
     denials,
@@ -131,6 +138,7 @@ export async function openTrajectory(
         // A shared store holds the guard's state; this journal is this gateway's audit trail.
         if (store.rebuildsFromJournal) applyRecord(guard, record);
         if (record.type === 'credential') credentials.apply(record);
+        pins.apply(record);
         review.restore(record);
         calls.restore(record);
       },
@@ -144,6 +152,8 @@ export async function openTrajectory(
           denials.observe(record, seq);
           review.noteHandshake(record, seq);
           store.written(record as JournalRecord);
+          // A resume clears its session's tool-change mark (tool pins apply their own records).
+          if (record.type === 'resume') pins.apply(record);
         },
         // Rotation's snapshots hold, and a restart restores, what `apply` rebuilds.
         ...snapshotOptions(config.journal, snapshot, (m) => log.warn(m)),
@@ -217,5 +227,7 @@ export async function openTrajectory(
   );
   await store.start({ guard, review, sessions, log, history: restored > 0 });
   const opened = { metrics, store, guard, review, held, index, denials, calls, health, journal };
-  return { ...opened, restored, flows, egress, sessions, deciding: deciding.value, credentials };
+  const toolPins = new ToolPins(journal, pins, { sessions, review });
+  const decided = { deciding: deciding.value, credentials, toolPins };
+  return { ...opened, restored, flows, egress, sessions, ...decided };
 }

@@ -10,6 +10,7 @@ import type { Boundary, GuardPolicy } from './compiled-policy.js';
 import { countKey, crosses } from './policy.js';
 import { CREDENTIAL_EXFILTRATION, exfiltrationReason } from './exfiltration.js';
 import { protectedReach, protectedReason, TRAJGATE_FILES } from './protected.js';
+import { TOOL_CHANGED, toolChangedReason } from './tool-changed.js';
 import { applySequences, failureMarks, numbered, volumeWindow } from './sequences.js';
 import type { Mark, SessionState, SharedState, TrajectoryStore } from './store.js';
 import { EMPTY, MemoryStore } from './store.js';
@@ -83,6 +84,9 @@ export class Guard {
     // A sentinel where it does not belong is an attempt, whatever allows the destination.
     if (event.exfiltration !== undefined)
       return this.#atOnce(event, CREDENTIAL_EXFILTRATION, exfiltrationReason(event));
+    // A session shown a changed tool list may be acting on its new text: no approval covers it.
+    if (event.toolChange !== undefined)
+      return this.#atOnce(event, TOOL_CHANGED, toolChangedReason(event));
     // A deny pattern goes first: nothing approves what it refuses.
     const deny = this.denies.match(event);
     const denied = event.denied ?? deny?.reason;
@@ -147,8 +151,8 @@ export class Guard {
   }
 
   /**
-   * An event reaching trajgate's own files, or carrying a credential's sentinel where it does not
-   * belong: PAUSE at once, counted against its own boundary. Trajectory rules only number it:
+   * An event reaching trajgate's own files, carrying a credential's sentinel where it does not
+   * belong, or of a session shown a changed tool list: PAUSE at once, counted against its own boundary. Trajectory rules only number it:
    * none may rename or soften it.
    */
   #atOnce(event: Event, boundary: string, reason: string): Decision {

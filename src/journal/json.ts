@@ -33,7 +33,8 @@ function eventFields(r: Unstamped<EventRecord>): string {
     `${opt('rule', r.rule)}${opt('denied', r.denied)}${opt('rid', r.rid)}${opt('held', r.held)}` +
     `${opt('failed', r.failed)}${opt('marks', r.marks)}${opt('onFailure', r.onFailure)}` +
     `${opt('eventNo', r.eventNo)}${opt('sentUp', r.sentUp)}` +
-    `${opt('credentials', r.credentials)}${opt('exfiltration', r.exfiltration)}}`
+    `${opt('credentials', r.credentials)}${opt('exfiltration', r.exfiltration)}` +
+    `${opt('toolChange', r.toolChange)}}`
   );
 }
 

@@ -1,6 +1,13 @@
 import type { Event } from '../event/event.js';
 import type { Decision } from '../guard/guard.js';
-import type { CredentialUseView, EventRecord, PauseRecord, RecordBase } from '../wire.js';
+import type {
+  CredentialUseView,
+  EventRecord,
+  PauseRecord,
+  RecordBase,
+  ToolDefinitionView,
+  ToolDiffView,
+} from '../wire.js';
 import type { JournaledCommand, JournaledTarget } from './long-target.js';
 import { withJournaledTarget } from './long-target.js';
 
@@ -198,6 +205,35 @@ export interface CredentialRecord extends RecordBase {
 }
 
 /**
+ * A server's tool list pinned (`by`: `first-use` for the first list seen, else the operator who
+ * pinned it after review; `tools`: the whole list pinned now), or a list a session was shown
+ * that differs from the pinned one (`tools`: the whole list as seen; `complete: false` when it
+ * was a page, which removes nothing). Written by gateway/tool-pins.ts before it takes effect.
+ */
+export interface ToolsPinnedRecord extends RecordBase {
+  readonly type: 'tools';
+  readonly change: 'pinned';
+  readonly server: string;
+  readonly digest: string;
+  readonly by: string;
+  readonly tools: readonly ToolDefinitionView[];
+}
+
+export interface ToolsChangedRecord extends RecordBase {
+  readonly type: 'tools';
+  readonly change: 'changed';
+  readonly server: string;
+  readonly session: string;
+  readonly digest: string;
+  readonly pinned: string;
+  readonly diff: readonly ToolDiffView[];
+  readonly tools: readonly ToolDefinitionView[];
+  readonly complete?: false;
+}
+
+export type ToolsRecord = ToolsPinnedRecord | ToolsChangedRecord;
+
+/**
  * A session forgotten: nothing it did could raise a verdict any more (no pause, flag, marks in
  * force, approvals, counts, held requests or open flows) and it was idle since `idleSince`
  * for longer than `policy.sessionIdle`. Replayed at restart; if it comes back it starts at zero.
@@ -226,6 +262,7 @@ export interface SnapshotRecord extends RecordBase {
 
 export type JournalRecord =
   | SnapshotRecord
+  | ToolsRecord
   | EvictRecord
   | CredentialRecord
   | RevokeRecord
@@ -292,5 +329,10 @@ export function eventRecord(
     sentUp: request.sentUp,
     credentials: event.credentials,
     exfiltration: event.exfiltration,
+    // The mark's summary is in `reason`; the record names the list.
+    toolChange:
+      event.toolChange === undefined
+        ? undefined
+        : { server: event.toolChange.server, digest: event.toolChange.digest },
   });
 }

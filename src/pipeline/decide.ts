@@ -5,7 +5,7 @@ import type { FlowRegistry } from '../action/flow-registry.js';
 import type { HoldEnd, Refusal } from '../action/refusal.js';
 import { plainRefusal, verdictRefusal } from '../action/refusal.js';
 import { isTrajgateError, TrajgateError } from '../errors.js';
-import type { Event, Source } from '../event/event.js';
+import type { Event, Source, ToolMark } from '../event/event.js';
 import { normalizeEvent } from '../event/normalize.js';
 import { HELD } from '../guard/decision.js';
 import type { Decision, Guard } from '../guard/guard.js';
@@ -33,6 +33,8 @@ export interface DecideParts {
   readonly refusals: Refusals;
   readonly flows: FlowRegistry;
   readonly credentials: CredentialsInForce<ArmedCredential>;
+  /** Sessions shown a changed tool list (gateway/tool-pin-state.ts): their events carry it. */
+  readonly toolMarks?: { markOf(session: string): ToolMark | undefined };
 }
 
 /**
@@ -130,7 +132,10 @@ export class Decider {
 
   normalize(ask: Pick<Ask, 'session' | 'input'> & { source?: Source }, approved = false): Event {
     const { policy } = this.p.guard;
-    const event = normalizeEvent(ask.input, {
+    // Every source's event is made here: one shown a changed tool list pauses, whatever it is.
+    const toolChange = this.p.toolMarks?.markOf(ask.session);
+    const input = toolChange === undefined ? ask.input : { ...ask.input, toolChange };
+    const event = normalizeEvent(input, {
       session: ask.session,
       source: ask.source ?? 'proxy',
       ts: Date.now(),

@@ -7,7 +7,13 @@ import type { Api } from './api.js';
 import { isTrajgateError, TrajgateError } from '../errors.js';
 import { readJsonBody, sendError, sendJson } from '../http/json.js';
 import type { JournalHealth } from '../journal/health.js';
-import type { CredentialAnswer, CredentialView, HealthView, StoreView } from '../wire.js';
+import type {
+  CredentialAnswer,
+  CredentialView,
+  HealthView,
+  StoreView,
+  ToolPinsView,
+} from '../wire.js';
 import type { Metrics } from './metrics.js';
 import { reviewPage } from './page.js';
 
@@ -49,6 +55,12 @@ export function createAdminServer(deps: {
   credentials: {
     list(): CredentialView[];
     set(name: string, revoked: boolean, by: string): CredentialAnswer;
+  };
+  /** Pinned tool definitions: listed, one server's, a pending list pinned (gateway/tool-pins.ts). */
+  tools: {
+    list(): ToolPinsView[];
+    view(server: string): ToolPinsView;
+    approve(server: string, digest: unknown, by: string): unknown;
   };
   /** Re-reads the config file (POST /api/reload). */
   reload: (by: string) => Promise<unknown>;
@@ -158,6 +170,18 @@ export function createAdminServer(deps: {
         const revoke = lastSegment(req.url) === 'revoke';
         return deps.credentials.set(name as string, revoke, by);
       },
+    },
+    { method: 'GET', pattern: /^\/api\/tools$/, handler: () => deps.tools.list() },
+    {
+      method: 'GET',
+      pattern: /^\/api\/tools\/([^/]+)$/,
+      handler: (_req, _by, server) => deps.tools.view(server as string),
+    },
+    {
+      method: 'POST',
+      pattern: /^\/api\/tools\/([^/]+)\/approve$/,
+      handler: async (req, by, server) =>
+        deps.tools.approve(server as string, (await readJsonBody(req)).digest, by),
     },
     {
       method: 'GET',

@@ -9,6 +9,7 @@ import type {
   JournalRecord,
   PauseRecord,
 } from '../journal/records.js';
+import type { ToolChangeView } from '../wire.js';
 import { noteCredentials } from './credential-uses.js';
 import type { HandshakeView } from './handshakes.js';
 import { refusedHandshake } from './handshakes.js';
@@ -75,6 +76,8 @@ export class Review {
   readonly #onPause: PauseListener[] = [];
   readonly #onReview: ReviewListener[] = [];
   readonly #onChange: ChangeListener[] = [];
+  /** The change of a pending tool list, for a pause on it (gateway/tool-pin-state.ts). */
+  toolChange: ((server: string, digest: string) => ToolChangeView | undefined) | null = null;
 
   constructor(
     config: { readonly policy: Pick<Config['policy'], 'recentEvents'> },
@@ -174,6 +177,8 @@ export class Review {
         : this.credentials(trigger.session).find((c) => c.name === out)?.first;
     const firstSeen =
       first === undefined ? undefined : (recent.find((e) => e.seq === first.seq) ?? first);
+    const shown = trigger.toolChange;
+    const toolChange = shown && this.toolChange?.(shown.server, shown.digest);
     return {
       session: trigger.session,
       pausedAt: trigger.ts,
@@ -186,6 +191,7 @@ export class Review {
       restored: false,
       ...(after ? { after } : {}),
       ...(firstSeen ? { firstSeen: firstSeen as EventRecord } : {}),
+      ...(toolChange ? { toolChange } : {}),
     };
   }
 

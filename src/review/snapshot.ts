@@ -8,6 +8,7 @@ import type { EventRecord, JournalRecord, Unstamped } from '../journal/records.j
 import type { RotateOptions } from '../journal/rotate.js';
 import type { SnapshotSource } from '../journal/snapshot-build.js';
 import type { SessionIndex } from '../journal/session-index.js';
+import type { ToolPinsDump } from '../gateway/tool-pin-state.js';
 import type { Denials } from './pause-ends.js';
 import type { Review, TrailState } from './review.js';
 
@@ -30,6 +31,8 @@ export interface SnapshotState {
   readonly denials: [string, number][];
   /** Credentials an operator revoked (absent in older snapshots: none). */
   readonly revokedCredentials?: string[];
+  /** Pinned tool lists, pending ones, sessions shown one (absent: none seen). */
+  readonly toolPins?: ToolPinsDump;
 }
 
 interface ApprovalDump {
@@ -62,6 +65,8 @@ export interface SnapshotParts {
   readonly denials: Denials;
   /** Absent where nothing runs credentials (replay, tools comparing states). */
   readonly credentials?: RevokedCredentials;
+  /** Absent where nothing pins tools (replay). */
+  readonly toolPins?: { dump(): ToolPinsDump; restore(dump: ToolPinsDump): void };
 }
 
 /** What a snapshot holds of one session: a version 2 part line's fields. */
@@ -79,6 +84,7 @@ interface PartsState {
   readonly approvals: ApprovalDump[];
   readonly denies: DenyDump[];
   readonly revokedCredentials?: string[];
+  readonly toolPins?: ToolPinsDump;
   readonly parts: [string, SessionPart][];
 }
 
@@ -114,7 +120,7 @@ export function snapshotSource(parts: SnapshotParts): SnapshotSource {
 }
 
 /** Records that change what only the head holds (operators' rules), or nothing a snapshot holds. */
-const HEAD_ONLY = new Set(['approve', 'deny-pattern', 'revoke', 'credential', 'refusal']);
+const HEAD_ONLY = new Set(['approve', 'deny-pattern', 'revoke', 'credential', 'refusal', 'tools']);
 
 /** The session a record changes; a record of no session and of a kind not known: any session. */
 function touches(
@@ -126,13 +132,14 @@ function touches(
 }
 
 /**
- * Operators' approvals, deny patterns and credential revokes: a snapshot's head (config ones
- * come from the config).
+ * Operators' approvals, deny patterns and credential revokes, and the tool pins: a snapshot's
+ * head (config ones come from the config).
  */
-function headState({ guard, credentials }: SnapshotParts): {
+function headState({ guard, credentials, toolPins }: SnapshotParts): {
   approvals: ApprovalDump[];
   denies: DenyDump[];
   revokedCredentials?: string[];
+  toolPins?: ToolPinsDump;
 } {
   // Expired ones not yet pruned too: a replay would still hold them.
   const approvals = guard.approvals
@@ -151,7 +158,13 @@ function headState({ guard, credentials }: SnapshotParts): {
     .filter((d) => d.origin === 'operator')
     .map(({ id, pattern, session, by }) => ({ id, pattern, session, by }));
   const revoked = [...(credentials?.revoked ?? [])];
-  return { approvals, denies, ...(revoked.length > 0 ? { revokedCredentials: revoked } : {}) };
+  const pins = toolPins?.dump();
+  return {
+    approvals,
+    denies,
+    ...(revoked.length > 0 ? { revokedCredentials: revoked } : {}),
+    ...(pins !== undefined && pins.servers.length > 0 ? { toolPins: pins } : {}),
+  };
 }
 
 /** The whole state as a snapshot takes it, at once (tests and tools compare states with it). */
@@ -171,7 +184,7 @@ export function snapshotState(value: unknown): SnapshotState {
   const v2 = value as PartsState;
   if (typeof value !== 'object' || value === null || !Array.isArray(v2.parts))
     return value as SnapshotState;
-  const { approvals, denies, parts, revokedCredentials } = v2;
+  const { approvals, denies, parts, revokedCredentials, toolPins } = v2;
   const state: SnapshotState = {
     sessions: [],
     approvals,
@@ -180,6 +193,7 @@ export function snapshotState(value: unknown): SnapshotState {
     recent: [],
     denials: [],
     ...(revokedCredentials === undefined ? {} : { revokedCredentials }),
+    ...(toolPins === undefined ? {} : { toolPins }),
   };
   for (const [id, part] of parts) {
     if (part.guard !== undefined) state.sessions.push([id, part.guard]);
@@ -214,6 +228,7 @@ export function restoreState(
     denials.restore(state.denials);
     for (const name of state.revokedCredentials ?? [])
       parts.credentials?.apply({ name, action: 'revoke' });
+    if (state.toolPins !== undefined) parts.toolPins?.restore(state.toolPins);
     // Refused handshakes are listed with the events (journal/session-index.ts).
     for (const [id, t] of state.trails) index?.older(id, t.events + (t.refusedHandshakes ?? 0));
   } catch (err) {
