@@ -51,6 +51,7 @@ export const ERRORS = {
   E_UNKNOWN_CREDENTIAL: { status: 404, exit: null },
   E_UNKNOWN_SERVER: { status: 404, exit: null },
   E_NOT_PENDING: { status: 409, exit: null },
+  E_TOOL_CHANGED: { status: 409, exit: null },
   E_CONFIG_APPROVAL: { status: 409, exit: null },
   E_NOT_PAUSED: { status: 409, exit: null },
   E_NOT_HELD: { status: 409, exit: null },

@@ -25,6 +25,7 @@ import { LimitLog } from './review/limit-log.js';
 import type { ReloadResult } from './gateway/reload.js';
 import { Reloader, reloadRefusal } from './gateway/reload.js';
 import { Teardown } from './gateway/teardown.js';
+import type { ToolPins } from './gateway/tool-pins.js';
 import { openTrajectory } from './gateway/trajectory.js';
 
 export interface RunningGateway {
@@ -51,6 +52,8 @@ export interface RunningGateway {
   readonly credentials: Credentials;
   /** Whether the journal can be written (GET /api/health). */
   readonly health: JournalHealth;
+  /** Pinned tool definitions: what the bridge tells of every tools/list answer. */
+  readonly toolPins: ToolPins;
   /** Where the trajectory is kept and whether it answers; this gateway's replica name. */
   readonly store: { view(): StoreView; readonly replica: string | null };
   /** Re-reads the config file and applies it (SIGHUP, POST /api/reload); see Reloader. */
@@ -164,6 +167,7 @@ async function open(
     restored: trajectory.restored,
     credentials,
     health: trajectory.health,
+    toolPins: trajectory.toolPins,
     store: trajectory.store,
     reload: (by) => reloader.reload(by),
     async stop() {

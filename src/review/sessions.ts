@@ -1,4 +1,5 @@
 import { TrajgateError } from '../errors.js';
+import { TOOL_CHANGED } from '../event/own-boundaries.js';
 import type { Approval, ApprovalSpec } from '../guard/approvals.js';
 import { compileApproval } from '../guard/approvals.js';
 import type { Guard } from '../guard/guard.js';
@@ -169,6 +170,7 @@ export class Sessions {
     // An active session's counts may still be reset: a fresh start once its work is reviewed.
     const reset = options.reset === true && options.once === undefined;
     if (!reset) this.#mustBePaused(id, options.once === undefined ? 'resume' : 'approve once');
+    if (options.once !== undefined) this.#mayApproveOnce(id);
     const onceAt = options.onceAt ?? this.#replica;
     const once =
       options.once === undefined
@@ -237,6 +239,19 @@ export class Sessions {
   /** Sessions with requests held here. */
   holding(): string[] {
     return this.#held.sessions();
+  }
+
+  /**
+   * A session paused on a changed tool list acts on text no one approved yet: what goes on is
+   * the list pinned (or the session resumed), never one request of it.
+   */
+  #mayApproveOnce(id: string): void {
+    const server = this.#review.pauseRecord(id)?.trigger.toolChange?.server;
+    if (this.#guard.session(id)?.pausedBy !== TOOL_CHANGED || server === undefined) return;
+    throw new TrajgateError(
+      'E_TOOL_CHANGED',
+      `session ${JSON.stringify(id)} paused on a changed tool list of ${JSON.stringify(server)}: approve once cannot let it go; pin the list (\`trajgate tools approve ${server}\`) or resume the session`,
+    );
   }
 
   #mustBePaused(id: string, action: string): void {
