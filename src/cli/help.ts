@@ -233,6 +233,19 @@ const COMMANDS: Record<string, CommandHelp> = {
     options: OPERATOR_OPTIONS,
     example: 'trajgate credentials revoke github',
   },
+  tools: {
+    usage: [
+      'trajgate tools [SERVER] [--json]',
+      'trajgate tools approve SERVER [--digest D] [--json]',
+    ],
+    about:
+      'Lists the tool lists pinned per MCP server (`bridge.name`, default `bridge`): digest, when and by whom pinned (`first-use`: the first list it sent), how many tools, how many lists it sent since that differ. With SERVER: each pinned tool (name, digest, the first line of its description) and each pending list with what changed. A session shown a pending list pauses at its next event (`PAUSE: tool-changed`); `approve` pins the pending list (without --digest: the only one) for every session and resumes the sessions it paused.',
+    options: [
+      ['--digest D', 'the pending list to pin (as `trajgate tools SERVER` lists it)'],
+      ...OPERATOR_OPTIONS,
+    ],
+    example: 'trajgate tools approve bridge',
+  },
   reload: {
     usage: ['trajgate reload [--json]'],
     about:

@@ -111,6 +111,7 @@ async function main(argv: string[]): Promise<number> {
       case 'deny-pattern':
       case 'reload':
       case 'credentials':
+      case 'tools':
         return await (await import('./operator.js')).operator(command, rest, print);
       default: {
         const { overview } = await help();

@@ -11,6 +11,7 @@ import type { EventAnswer, EventsPage, ResumeAnswer } from '../wire.js';
 import { allSessions } from './all-sessions.js';
 import { approveOnce } from './approve-once.js';
 import { credentials } from './credentials.js';
+import { tools } from './tools.js';
 import { usageOf } from './help.js';
 import { eventsTable, pausedAgainLine, sessionsTable, withHints } from './operator-tables.js';
 import { terminalJson, terminalLines, terminalText } from './table.js';
@@ -43,6 +44,7 @@ export async function operator(
       from: { type: 'string' },
       session: { type: 'string' },
       once: { type: 'boolean' },
+      digest: { type: 'string' },
     },
   });
   const count = wanted(command, values, positionals.length);
@@ -134,6 +136,9 @@ export async function operator(
     }
     case 'credentials':
       result = await credentials(client.call, positionals, values.json ? null : write);
+      break;
+    case 'tools':
+      result = await tools(client.call, positionals, values.digest, values.json ? null : write);
       break;
     case 'reload': {
       result = await client.call('POST', '/api/reload', {});
@@ -248,6 +253,8 @@ function wanted(
   switch (command) {
     case 'credentials':
       return given === 0 ? 0 : 2;
+    case 'tools':
+      return given <= 2 ? given : 2;
     case 'sessions':
     case 'reload':
       return 0;

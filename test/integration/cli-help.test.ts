@@ -22,6 +22,7 @@ const COMMANDS = [
   'resume',
   'deny',
   'credentials',
+  'tools',
   'reload',
 ];
 
