@@ -5,6 +5,8 @@ import { ReverseProxy } from '../action/reverse-proxy.js';
 import { upstreamTrust } from '../action/trust.js';
 import type { Config } from '../config/load.js';
 import { built, fixed, live, part } from '../config/parts.js';
+import { bridgeServer } from '../ingress/tool-lists.js';
+import { hintedToolMap } from './tool-hints.js';
 import { toolMap } from '../event/tool-map.js';
 import { createBridgeServer } from '../ingress/bridge.js';
 import { BRIDGE } from '../ingress/bridge-calls.js';
@@ -165,7 +167,11 @@ export async function openIngress(
       pipeline,
       identity,
       proxy: reverseProxy,
-      tools: toolMap(config.bridge.tools),
+      tools: hintedToolMap(
+        toolMap(config.bridge.tools),
+        bridgeServer(config.bridge),
+        t.toolPins.state,
+      ),
       log,
       order: new SessionOrder(),
       sessions: new McpSessions(deps.key),
