@@ -1,4 +1,6 @@
+import { join } from 'node:path';
 import { request } from 'undici';
+import { journalFiles } from '../../src/journal/files.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { TestGateway } from '../helpers/gateway.js';
 import { startTestGateway } from '../helpers/gateway.js';
@@ -29,7 +31,7 @@ afterEach(async () => {
   g = undefined;
 });
 
-async function start(dir: string, webhook?: string) {
+async function start(dir: string, webhook?: string, extra: Record<string, unknown> = {}) {
   const workspace = tempDir('trajgate-ws-');
   g = await startTestGateway(
     {
@@ -38,6 +40,7 @@ async function start(dir: string, webhook?: string) {
       admin: { token: ADMIN },
       policy: { holdTimeout: '20s' },
       ...(webhook ? { notify: { webhook, on: ['pause'] } } : {}),
+      ...extra,
     },
     { dir },
   );
@@ -151,6 +154,27 @@ describe('pinned tool lists', () => {
     expect((await api.post('/api/sessions/a1/resume', {})).status).toBe(200);
     expect((await held).status).toBe(200);
     expect((await api.get('/api/tools/bridge')).json.pending).toHaveLength(1);
+  });
+
+  it('a rotation’s snapshot keeps pins, pending lists and marks', async () => {
+    const dir = tempDir();
+    const journal = { journal: { path: join(dir, 'journal.jsonl'), rotate: 4096, keep: 100 } };
+    const first = await start(dir, undefined, journal);
+    const big = (n: number) => ({ ...NOTES, description: `${n} ${'x'.repeat(3000)}` });
+    await seen(first.g, 'a1', [NOTES]);
+    await seen(first.g, 'a1', [POISONED]);
+    // Each list is a few KiB: the journal rotates, its new file starting with a snapshot.
+    for (let n = 0; journalFiles(first.g.journalPath).length < 2 && n < 200; n++) {
+      await seen(first.g, `s${n}`, [big(n)]);
+      await new Promise((r) => setImmediate(r));
+    }
+    expect(journalFiles(first.g.journalPath).length).toBeGreaterThan(1);
+    const before = first.g.gw.toolPins.list();
+    await first.g.stop();
+    g = undefined;
+    const { g: again } = await start(dir, undefined, journal);
+    expect(again.gw.toolPins.list()).toEqual(before);
+    expect(again.gw.toolPins.state.markOf('a1')).toMatchObject({ server: 'bridge' });
   });
 
   it('a journal that cannot be written refuses the list and changes nothing', async () => {
