@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { request } from 'undici';
 import { journalFiles } from '../../src/journal/files.js';
@@ -169,6 +170,8 @@ describe('pinned tool lists', () => {
       await new Promise((r) => setImmediate(r));
     }
     expect(journalFiles(first.g.journalPath).length).toBeGreaterThan(1);
+    // Restored from the live file's snapshot head, not from the lines of the older files.
+    expect(readFileSync(first.g.journalPath, 'utf8')).toContain(`"toolPins":`);
     const before = first.g.gw.toolPins.list();
     await first.g.stop();
     g = undefined;
