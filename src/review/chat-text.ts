@@ -17,6 +17,13 @@ const defangHost = (host: string) => host.replace(/\./g, '[.]');
 /** `text` with the characters above replaced by U+FFFD: one line, shown as it reads. */
 export const printable = (text: string): string => text.replace(UNPRINTABLE, '\ufffd');
 
+/** `text` printable, at most `max` characters: past that its first `max - 1` and an ellipsis. */
+export function shortLine(text: string, max: number): string {
+  const s = printable(text);
+  const chars = [...s];
+  return chars.length > max ? chars.slice(0, max - 1).join('') + '…' : s;
+}
+
 /** Slack's required escapes (Mattermost's Markdown renders the entities back). */
 export function escapeChat(text: string): string {
   return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
@@ -29,10 +36,7 @@ export function escapeChat(text: string): string {
  * `scheme[:]//host[.]name` so that no chat server links or fetches it.
  */
 export function chatSafe(text: string, max: number): string {
-  let s = printable(text);
-  const chars = [...s];
-  if (chars.length > max) s = chars.slice(0, max - 1).join('') + '…';
-  return escapeChat(s)
+  return escapeChat(shortLine(text, max))
     .replace(/@/g, `@${JOINER}`)
     .replace(/:\/\/([^/?#\s]*)/g, (_, host: string) => `[:]//${defangHost(host)}`)
     .replace(/\]\(/g, `]${JOINER}(`);

@@ -2,12 +2,14 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isTrajgateError, TrajgateError } from '../errors.js';
 import { readBody } from '../http/body.js';
 import type { EventRecord, PauseRecord } from '../journal/records.js';
+import type { ToolChangeView } from '../wire.js';
 import type { Suggestion } from '../guard/suggest.js';
 import type { Held } from '../action/hold.js';
 import type { Claims, Decided, DecisionAction, DecisionLinks } from './decision-links.js';
 import type { HeldBrief } from './sessions.js';
 import { describeHeld } from './sessions.js';
-import { printable } from './chat-text.js';
+import { printable, shortLine } from './chat-text.js';
+import { toolChangeSummary } from './tool-change-text.js';
 import { sendError, sendJson } from '../http/json.js';
 
 /** One page, no script, nothing loaded from elsewhere; the form posts back to its own URL. */
@@ -95,12 +97,21 @@ function view(claims: Claims, pause: PauseRecord, held: readonly Shown[]) {
     after: pause.after
       ? { seq: pause.after.seq, method: pause.after.method ?? null, target: pause.after.target }
       : null,
+    ...(pause.toolChange ? { toolChange: toolChangeBrief(pause.toolChange) } : {}),
     held: held.length,
     heldRequests: held.map(({ rid, what, bytes, covered }) => ({ rid, what, bytes, covered })),
     ...(claims.action === 'once' ? { once: claims.rids } : {}),
     expiresAt: new Date(claims.expiresAt).toISOString(),
   };
 }
+
+/** A changed tool list, short: the server, the digests, each tool's change and fields. */
+const toolChangeBrief = (c: ToolChangeView) => ({
+  server: c.server,
+  digest: c.digest,
+  pinned: c.pinned,
+  tools: c.diff.map(({ tool, change, fields }) => ({ tool, change, fields })),
+});
 
 const requests = (n: number) => `${n} held request${n === 1 ? '' : 's'}`;
 
@@ -178,6 +189,18 @@ function confirmPage(
     const earlier = pause.after ? ` ${html(asked(pause.after))}` : '';
     rows.push(['After', `${event(rule.after)}${earlier}`]);
   }
+  const tools = pause.toolChange;
+  // What the server wrote is its own: printable, bounded, escaped like the agent's text.
+  const inert = (text: string, max: number) => html(shortLine(text, max));
+  if (tools)
+    rows.push(
+      ['Tools changed by', `server ${inert(tools.server, 80)}`],
+      ['Tools', toolChangeSummary(tools, inert)],
+      [
+        'Pin after review',
+        `on the review page, or <code>trajgate tools approve ${inert(tools.server, 80)} --digest ${inert(tools.digest, 64)}</code>`,
+      ],
+    );
   rows.push(
     ['Why', html(pause.reason)],
     ['Held requests', heldList(claims, held)],

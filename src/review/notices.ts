@@ -4,6 +4,7 @@ import type { EventRecord, PauseRecord } from '../journal/records.js';
 import { chatCommand, chatLink, chatSafe, chatTarget } from './chat-text.js';
 import type { DecisionLinks, PauseLinks } from './decision-links.js';
 import { resolvedSuffix } from './resolved-text.js';
+import { toolChangeSummary } from './tool-change-text.js';
 
 /** Bounds on what agents put in a chat line (session names, targets, patterns). */
 const SESSION_CHARS = 80;
@@ -149,6 +150,11 @@ export function pauseText(
   const suggestion = links.suggestion
     ? ` Suggested approval: ${chatTarget(links.suggestion.pattern, TARGET_CHARS)}.`
     : '';
+  const tools = record.toolChange;
+  // A tool's name may read as a domain (`fetch.example`): every inner dot defanged.
+  const changed = tools
+    ? ` Tools changed by server ${chatCommand(tools.server, SESSION_CHARS)}: ${toolChangeSummary(tools, chatCommand)}; pin after review.`
+    : '';
   const actions = [
     chatLink(url, 'Review'),
     chatLink(links.approveOnce, 'Approve once'),
@@ -158,7 +164,7 @@ export function pauseText(
   ];
   return (
     `trajgate: session ${session(record.session)} paused${decided(t, pair)}; ${held}, ` +
-    `links valid until ${clock(links.expiresAt)}.${suggestion} ${actions.join(' · ')}`
+    `links valid until ${clock(links.expiresAt)}.${changed}${suggestion} ${actions.join(' · ')}`
   );
 }
 

@@ -8,8 +8,11 @@ import { asked, eventLink } from './rule-pair.js';
 import type { PairLinks } from './rule-pair.js';
 import type { CredentialUseView, PauseRecord } from '../../wire.js';
 
-/** guard/exfiltration.ts OWN_BOUNDARIES: pauses no approval, once or standing, may decide. */
-const OWN_BOUNDARIES = new Set(['trajgate-files', 'credential-exfiltration']);
+/**
+ * event/own-boundaries.ts OWN_BOUNDARIES: pauses no approval, once or standing, may decide
+ * (`tool-changed` is let go by pinning the new list: tool-change.ts).
+ */
+const OWN_BOUNDARIES = new Set(['trajgate-files', 'credential-exfiltration', 'tool-changed']);
 
 /** Whether the pause is on one of trajgate's own boundaries (no approve buttons for it). */
 export const unapprovable = (p: PauseRecord | null): boolean =>

@@ -17,6 +17,7 @@ import { eventLink, pairRows } from './rule-pair.js';
 import type { PairLinks } from './rule-pair.js';
 import { forgetSuggestions } from './suggest.js';
 import { Timeline } from './timeline.js';
+import { toolChangeEventRows, toolChangeRows, toolChangeSection } from './tool-change.js';
 import type {
   EventAnswer,
   EventRecord,
@@ -469,7 +470,9 @@ export class SessionPage {
           ),
           ...pairRows(p.trigger, this.#links, factRow),
           ...exfiltrationRows(p, this.#links, factRow),
+          ...toolChangeRows(p, factRow),
         ),
+        toolChangeSection(p, this.actions),
         p.restored
           ? h('p', {
               class: 'notice',
@@ -691,6 +694,7 @@ export class SessionPage {
         ...row('Reason', e.reason),
         ...pairRows(e, this.#links, row),
         ...(e.denied ? row('Refused', e.denied) : []),
+        ...toolChangeEventRows(e, row),
       ),
       this.#capture.element,
     );
