@@ -34,10 +34,14 @@ export interface Claims {
 }
 
 export interface PauseLinks {
-  readonly approveOnce: string;
+  /**
+   * Null for a pause on a changed tool list: no one request of it may go on, only the list
+   * pinned (or the session resumed).
+   */
+  readonly approveOnce: string | null;
   /** Null when the trigger has no approvable pattern. */
   readonly approvePattern: string | null;
-  readonly approveReset: string;
+  readonly approveReset: string | null;
   readonly deny: string;
   readonly suggestion: Suggestion | null;
   readonly expiresAt: string;
@@ -103,10 +107,11 @@ export class DecisionLinks {
     const link = (action: DecisionAction) =>
       new URL(`decide/${this.sign({ ...claims, action })}`, base).href;
     const suggestion = this.suggestion(record);
+    const once = record.toolChange === undefined;
     return {
-      approveOnce: link('once'),
+      approveOnce: once ? link('once') : null,
       approvePattern: suggestion ? link('approve') : null,
-      approveReset: link('reset'),
+      approveReset: once ? link('reset') : null,
       deny: link('deny'),
       suggestion,
       expiresAt: new Date(expiresAt).toISOString(),

@@ -157,9 +157,9 @@ export function pauseText(
     : '';
   const actions = [
     chatLink(url, 'Review'),
-    chatLink(links.approveOnce, 'Approve once'),
+    ...(links.approveOnce ? [chatLink(links.approveOnce, 'Approve once')] : []),
     ...(links.approvePattern ? [chatLink(links.approvePattern, 'Approve suggestion')] : []),
-    chatLink(links.approveReset, 'Approve and reset counts'),
+    ...(links.approveReset ? [chatLink(links.approveReset, 'Approve and reset counts')] : []),
     chatLink(links.deny, 'Deny'),
   ];
   return (

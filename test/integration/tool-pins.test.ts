@@ -98,7 +98,12 @@ describe('pinned tool lists', () => {
     expect(pause.toolChange.diff[0].new.description).toBe(POISONED.description);
     expect(pause.toolChange.diff[0].old.description).toBe(NOTES.description);
     await waitFor(() => hook.deliveries.length > 0);
-    expect(hook.deliveries[0]!.body.toolChange.diff[1].tool).toBe('send_mail');
+    const delivered = hook.deliveries[0]!.body;
+    expect(delivered.toolChange.diff[1].tool).toBe('send_mail');
+    // No link lets one request of it go: only pinning the list, a resume or a deny decides it.
+    expect(delivered.links).toMatchObject({ approveOnce: null, approveReset: null });
+    expect(delivered.links.deny).toMatch(/\/decide\//);
+    expect(delivered.text).not.toMatch(/Approve once|Approve and reset/);
 
     // Listed with its pending change; approve-once cannot let it go.
     const view = await api.get('/api/tools/bridge');
