@@ -6,6 +6,7 @@ import { upstreamTrust } from '../action/trust.js';
 import type { Config } from '../config/load.js';
 import { built, fixed, live, part } from '../config/parts.js';
 import { toolMap } from '../event/tool-map.js';
+import { compileToolPolicy } from '../event/tool-policy.js';
 import { createBridgeServer } from '../ingress/bridge.js';
 import { BRIDGE } from '../ingress/bridge-calls.js';
 import { Identity } from '../ingress/identity.js';
@@ -14,6 +15,7 @@ import { createProxyServer } from '../ingress/proxy.js';
 import { createSocksServer } from '../ingress/socks.js';
 import { ProxyParts } from '../ingress/proxy-parts.js';
 import { SessionOrder } from '../ingress/session-order.js';
+import type { ToolListObserver } from '../ingress/tool-lists.js';
 import { rejudgeFlows } from '../pipeline/flow-basis.js';
 import { Pipeline } from '../pipeline/pipeline.js';
 import { HandshakeLog } from '../review/handshakes.js';
@@ -36,6 +38,12 @@ const BRIDGE_UPSTREAM = { limits: ['upstreamTimeout'], tls: ['upstreamCa'] } as 
 const KEEP_ALIVE = { limits: ['keepAliveIdle'] } as const;
 
 const NONE: ReadonlySet<string> = new Set();
+
+/** Which tools agents may see and call: compiled again on reload, applied from the next call. */
+const TOOL_POLICY = { bridge: ['toolPolicy'], agents: true, roles: true } as const;
+
+/** Until tool definitions are pinned, a tools/list answer is read and filtered, not recorded. */
+const NO_PINS: ToolListObserver = { seen: async () => undefined };
 
 /** The data path's entry points, and what a reload does once its changes are in. */
 export interface Ingress {
@@ -137,6 +145,18 @@ export async function openIngress(
       }),
     );
   }
+  const toolPolicy = { current: compileToolPolicy(config) };
+  parts.add(
+    part({
+      name: 'tool policy',
+      reads: TOOL_POLICY,
+      configure: (next) =>
+        built(
+          () => compileToolPolicy(next),
+          (compiled) => void (toolPolicy.current = compiled),
+        ),
+    }),
+  );
   const bridge = live('bridge handlers', BRIDGE, config);
   parts.add(fixed('bridge routes', BRIDGE_ROUTES), bridge.part);
   const proxyServer = createProxyServer(proxy);
@@ -171,6 +191,8 @@ export async function openIngress(
       drain: listeners.drain,
       calls: t.calls,
       credentials: t.credentials,
+      toolPolicy,
+      toolLists: NO_PINS,
     }),
     settle() {
       const basis = { config: t.deciding, guard, egress, flows, credentials: t.credentials };
