@@ -296,9 +296,9 @@ export class ReverseProxy {
   #readWhole(answer: IncomingMessage, whole: NonNullable<Flight['whole']>): void {
     const { max, done } = whole;
     const tooLarge = () => {
-      answer.destroy();
       const reason = `upstream ${this.#upstream.host} answered more than ${max} bytes`;
       done({ kind: 'failure', failure: { status: 502, reason } });
+      answer.destroy();
     };
     if (Number(answer.headers['content-length'] ?? 0) > max) return tooLarge();
     const chunks: Buffer[] = [];

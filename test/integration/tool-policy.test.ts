@@ -1,13 +1,12 @@
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import type { JournalRecord } from '../../src/journal/records.js';
+import type { EventRecord } from '../../src/journal/records.js';
 import type { TestGateway } from '../helpers/gateway.js';
 import { agentToken, postAsAgent } from '../helpers/ingest.js';
 import { mcpClient, mcpPerTest, refused, startSupergateway } from '../helpers/mcp.js';
 import { startMcpTools } from '../helpers/mcp-tools.js';
 import { tempDir } from '../helpers/tmp.js';
-import { waitFor } from '../helpers/wait.js';
 
 /**
  * The tool policy on the bridge: each agent's tools/list answer holds only the tools it may
@@ -38,7 +37,7 @@ const refusedTools = (g: TestGateway) =>
   g
     .records()
     .filter((r) => r.type === 'event' && (r as { denied?: string }).denied !== undefined)
-    .map((r) => r as JournalRecord & { kind: string; target: string; denied: string });
+    .map((r) => r as EventRecord);
 
 describe('server-filesystem: two agents, two lists', () => {
   it('each sees only its tools, and a hidden tool called anyway is refused and journaled', async () => {
