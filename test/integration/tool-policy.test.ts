@@ -3,6 +3,8 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { EventRecord } from '../../src/journal/records.js';
 import type { TestGateway } from '../helpers/gateway.js';
+import { adminClient } from '../helpers/admin.js';
+import { fileGateway } from '../helpers/file-gateway.js';
 import { agentToken, postAsAgent } from '../helpers/ingest.js';
 import { mcpClient, mcpPerTest, refused, startSupergateway } from '../helpers/mcp.js';
 import { startMcpTools } from '../helpers/mcp-tools.js';
@@ -140,5 +142,28 @@ describe.each([{ json: true }, { json: false }])('SDK server, json: $json', ({ j
     expect(await a2.callTool({ name: 'ok', arguments: {} })).toMatchObject({
       content: [{ type: 'text', text: 'done' }],
     });
+  });
+});
+
+describe('reload', () => {
+  it('a changed list applies from the next tools/list and call, without a restart', async () => {
+    const srv = await startMcpTools({ json: true });
+    const ADMIN = 'admin-token-for-tools-0123456789';
+    const config = (deny: string[]) => ({
+      workspace: ws,
+      agents: [{ id: 'agent-1', token: agentToken('agent-1') }],
+      bridge: { upstream: srv.url, unmapped: 'allow', tools: { deny } },
+    });
+    const g = await fileGateway(ADMIN, config([]));
+    const a1 = mcp.keep(
+      await mcpClient(`http://127.0.0.1:${g.gw.bridge.port}/mcp`, agentToken('agent-1')),
+    );
+    expect(names(await a1.listTools())).toContain('ok');
+    g.write(config(['ok']));
+    const res = await adminClient(g.gw.admin.port, ADMIN).post('/api/reload', {});
+    expect(res.json).toMatchObject({ reloaded: true, restartNeeded: [] });
+    expect(names(await a1.listTools())).not.toContain('ok');
+    const err = await refused(a1.callTool({ name: 'ok', arguments: {} }));
+    expect(err.message).toContain('tool ok is denied by bridge.tools.deny: ok');
   });
 });
