@@ -85,7 +85,7 @@ export type Read =
  * The tool bridge's reverse proxy. http-proxy is unmaintained since 2020, so it stays behind
  * this one module: every error is handled (an unhandled 'error' event would kill the process),
  * the upstream has a timeout, and responses are piped as they come (MCP answers may be
- * Server-Sent Events: nothing is buffered). A request body is the JSON the bridge judged,
+ * Server-Sent Events: nothing is buffered), but for those `read` takes whole, bounded. A request body is the JSON the bridge judged,
  * serialised by it: sent as `application/json` with its length, never the client's bytes.
  */
 export class ReverseProxy {
