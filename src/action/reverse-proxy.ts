@@ -1,6 +1,11 @@
 import { Agent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
-import type { ClientRequest, IncomingMessage, ServerResponse } from 'node:http';
+import type {
+  ClientRequest,
+  IncomingHttpHeaders,
+  IncomingMessage,
+  ServerResponse,
+} from 'node:http';
 import { Readable } from 'node:stream';
 import httpProxy from 'http-proxy';
 import type { Flow } from './flows.js';
@@ -59,13 +64,28 @@ interface Flight {
   readonly watcher: Watcher | undefined;
   watch?: AnswerWatch;
   bytesDown: number;
+  /** Read whole (ReverseProxy.read): at most `max` bytes, handed to `done` once. */
+  readonly whole?: { readonly max: number; done(read: Read): void };
 }
+
+/** An answer read whole, its body as the upstream sent it (content codings still applied). */
+export interface WholeAnswer {
+  readonly status: number;
+  readonly headers: IncomingHttpHeaders;
+  readonly body: Buffer;
+}
+
+/** How reading an answer whole ended: the answer, the failure to report, or the client left. */
+export type Read =
+  | { readonly kind: 'answer'; readonly answer: WholeAnswer }
+  | { readonly kind: 'failure'; readonly failure: Failure }
+  | { readonly kind: 'gone' };
 
 /**
  * The tool bridge's reverse proxy. http-proxy is unmaintained since 2020, so it stays behind
  * this one module: every error is handled (an unhandled 'error' event would kill the process),
  * the upstream has a timeout, and responses are piped as they come (MCP answers may be
- * Server-Sent Events: nothing is buffered). A request body is the JSON the bridge judged,
+ * Server-Sent Events: nothing is buffered), but for those `read` takes whole, bounded. A request body is the JSON the bridge judged,
  * serialised by it: sent as `application/json` with its length, never the client's bytes.
  */
 export class ReverseProxy {
@@ -104,6 +124,10 @@ export class ReverseProxy {
       'proxyRes',
       (proxyRes: IncomingMessage, req: IncomingMessage, res: ServerResponse) => {
         const flight = this.#flights.get(req);
+        if (flight?.whole) {
+          flight.watcher?.(proxyRes);
+          return this.#readWhole(proxyRes, flight.whole);
+        }
         if (flight) {
           const watch = flight.watcher?.(proxyRes);
           flight.watch = watch;
@@ -159,21 +183,10 @@ export class ReverseProxy {
     flow?: Flow,
   ): Promise<{ transfer: Transfer; failure?: Failure }> {
     const flight: Flight = { body, watcher, bytesDown: 0 };
-    // Frozen, the answer stays corked with trajgate (the upstream is held back by the pipe's
-    // backpressure); closed, the agent's connection and with it the upstream request go.
-    flow?.attach({
-      freeze: () => res.socket?.cork(),
-      thaw: () => res.socket?.uncork(),
-      close: () => res.destroy(),
-    });
-    this.#flights.set(req, flight);
+    this.#attach(flow, res);
     const bytesUp = body?.length ?? 0;
-    const started = Date.now();
-    const connection = this.#connection;
-    connection.flying++;
     return new Promise((resolve) => {
       res.once('close', () => {
-        if (--connection.flying === 0 && connection.retired) connection.agent.destroy();
         const transfer = { status: res.statusCode, bytesUp, bytesDown: flight.bytesDown };
         const failed = flight.watch?.end() ?? false;
         const done = (f: boolean) =>
@@ -182,13 +195,7 @@ export class ReverseProxy {
         if (typeof failed === 'boolean') done(failed);
         else void failed.then(done);
       });
-      const { agent, timeoutMs } = connection;
-      const buffer = body ? { buffer: Readable.from([body]) } : {};
-      this.#proxy.web(req, res, { ...buffer, agent, proxyTimeout: timeoutMs }, (err: Error) => {
-        const timedOut = Date.now() - started >= timeoutMs;
-        const failure = timedOut
-          ? { status: 504 as const, reason: `upstream ${this.#upstream.host} timed out` }
-          : upstreamFailure(err, this.#upstream.host);
+      this.#send(req, res, flight, false, (failure) => {
         if (res.headersSent) {
           res.destroy();
           resolve({
@@ -214,6 +221,106 @@ export class ReverseProxy {
         });
       });
     });
+  }
+
+  /**
+   * Frozen, the answer stays corked with trajgate (the upstream is held back by the pipe's
+   * backpressure); closed, the agent's connection and with it the upstream request go.
+   */
+  #attach(flow: Flow | undefined, res: ServerResponse): void {
+    flow?.attach({
+      freeze: () => res.socket?.cork(),
+      thaw: () => res.socket?.uncork(),
+      close: () => res.destroy(),
+    });
+  }
+
+  /**
+   * Sends `flight`'s request through the current pool (released once `res` closes); `failed`
+   * hears of an upstream that could not be reached, timed out or broke off. `self`: the answer
+   * is read by the proxyRes handler, not piped to `res`.
+   */
+  #send(
+    req: IncomingMessage,
+    res: ServerResponse,
+    flight: Flight,
+    self: boolean,
+    failed: (failure: Failure) => void,
+  ): void {
+    this.#flights.set(req, flight);
+    const started = Date.now();
+    const connection = this.#connection;
+    connection.flying++;
+    res.once('close', () => {
+      if (--connection.flying === 0 && connection.retired) connection.agent.destroy();
+    });
+    const { agent, timeoutMs } = connection;
+    const buffer = flight.body ? { buffer: Readable.from([flight.body]) } : {};
+    const options = { ...buffer, agent, proxyTimeout: timeoutMs, selfHandleResponse: self };
+    this.#proxy.web(req, res, options, (err: Error) => {
+      const timedOut = Date.now() - started >= timeoutMs;
+      failed(
+        timedOut
+          ? { status: 504 as const, reason: `upstream ${this.#upstream.host} timed out` }
+          : upstreamFailure(err, this.#upstream.host),
+      );
+    });
+  }
+
+  /**
+   * Sends the request on and reads its answer whole instead of passing it on, at most `max`
+   * bytes as sent (a longer one is a failure, 502): the caller answers the client (`res`), and
+   * `flow` still freezes and closes what it writes. `watcher` sees the answer's headers first.
+   */
+  read(
+    req: IncomingMessage,
+    res: ServerResponse,
+    body: Buffer | null,
+    max: number,
+    watcher?: Watcher,
+    flow?: Flow,
+  ): Promise<Read> {
+    return new Promise((resolve) => {
+      let settled = false;
+      const done = (read: Read) => {
+        if (!settled) resolve(read);
+        settled = true;
+      };
+      const flight: Flight = { body, watcher, bytesDown: 0, whole: { max, done } };
+      this.#attach(flow, res);
+      res.once('close', () => done({ kind: 'gone' }));
+      this.#send(req, res, flight, true, (failure) => done({ kind: 'failure', failure }));
+    });
+  }
+
+  #readWhole(answer: IncomingMessage, whole: NonNullable<Flight['whole']>): void {
+    const { max, done } = whole;
+    const tooLarge = () => {
+      const reason = `upstream ${this.#upstream.host} answered more than ${max} bytes`;
+      done({ kind: 'failure', failure: { status: 502, reason } });
+      answer.destroy();
+    };
+    if (Number(answer.headers['content-length'] ?? 0) > max) return tooLarge();
+    const chunks: Buffer[] = [];
+    let size = 0;
+    answer.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > max) tooLarge();
+      else chunks.push(chunk);
+    });
+    answer.once('end', () => {
+      const { statusCode, headers } = answer;
+      done({
+        kind: 'answer',
+        answer: { status: statusCode ?? 0, headers, body: Buffer.concat(chunks) },
+      });
+    });
+    const cut = {
+      status: 502 as const,
+      reason: `upstream ${this.#upstream.host} cut its answer short`,
+    };
+    answer.once('aborted', () => done({ kind: 'failure', failure: cut }));
+    answer.once('error', () => done({ kind: 'failure', failure: cut }));
   }
 
   close(): void {

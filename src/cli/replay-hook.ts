@@ -2,6 +2,7 @@ import type { Config } from '../config/load.js';
 import type { EventInput } from '../event/event.js';
 import type { PathResolver } from '../event/paths.js';
 import { toolMap } from '../event/tool-map.js';
+import { compileToolPolicy } from '../event/tool-policy.js';
 import { HELD } from '../guard/decision.js';
 import type { Decision, Guard } from '../guard/guard.js';
 import { toolCallEvents } from '../ingress/ingest-tools.js';
@@ -33,7 +34,8 @@ export function hookReplay(
   paths: PathResolver,
   now: number,
 ): (text: string, line: number) => HookVerdict | null {
-  const bridge = { name: config.bridge.name, tools: toolMap(config.bridge.tools) };
+  const tools = toolMap(config.bridge.tools);
+  const policy = compileToolPolicy(config);
   /** Calls by `tool_use_id` per session: the line (request id) of their first event. */
   const calls = new Map<string, number>();
   return (text, line) => {
@@ -59,8 +61,11 @@ export function hookReplay(
     }
     const { arguments: args, ...input } = action.event;
     const workspace = guard.policy.workspaceFor(session);
+    const refuses = (server: string, name: string) => policy.refuses(session, server, name);
     const events: EventInput[] =
-      input.kind === 'tool' ? toolCallEvents(input, args ?? {}, bridge, workspace) : [input];
+      input.kind === 'tool'
+        ? toolCallEvents(input, args ?? {}, { name: config.bridge.name, tools, refuses }, workspace)
+        : [input];
     if (input.call !== undefined) calls.set(key(input.call), line);
     const named = { session, tool: tool as string, kind: input.kind, target: input.target };
     // Live, a paused session's call is held until an operator decides (offline none does),

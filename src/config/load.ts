@@ -15,6 +15,7 @@ import type { RawJournal } from './journal-schema.js';
 import { DEFAULT_JOURNAL } from './journal-schema.js';
 import type { HostPort } from './formats.js';
 import { parseHostPort } from './formats.js';
+import type { ToolLists } from '../event/tool-policy.js';
 import type { RawConfig } from './schema.js';
 import { configSchema, knownKinds } from './schema.js';
 import type { Credential } from './credential-values.js';
@@ -27,8 +28,10 @@ export interface Agent {
   readonly workspace: string;
   /** Network patterns allowed for this agent only (besides network.allow). */
   readonly allow: readonly string[];
-  /** Roles whose `allow` lists this agent shares. */
+  /** Roles whose `allow` lists (and `tools` lists) this agent shares. */
   readonly roles: readonly string[];
+  /** The MCP tools it may see and call, on top of bridge.tools' and its roles' lists. */
+  readonly tools: ToolLists;
 }
 
 /** A validated configuration with paths made absolute and durations in milliseconds. */

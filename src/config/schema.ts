@@ -10,6 +10,7 @@ import { protocolName } from '../http/upgrade-protocols.js';
 import { duration } from './duration-schema.js';
 import { checkScopes, credentialsSchema } from './credentials-schema.js';
 import { OWN_BOUNDARIES } from '../event/own-boundaries.js';
+import { bridgeToolsSchema, toolLists } from './tool-policy-schema.js';
 
 /**
  * The YAML schema; key names are the contract (docs/configuration.md, and
@@ -155,9 +156,11 @@ const agent = z.strictObject({
   allow: z.array(networkPattern).default([]),
   /** Roles (top-level `roles`) whose allow lists this agent shares. */
   roles: z.array(name('a role name')).default([]),
+  /** The MCP tools it may see and call (event/tool-policy.ts). */
+  tools: toolLists,
 });
 
-const role = z.strictObject({ allow: z.array(networkPattern).default([]) });
+const role = z.strictObject({ allow: z.array(networkPattern).default([]), tools: toolLists });
 
 const fields = z.strictObject({
   version: z.literal(1),
@@ -308,9 +311,7 @@ const fields = z.strictObject({
           'expected 1 to 64 letters, digits, _ or - (the server name as mcp__NAME__TOOL spells it)',
         )
         .optional(),
-      tools: z
-        .record(z.string().min(1), z.union([toolEvent, z.array(toolEvent).min(1)]))
-        .default({}),
+      tools: bridgeToolsSchema(z.union([toolEvent, z.array(toolEvent).min(1)])),
       routes: z
         .array(
           z
@@ -346,6 +347,8 @@ const fields = z.strictObject({
         .default([]),
       maxBodyBytes: z.number().int().min(1024).max(67_108_864).default(1_048_576),
     })
+    // bridge.tools' `allow` and `deny` are the tool policy, read on reload; its mappings are not.
+    .transform(({ tools, ...bridge }) => ({ ...bridge, tools: tools.map, toolPolicy: tools.lists }))
     .prefault({}),
   tls: z
     .strictObject({

@@ -8,6 +8,7 @@ import { built, fixed, live, part } from '../config/parts.js';
 import { bridgeServer } from '../ingress/tool-lists.js';
 import { hintedToolMap } from './tool-hints.js';
 import { toolMap } from '../event/tool-map.js';
+import { compileToolPolicy } from '../event/tool-policy.js';
 import { createBridgeServer } from '../ingress/bridge.js';
 import { BRIDGE } from '../ingress/bridge-calls.js';
 import { Identity } from '../ingress/identity.js';
@@ -38,6 +39,9 @@ const BRIDGE_UPSTREAM = { limits: ['upstreamTimeout'], tls: ['upstreamCa'] } as 
 const KEEP_ALIVE = { limits: ['keepAliveIdle'] } as const;
 
 const NONE: ReadonlySet<string> = new Set();
+
+/** Which tools agents may see and call: compiled again on reload, applied from the next call. */
+const TOOL_POLICY = { bridge: ['toolPolicy'], agents: true, roles: true } as const;
 
 /** The data path's entry points, and what a reload does once its changes are in. */
 export interface Ingress {
@@ -140,6 +144,18 @@ export async function openIngress(
       }),
     );
   }
+  const toolPolicy = { current: compileToolPolicy(config) };
+  parts.add(
+    part({
+      name: 'tool policy',
+      reads: TOOL_POLICY,
+      configure: (next) =>
+        built(
+          () => compileToolPolicy(next),
+          (compiled) => void (toolPolicy.current = compiled),
+        ),
+    }),
+  );
   const bridge = live('bridge handlers', BRIDGE, config);
   parts.add(fixed('bridge routes', BRIDGE_ROUTES), bridge.part);
   const proxyServer = createProxyServer(proxy);
@@ -178,6 +194,8 @@ export async function openIngress(
       drain: listeners.drain,
       calls: t.calls,
       credentials: t.credentials,
+      toolPolicy,
+      toolLists: t.toolPins,
     }),
     settle() {
       const basis = { config: t.deciding, guard, egress, flows, credentials: t.credentials };

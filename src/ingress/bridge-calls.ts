@@ -7,6 +7,7 @@ import type { Transfer } from '../action/transfer.js';
 import type { Shape, Slice } from '../config/parts.js';
 import type { EventInput, Source } from '../event/event.js';
 import type { ToolMap } from '../event/tool-map.js';
+import type { ToolPolicy } from '../event/tool-policy.js';
 import type { Decision } from '../guard/guard.js';
 import type { Pipeline } from '../pipeline/pipeline.js';
 import type { TunnelRuling } from '../pipeline/ruling.js';
@@ -17,6 +18,7 @@ import type { HookCalls } from './hook-calls.js';
 import type { Identity } from './identity.js';
 import type { McpSessions } from './mcp-sessions.js';
 import type { SessionOrder } from './session-order.js';
+import type { ToolListObserver } from './tool-lists.js';
 import type { Who } from './identity.js';
 
 /** What the bridge's handlers read of the config (its routes and listener once, the rest at each call). */
@@ -45,6 +47,10 @@ export interface BridgeContext {
   readonly calls: HookCalls;
   /** The credentials whose sentinels no call may carry (`.current` read per call). */
   readonly credentials: Pick<CredentialsInForce<ArmedCredential>, 'current'>;
+  /** Which tools each agent may see and call (`.current`: the running config's, per call). */
+  readonly toolPolicy: { readonly current: ToolPolicy };
+  /** Told every tools/list answer as the server sent it, before the agent is given it. */
+  readonly toolLists: ToolListObserver;
 }
 
 /** A bridge request once its agent is known, as the listener hands it to a handler. */

@@ -14,6 +14,11 @@ import { INVALID_REQUEST, jsonRpcError, readMcpMessage, REFUSED, resolveCall } f
 import { mcpRefusal } from './mcp-refusal.js';
 import { argumentsExfiltration, carrying } from './tool-exfiltration.js';
 import type { Who } from './identity.js';
+import { toolList } from './bridge-tool-list.js';
+import { bridgeServer } from './tool-lists.js';
+import { refusedTool } from './tool-refusal.js';
+
+const TOOLS_CALL = 'tools/call ';
 
 /** JSON-RPC code for an upstream that failed (implementation-defined range). */
 const UPSTREAM_FAILED = -32002;
@@ -34,7 +39,9 @@ interface Outgoing {
  * name no path, server streams and session ends included. What goes upstream is trajgate's
  * serialisation of the message it read (paths resolved, roots cut to the workspace), and the
  * answer (JSON or a Server-Sent Events stream) comes back as it is produced, as a flow of the
- * session (a pause corks it).
+ * session (a pause corks it); a tools/list answer is read whole and cut to the tools the agent
+ * may call (bridge-tool-list.ts), and a call of any other tool is refused, judged as a `tool`
+ * event no verdict lets through.
  */
 export async function handleMcp(
   ctx: BridgeContext,
@@ -61,6 +68,11 @@ export async function handleMcp(
     }
     return admitted(ctx, proxy, request, message);
   }
+  const denied = deniedTool(ctx, who.session, message);
+  if (denied !== null) {
+    const events = carrying([denied], paramsExfiltration(ctx, message), message.what);
+    return call(ctx, proxy, request, { ...message, body: null }, events);
+  }
   // Anything but a read (an unmapped tool too) may change where the next call's paths lead.
   const changes = message.targets.some((t) => t.kind !== 'read');
   await ctx.order.run(who.session, changes, async () => {
@@ -74,10 +86,19 @@ export async function handleMcp(
   });
 }
 
+/** A `tools/call` of a tool the agent may not call, as the refused event it is judged as. */
+function deniedTool(ctx: BridgeContext, session: string, { what, message }: McpCall) {
+  if (!what.startsWith(TOOLS_CALL)) return null;
+  const tool = (message as { params: { name: string } }).params.name;
+  const refuses = (server: string, name: string) =>
+    ctx.toolPolicy.current.refuses(session, server, name);
+  return refusedTool(refuses, bridgeServer(ctx.config.bridge), tool, tool);
+}
+
 /** A sentinel in a tool call's arguments (`argument content`), or another method's params. */
 function paramsExfiltration(ctx: BridgeContext, { what, message }: McpCall) {
   const params = (message as { params?: Record<string, unknown> }).params;
-  const tool = what.startsWith('tools/call ');
+  const tool = what.startsWith(TOOLS_CALL);
   const set = ctx.credentials.current;
   return argumentsExfiltration(set, tool ? params?.arguments : params, tool ? 'argument' : 'param');
 }
@@ -193,7 +214,7 @@ function refused(res: ServerResponse, m: Outgoing, refusal: Refusal): Transfer {
 async function forward(
   ctx: BridgeContext,
   proxy: ReverseProxy,
-  { req, res, who }: BridgeRequest,
+  { req, res, who, start }: BridgeRequest,
   m: Outgoing,
   rid: number | null,
   watcher?: Watcher,
@@ -201,7 +222,10 @@ async function forward(
   const flow = ctx.pipeline.sessionFlow('tool', who.session, m.what, rid);
   try {
     const watch = ctx.sessions.issuing(who.session, watcher);
-    const { transfer, failure } = await proxy.forward(req, res, m.body, watch, flow);
+    const { transfer, failure } =
+      m.what === 'tools/list' && m.request
+        ? await toolList(ctx, proxy, { req, res, who, start }, m, flow)
+        : await proxy.forward(req, res, m.body, watch, flow);
     if (failure) {
       ctx.pipeline.refusal(
         { source: 'bridge', ...who, method: req.method ?? '', target: req.url ?? '/' },

@@ -3,11 +3,17 @@ import type { EventInput } from '../event/event.js';
 import type { ToolMap } from '../event/tool-map.js';
 import type { McpCall, McpInvalid } from './mcp.js';
 import { readMcpMessage, resolveCall } from './mcp.js';
+import type { ToolRefuses } from './tool-refusal.js';
+import { refusedHookTool } from './tool-refusal.js';
 
-/** The bridged MCP server as runners name it (`bridge.name`), and the bridge's tool map. */
+/**
+ * The bridged MCP server as runners name it (`bridge.name`), the bridge's tool map, and the
+ * tool policy for the session asking.
+ */
 export interface BridgedServer {
   readonly name: string | undefined;
   readonly tools: ToolMap;
+  readonly refuses: ToolRefuses;
 }
 
 /**
@@ -18,7 +24,8 @@ export interface BridgedServer {
  * the URI. A call that names no path (`list_allowed_directories`) crosses nothing: one `internal`
  * event, so that it is journaled and held while paused as the bridge holds it. Anything else is
  * the one `tool` event it says. Arguments the bridge would refuse are E_EVENT_INVALID (a
- * spelling that depends on the server, E_PATH_REFUSED), with the bridge's reason.
+ * spelling that depends on the server, E_PATH_REFUSED), with the bridge's reason. An `mcp__`
+ * call of a tool the policy does not allow, of any server, is one refused `tool` event.
  */
 export function toolCallEvents(
   input: EventInput,
@@ -26,8 +33,10 @@ export function toolCallEvents(
   bridge: BridgedServer,
   workspace: string,
 ): EventInput[] {
-  const message = bridgeMessage(input.target, args, bridge.name);
-  if (message === null) return [input];
+  // A tool the policy does not allow is that refusal, of any server, mapped or not.
+  const refused = refusedHookTool(bridge.refuses, input.target, bridge.name);
+  const message = refused === null ? bridgeMessage(input.target, args, bridge.name) : null;
+  if (message === null) return refused === null ? [input] : callOf(input, [refused]);
   // Both methods are judged ones: the bridge reads them as a call or refuses them.
   const read = readMcpMessage(message, {}, bridge.tools, workspace) as McpCall | McpInvalid;
   const resolved = read.kind === 'call' ? resolveCall(read, workspace) : read;
@@ -38,6 +47,11 @@ export function toolCallEvents(
   }
   const events: EventInput[] =
     resolved.events.length > 0 ? resolved.events : [{ kind: 'internal', target: input.target }];
+  return callOf(input, events);
+}
+
+/** A runner's call as `events`: a failure report each, and the call's id on the first. */
+function callOf(input: EventInput, events: readonly EventInput[]): EventInput[] {
   // The call's id links its result to the first event, as the bridge's call is one request.
   return events.map((e, i) => ({
     ...e,

@@ -32,7 +32,12 @@ export async function handleIngest(
 ): Promise<void> {
   const events = await ingestBody(ctx, req, res, who, (body) => {
     const workspace = ctx.pipeline.workspaceFor(who.session);
-    const bridged = { name: ctx.config.bridge.name, tools: ctx.tools };
+    const bridged = {
+      name: ctx.config.bridge.name,
+      tools: ctx.tools,
+      refuses: (server: string, tool: string) =>
+        ctx.toolPolicy.current.refuses(who.session, server, tool),
+    };
     const read = parseEvents(body, ctx.config.kinds, bridged, workspace, ctx.credentials.current);
     const call = read[0]?.call;
     if (call !== undefined && !ctx.calls.open(who.session, call)) {

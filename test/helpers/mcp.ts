@@ -235,8 +235,8 @@ export interface McpEcho {
 
 /**
  * A minimal JSON-RPC upstream on loopback port 0: records each request and answers requests
- * with `{result: {echo: <method>}}` (notifications with 202), so tests can see what the bridge
- * let through.
+ * with `{result: {echo: <method>}}` (tools/list with an empty `tools` too; notifications with
+ * 202), so tests can see what the bridge let through.
  */
 export async function startMcpEcho(): Promise<McpEcho> {
   const seen: McpEcho['seen'] = [];
@@ -245,7 +245,10 @@ export async function startMcpEcho(): Promise<McpEcho> {
     seen.push({ method: req.method ?? '', headers: req.headers, body, raw });
     const msg = body as { id?: unknown; method?: unknown };
     if (msg?.id === undefined) return res.writeHead(202).end();
-    const out = JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: { echo: msg.method } });
+    // A tools/list answer must hold a list for the bridge to pass it on.
+    const tools = msg.method === 'tools/list' ? { tools: [] } : {};
+    const result = { echo: msg.method, ...tools };
+    const out = JSON.stringify({ jsonrpc: '2.0', id: msg.id, result });
     res.writeHead(200, { 'content-type': 'application/json' }).end(out);
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));

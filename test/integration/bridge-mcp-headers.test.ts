@@ -155,7 +155,7 @@ describe('messages other than tools/call, and the Authorization header', () => {
     await n.body.dump();
     expect([a.status, b.status, n.statusCode]).toEqual([200, 200, 202]);
     expect(a.json.result).toEqual({ echo: 'initialize' });
-    expect(b.json.result).toEqual({ echo: 'tools/list' });
+    expect(b.json.result).toEqual({ echo: 'tools/list', tools: [] });
     expect(echo.seen.slice(before).map((s) => (s.body as { method: string }).method)).toEqual([
       'initialize',
       'tools/list',

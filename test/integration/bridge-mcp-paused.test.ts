@@ -7,6 +7,7 @@ import type { TestGateway } from '../helpers/gateway.js';
 import { agentToken } from '../helpers/ingest.js';
 import { mcpPerTest, rawMcpSession, refused, startSupergateway } from '../helpers/mcp.js';
 import { startMcpResources } from '../helpers/mcp-resources.js';
+import { pauseByIngest } from '../helpers/pause.js';
 import { tempDir } from '../helpers/tmp.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -33,32 +34,7 @@ const start = (upstream: string, policy: Record<string, unknown> = {}) =>
 const bridgeUrl = (g: TestGateway) => `http://127.0.0.1:${g.gw.bridge.port}/mcp`;
 const connect = (g: TestGateway) => mcp.connect(g, agentToken('agent-1'));
 
-/**
- * Pauses agent-1 by a write outside its workspace sent to ingest; that request's client then
- * leaves, so the session is paused with nothing held.
- */
-async function pause(g: TestGateway): Promise<void> {
-  const abort = new AbortController();
-  const pausing = request(`http://127.0.0.1:${g.gw.bridge.port}/events`, {
-    method: 'POST',
-    headers: {
-      'content-type': 'application/json',
-      authorization: `Bearer ${agentToken('agent-1')}`,
-    },
-    body: JSON.stringify({ kind: 'write', target: '/etc/cron.d/x' }),
-    signal: abort.signal,
-  }).then(
-    (r) => r.body.dump(),
-    () => undefined,
-  );
-  await waitFor(() => g.gw.sessions.isPaused('agent-1'));
-  if (g.gw.config.policy.pause === 'hold') {
-    await waitFor(() => g.gw.sessions.held('agent-1').length === 1);
-    abort.abort();
-    await waitFor(() => g.gw.sessions.held('agent-1').length === 0);
-  }
-  await pausing;
-}
+const pause = (g: TestGateway) => pauseByIngest(g);
 
 const heldRecords = (g: TestGateway) =>
   g

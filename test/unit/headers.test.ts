@@ -109,7 +109,16 @@ describe('hop-by-hop headers (RFC 9110 § 7.6.1)', () => {
 describe('identity', () => {
   const token = 'agent-1-token-0123456789';
   const basic = (s: string) => `Basic ${Buffer.from(s).toString('base64')}`;
-  const identity = new Identity([{ id: 'agent-1', token, workspace: '/ws', allow: [], roles: [] }]);
+  const identity = new Identity([
+    {
+      id: 'agent-1',
+      token,
+      workspace: '/ws',
+      allow: [],
+      roles: [],
+      tools: { allow: [], deny: [] },
+    },
+  ]);
 
   it.each([
     [basic(`agent-1:${token}`), { ok: true, session: 'agent-1' }],
