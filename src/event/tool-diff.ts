@@ -1,4 +1,4 @@
-import { printable } from '../review/chat-text.js';
+import { printable } from './printable.js';
 import type { ToolDiffView } from '../wire.js';
 import type { ToolDefinitionView } from './tool-definitions.js';
 import { canonicalJson, CUT, TOOL_FIELDS } from './tool-definitions.js';

@@ -1,5 +1,6 @@
 import type { ToolEventSpec, ToolMap } from '../event/tool-map.js';
-import type { Pinned, ToolPinState } from './tool-pin-state.js';
+import type { Pinned } from '../review/tool-pins-dump.js';
+import type { ToolPinState } from './tool-pin-state.js';
 
 /**
  * Whether a pinned tool's annotations let it be judged as read-only: pinned by an operator

@@ -4,15 +4,8 @@ import type { ToolDefinitionView } from '../event/tool-definitions.js';
 import { listDigest } from '../event/tool-definitions.js';
 import { diffSummary, diffTools } from '../event/tool-diff.js';
 import type { ToolsRecord } from '../journal/records.js';
+import type { Pinned, ServerDump, ToolPinsDump } from '../review/tool-pins-dump.js';
 import type { ToolChangeView, ToolPinsView } from '../wire.js';
-
-/** What is pinned for a server now. */
-export interface Pinned {
-  readonly digest: string;
-  readonly pinnedAt: string;
-  readonly by: string;
-  readonly tools: readonly ToolDefinitionView[];
-}
 
 /** A list sessions were shown that differs from the pins: its change against them now. */
 interface Pending {
@@ -27,22 +20,6 @@ interface Pending {
 interface ServerPins {
   pinned: Pinned | null;
   readonly pending: Map<string, Pending>;
-}
-
-/** What a snapshot's head holds of the pins (review/snapshot.ts). */
-export interface ToolPinsDump {
-  readonly servers: [string, ServerDump][];
-  readonly marks: [string, [string, string][]][];
-}
-interface ServerDump {
-  readonly pinned: Pinned | null;
-  readonly pending: PendingDump[];
-}
-interface PendingDump {
-  readonly digest: string;
-  readonly tools: readonly ToolDefinitionView[];
-  readonly complete: boolean;
-  readonly sessions: string[];
 }
 
 /** The digest of no tools: what a server whose lists were never pinned is compared with. */

@@ -4,18 +4,13 @@
  * mention, a link, a link preview the chat server fetches (that would send the refused
  * request after all), or a second line.
  */
+import { printable } from '../event/printable.js';
 
-/** Controls, line and paragraph separators, bidi overrides: a target must stay one line. */
-const UNPRINTABLE =
-  /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
 /** Joins what it sits in without showing: breaks `@here`, `](` and autolinks. */
 const JOINER = '\u2060';
 
 /** Chat servers link bare domains too: `a[.]b`. */
 const defangHost = (host: string) => host.replace(/\./g, '[.]');
-
-/** `text` with the characters above replaced by U+FFFD: one line, shown as it reads. */
-export const printable = (text: string): string => text.replace(UNPRINTABLE, '\ufffd');
 
 /** `text` printable, at most `max` characters: past that its first `max - 1` and an ellipsis. */
 export function shortLine(text: string, max: number): string {

@@ -8,7 +8,8 @@ import type { Held } from '../action/hold.js';
 import type { Claims, Decided, DecisionAction, DecisionLinks } from './decision-links.js';
 import type { HeldBrief } from './sessions.js';
 import { describeHeld } from './sessions.js';
-import { printable, shortLine } from './chat-text.js';
+import { printable } from '../event/printable.js';
+import { shortLine } from './chat-text.js';
 import { toolChangeSummary } from './tool-change-text.js';
 import { sendError, sendJson } from '../http/json.js';
 

@@ -8,7 +8,7 @@ import type { EventRecord, JournalRecord, Unstamped } from '../journal/records.j
 import type { RotateOptions } from '../journal/rotate.js';
 import type { SnapshotSource } from '../journal/snapshot-build.js';
 import type { SessionIndex } from '../journal/session-index.js';
-import type { ToolPinsDump } from '../gateway/tool-pin-state.js';
+import type { ToolPinsDump } from './tool-pins-dump.js';
 import type { Denials } from './pause-ends.js';
 import type { Review, TrailState } from './review.js';
 
