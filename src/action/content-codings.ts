@@ -67,9 +67,12 @@ export function decodeBody(body: Buffer, codings: readonly Coding[], max: number
   return { ok: true, body: decoded, encode: (b) => steps.reduceRight((acc, step) => step(acc), b) };
 }
 
-/** A streaming decoder for one coding; `head` is the body's first bytes (deflate's format). */
-export function decoder(coding: Coding, head: Uint8Array): Transform {
+/**
+ * A streaming decoder for one coding; `head` is the body's first bytes (deflate's format), and
+ * without them deflate is the zlib format RFC 9110 § 8.4.1.2 names.
+ */
+export function decoder(coding: Coding, head?: Uint8Array): Transform {
   if (coding === 'gzip') return zlib.createGunzip();
   if (coding === 'br') return zlib.createBrotliDecompress();
-  return isZlib(head) ? zlib.createInflate() : zlib.createInflateRaw();
+  return head === undefined || isZlib(head) ? zlib.createInflate() : zlib.createInflateRaw();
 }

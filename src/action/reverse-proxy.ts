@@ -6,7 +6,9 @@ import type {
   IncomingMessage,
   ServerResponse,
 } from 'node:http';
-import { Readable } from 'node:stream';
+import { pipeline, Readable } from 'node:stream';
+import type { Transform } from 'node:stream';
+import { HOP_BY_HOP } from '../http/hop-by-hop.js';
 import httpProxy from 'http-proxy';
 import type { Flow } from './flows.js';
 import type { Transfer } from './transfer.js';
@@ -44,6 +46,20 @@ export interface AnswerWatch {
 /** Picks how to read an answer, from its status and headers. */
 export type Watcher = (answer: IncomingMessage) => AnswerWatch;
 
+/**
+ * How an answer is passed on instead of as it came: the headers to write, and the steps its
+ * body goes through (an error in one cuts the answer: the client's connection is closed).
+ */
+export interface Gate {
+  readonly headers: IncomingHttpHeaders;
+  readonly steps: readonly Transform[];
+  /** Why the answer was cut by the steps, or null: the transfer's error. */
+  readonly refused?: () => string | null;
+}
+
+/** Picks the gate of an answer, from its status and headers. */
+export type Gater = (answer: IncomingMessage) => Gate;
+
 /** How requests reach the upstream: its time limit, and the CAs that verify an https one. */
 export interface Connecting {
   readonly timeoutMs: number;
@@ -63,6 +79,8 @@ interface Flight {
   readonly body: Buffer | null;
   readonly watcher: Watcher | undefined;
   watch?: AnswerWatch;
+  readonly gater?: Gater;
+  gate?: Gate;
   bytesDown: number;
   /** Read whole (ReverseProxy.read): at most `max` bytes, handed to `done` once. */
   readonly whole?: { readonly max: number; done(read: Read): void };
@@ -139,10 +157,23 @@ export class ReverseProxy {
         // Connection is hop-by-hop: http-proxy would pass the upstream's on (or add keep-alive),
         // and an explicit field overrides Node's own choice (a drain, a client that closes).
         proxyRes.headers.connection = res.shouldKeepAlive ? 'keep-alive' : 'close';
+        if (flight?.gater) this.#gated(proxyRes, res, (flight.gate = flight.gater(proxyRes)));
       },
     );
     // Errors also reach each request's callback below; this listener keeps one from crashing.
     this.#proxy.on('error', () => undefined);
+  }
+
+  /** Writes the answer as `gate` says, its body through the gate's steps. */
+  #gated(answer: IncomingMessage, res: ServerResponse, gate: Gate): void {
+    res.statusCode = answer.statusCode ?? 502;
+    if (answer.statusMessage) res.statusMessage = answer.statusMessage;
+    for (const [name, value] of Object.entries(gate.headers)) {
+      if (value !== undefined && !HOP_BY_HOP.has(name)) res.setHeader(name, value);
+    }
+    res.setHeader('connection', answer.headers.connection ?? 'close');
+    // An error anywhere (a step's cut, an upstream gone, a client gone) ends all three.
+    pipeline([answer, ...gate.steps, res], () => undefined);
   }
 
   get upstream(): string {
@@ -181,21 +212,28 @@ export class ReverseProxy {
     body: Buffer | null,
     watcher?: Watcher,
     flow?: Flow,
+    gater?: Gater,
   ): Promise<{ transfer: Transfer; failure?: Failure }> {
-    const flight: Flight = { body, watcher, bytesDown: 0 };
+    const flight: Flight = { body, watcher, bytesDown: 0, ...(gater ? { gater } : {}) };
     this.#attach(flow, res);
     const bytesUp = body?.length ?? 0;
     return new Promise((resolve) => {
       res.once('close', () => {
-        const transfer = { status: res.statusCode, bytesUp, bytesDown: flight.bytesDown };
+        const refused = flight.gate?.refused?.() ?? null;
+        const transfer = {
+          status: res.statusCode,
+          bytesUp,
+          bytesDown: flight.bytesDown,
+          ...(refused === null ? {} : { error: refused }),
+        };
         const failed = flight.watch?.end() ?? false;
         const done = (f: boolean) =>
-          resolve({ transfer: f ? { ...transfer, failed: true } : transfer });
+          resolve({ transfer: f || refused !== null ? { ...transfer, failed: true } : transfer });
         // A decoded answer's verdict waits for its decoder; a plain one is known now.
         if (typeof failed === 'boolean') done(failed);
         else void failed.then(done);
       });
-      this.#send(req, res, flight, false, (failure) => {
+      this.#send(req, res, flight, gater !== undefined, (failure) => {
         if (res.headersSent) {
           res.destroy();
           resolve({

@@ -8,6 +8,8 @@ import type { BridgeContext, BridgeRequest } from './bridge-calls.js';
 import { admitMessage, callOutcome, judgeCall } from './bridge-calls.js';
 import { presence } from './context.js';
 import { mcpAnswerWatch } from './mcp-answer.js';
+import type { Owed } from './answer-gate.js';
+import { answerGate } from './answer-gate.js';
 import type { EventInput } from '../event/event.js';
 import type { JsonRpcId, McpCall, McpInvalid } from './mcp.js';
 import { INVALID_REQUEST, jsonRpcError, readMcpMessage, REFUSED, resolveCall } from './mcp.js';
@@ -220,18 +222,21 @@ async function forward(
   watcher?: Watcher,
 ): Promise<Transfer> {
   const flow = ctx.pipeline.sessionFlow('tool', who.session, m.what, rid);
+  const ask = {
+    source: 'bridge',
+    ...who,
+    method: req.method ?? '',
+    target: req.url ?? '/',
+  } as const;
+  const dropped = (why: string) => void ctx.pipeline.refusal(ask, 502, why);
   try {
     const watch = ctx.sessions.issuing(who.session, watcher);
     const { transfer, failure } =
       m.what === 'tools/list' && m.request
         ? await toolList(ctx, proxy, { req, res, who, start }, m, flow)
-        : await proxy.forward(req, res, m.body, watch, flow);
+        : await proxy.forward(req, res, m.body, watch, flow, answerGate(owed(m), dropped));
     if (failure) {
-      ctx.pipeline.refusal(
-        { source: 'bridge', ...who, method: req.method ?? '', target: req.url ?? '/' },
-        failure.status,
-        failure.reason,
-      );
+      ctx.pipeline.refusal(ask, failure.status, failure.reason);
       const text = jsonRpcError(m.id, UPSTREAM_FAILED, `trajgate: ${failure.reason}`);
       answer(res, failure.status, text);
     }
@@ -240,6 +245,9 @@ async function forward(
     flow.end();
   }
 }
+
+/** Whom `m`'s answer may carry a response to: its request, or nobody (GET, a notification). */
+const owed = (m: Outgoing): Owed => (m.request ? { id: m.id } : null);
 
 function answer(res: ServerResponse, status: number, text: string): void {
   res.writeHead(status, {

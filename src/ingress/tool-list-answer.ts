@@ -57,8 +57,17 @@ export function readToolList(answer: WholeAnswer, id: JsonRpcId, max: number): T
 }
 
 function fromStream(stream: SseStream, id: JsonRpcId, type: string): ToolListRead {
+  const messages = stream.events.map((e) => (e.data === null ? undefined : parsed(e.data)));
+  // Only this request's response belongs here (answer-gate.ts): a client would take another.
+  const other = messages.find((m) => Array.isArray(m) || (answers(m) && m.id !== id));
+  if (other !== undefined)
+    return bad(
+      Array.isArray(other)
+        ? 'holds a JSON-RPC batch'
+        : `holds a response to another request (id ${JSON.stringify((other as Response).id)})`,
+    );
   const answering = stream.events.flatMap((event, i) => {
-    const message = event.data === null ? undefined : parsed(event.data);
+    const message = messages[i];
     return isResponse(message) && message.id === id ? [{ event, i, message }] : [];
   });
   if (answering.length === 0) return bad('holds no JSON-RPC response to the request');
@@ -111,6 +120,11 @@ function isResponse(m: unknown): m is Response {
   if (typeof m !== 'object' || m === null || Array.isArray(m)) return false;
   const r = m as Record<string, unknown>;
   return r.jsonrpc === '2.0' && 'id' in r && !('method' in r) && 'result' in r !== 'error' in r;
+}
+
+/** Anything a client could take for a response: an object with a `result` or an `error`. */
+function answers(m: unknown): m is { id?: unknown } {
+  return typeof m === 'object' && m !== null && ('result' in m || 'error' in m);
 }
 
 function parsed(text: string): unknown {
