@@ -17,7 +17,7 @@ interface Reader {
  * Watches the answer to a `tools/call` as it passes to the client: a failure is an upstream
  * status ≥ 400, a JSON-RPC `error` or `result.isError: true`, in an `application/json` body
  * or in a Server-Sent Events stream. Nothing is held back or kept but a few bytes of state; a
- * compressed answer is decoded beside it (the client gets the upstream's bytes).
+ * compressed answer is decoded beside it (what the client gets is answer-gate.ts's).
  */
 export function mcpAnswerWatch(answer: IncomingMessage): AnswerWatch {
   const status = answer.statusCode ?? 0;
