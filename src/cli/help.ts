@@ -120,6 +120,17 @@ const COMMANDS: Record<string, CommandHelp> = {
     example:
       'trajgate state rebuild --from /data/a/journal.jsonl /data/b/journal.jsonl --config trajgate.yaml',
   },
+  learn: {
+    usage: ['trajgate learn --from JOURNAL… [--agent ID] [--json]'],
+    about:
+      "Proposes the least-privilege allow entries that would have admitted every network request the journals show allowed or approved (allowlist, approvals, approve-once) and none they show refused (denied, deny patterns, REVIEW or PAUSE never approved): METHOD scheme://host/path-prefix where the request was visible, host:port for a blind tunnel. Prints a YAML patch for the config (network.allow, or with --agent that agent's allow), each entry with its count and the first and last time seen, and the requests no entry can admit without a refused one. Reads the journals (rotated files too) and changes nothing.",
+    options: [
+      ['--from JOURNAL…', 'the journals (their rotated files are read too)'],
+      ['--agent ID', "only this agent's session: entries for agents[].allow"],
+      ['--json', 'the proposal as JSON'],
+    ],
+    example: 'trajgate learn --from /data/journal.jsonl --agent agent-1 > patch.yaml',
+  },
   env: {
     usage: [
       'trajgate env [AGENT] [--config FILE] [--host NAME] [--format shell|compose|json] [--ca-path PATH]',

@@ -100,6 +100,8 @@ async function main(argv: string[]): Promise<number> {
         return (await import('./verify.js')).verify(rest, print, log);
       case 'state':
         return await (await import('./state.js')).state(rest, print, log);
+      case 'learn':
+        return (await import('./learn.js')).learn(rest, print, log);
       case 'env':
         return await (await import('./env.js')).env(rest, print, log);
       case 'sessions':
