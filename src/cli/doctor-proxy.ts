@@ -1,5 +1,6 @@
 import { request } from 'node:http';
-import { createServer } from 'node:net';
+import type { Socket } from 'node:net';
+import { connect, createServer } from 'node:net';
 import type { HostPort } from '../config/formats.js';
 import { formatHostPort } from '../config/formats.js';
 import { AddressPolicy } from '../action/addresses.js';
@@ -45,8 +46,20 @@ function viaProxy(ctx: DoctorContext, url: string): Promise<Answer> {
   });
 }
 
-/** A loopback port nothing listens on now: bound, read, closed. */
-function unusedPort(host: string): Promise<number> {
+/**
+ * Port 80 when nothing listens there (a pattern naming no port covers 80 and 443), else a port
+ * nothing listens on now (bound, read, closed): the probe reaches no service if let through.
+ */
+async function probePort(host: string): Promise<number> {
+  const free = await new Promise<boolean>((resolve) =>
+    connect(80, host)
+      .once('connect', function (this: Socket) {
+        this.destroy();
+        resolve(false);
+      })
+      .once('error', (err: NodeJS.ErrnoException) => resolve(err.code === 'ECONNREFUSED')),
+  );
+  if (free) return 80;
   return new Promise((resolve, reject) => {
     const s = createServer();
     s.once('error', reject);
@@ -83,7 +96,7 @@ export async function unlistedRefused(ctx: DoctorContext): Promise<Check> {
   const check = 'unlisted-refused';
   const policy = new AddressPolicy(ctx.config.network.allowPrivate);
   const host = LOOPBACKS.find((a) => !policy.check(a).allowed) ?? '127.0.0.1';
-  const at: HostPort = { host, port: await unusedPort(host === '::1' ? '::1' : '127.0.0.1') };
+  const at: HostPort = { host, port: await probePort(host) };
   const url = `http://${formatHostPort(at)}/trajgate-doctor`;
   const a = await probe(ctx, url);
   const refused = refusal(a);

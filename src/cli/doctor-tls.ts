@@ -13,7 +13,10 @@ const OTHER_HOST = 'trajgate-doctor.invalid';
 
 /** A concrete name an intercept pattern covers, and its port: a wildcard's own label added. */
 export function interceptedName(p: NetworkPattern): { host: string; port: number } {
-  return { host: p.wildcard ? `trajgate-doctor.${p.host}` : p.host, port: p.ports[0] ?? 443 };
+  return {
+    host: p.wildcard ? `trajgate-doctor.${p.host}` : p.host,
+    port: p.portNamed ? (p.ports[0] as number) : 443,
+  };
 }
 
 /** Node: CONNECT through HTTPS_PROXY, then a TLS handshake with Node's roots + NODE_EXTRA_CA_CERTS. */
