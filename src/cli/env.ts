@@ -95,7 +95,11 @@ function givenHost(host: string): string {
 }
 
 /** A listener as agents reach it: `--host` for its host, its port as configured. */
-function reached(config: OperatorConfig, which: 'proxy' | 'bridge', host?: string): HostPort {
+export function reached(
+  config: OperatorConfig,
+  which: 'proxy' | 'bridge',
+  host?: string,
+): HostPort {
   const at = config.listen[which];
   const key = `listen.${which} (${formatHostPort(at)}) in ${config.source}`;
   if (at.port === 0)
@@ -152,7 +156,7 @@ function agentOf(
  * The CA certificate and the bundle as the agent sees them: in the CA folder (tls.ca), or
  * beside `--ca-path`. The bundle is (re)written beside the CA here, ready to mount.
  */
-function caFiles(
+export function caFiles(
   config: OperatorConfig,
   caPath: string | undefined,
   warn: (line: string) => void,

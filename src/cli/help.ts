@@ -156,6 +156,17 @@ const COMMANDS: Record<string, CommandHelp> = {
     example:
       'trajgate env agent-1 --config trajgate.yaml   (in sh: eval "$(trajgate env agent-1 --config trajgate.yaml)")',
   },
+  doctor: {
+    usage: ['trajgate doctor [--config FILE] [--agent ID] [--json]'],
+    about:
+      "A live self-test of the running gateway and this machine, one line per check (`ok   name: detail` or `FAIL name: why and what to do`), exit 1 if any fails: an unlisted loopback host and the admin listener are refused through the proxy; with tls.intercept, curl, git, Node and Python verify the gateway's certificate for an intercepted name with the variables `trajgate env` prints (a CONNECT and a handshake; nothing is sent on); the journal is writable and its chain verifies; the store answers; the gateway's and Redis's clocks agree with this one; the open-files limit covers limits.maxConnections; trajgate's data lies outside every workspace. Needs the admin token (as the operator commands do). Its probes go as a session of its own (from 127.84.71.68 without agents, else the agent `doctor`) whose counts it resets after each (docs/doctor.md).",
+    options: [
+      ['--config FILE', "the gateway's config (default: embedded)"],
+      ['--agent ID', 'the agent the probes go as (default: doctor); its counts are reset'],
+      ['--json', 'an array of {check, ok, detail}'],
+    ],
+    example: 'trajgate doctor --config trajgate.yaml',
+  },
   connect: {
     usage: ['trajgate connect HOST PORT'],
     about:

@@ -104,6 +104,8 @@ async function main(argv: string[]): Promise<number> {
         return (await import('./learn.js')).learn(rest, print, log);
       case 'env':
         return await (await import('./env.js')).env(rest, print, log);
+      case 'doctor':
+        return await (await import('./doctor.js')).doctor(rest, print);
       case 'sessions':
       case 'events':
       case 'approve':

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { request } from 'undici';
 import { formatHostPort } from '../config/formats.js';
+import type { OperatorConfig } from '../config/operator-config.js';
 import { loadOperatorConfig, needSet } from '../config/operator-config.js';
 import { errnoCode, TrajgateError } from '../errors.js';
 import { adminTokenFile } from '../review/admin-token.js';
@@ -178,8 +179,12 @@ export async function operator(
   return 0;
 }
 
-function adminClient(admin: string | undefined, configFile: string | undefined) {
-  const config = loadOperatorConfig(configFile);
+/** The admin API as the config (or --admin) places it, with the operator's token. */
+export function adminClient(
+  admin: string | undefined,
+  configFile: string | undefined,
+  config: OperatorConfig = loadOperatorConfig(configFile),
+) {
   const base = admin ?? `http://${formatHostPort(config.listen.admin)}`;
   const file = adminTokenFile(config);
   if (process.env.TRAJGATE_ADMIN_TOKEN === undefined)
@@ -195,24 +200,33 @@ function adminClient(admin: string | undefined, configFile: string | undefined) 
       );
     }
   }
+  /** One request with the token; an unreachable listener says where and what to do. */
+  async function send(method: 'GET' | 'POST' | 'DELETE', path: string, body?: object) {
+    try {
+      return await request(new URL(path, base), {
+        method,
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+        headersTimeout: 10_000,
+        bodyTimeout: 10_000,
+      });
+    } catch (err) {
+      const code = errnoCode(err) ?? (err as Error).message;
+      throw new TrajgateError(
+        'E_ADMIN_API',
+        `cannot reach trajgate's admin API at ${base} (${code}): is \`trajgate start\` running? Use --admin URL to point elsewhere`,
+      );
+    }
+  }
   return {
+    base,
+    /** A GET answered as it came (status, headers, text): /metrics, the Date header. */
+    async raw(path: string) {
+      const res = await send('GET', path);
+      return { status: res.statusCode, headers: res.headers, text: await res.body.text() };
+    },
     async call(method: 'GET' | 'POST' | 'DELETE', path: string, body?: object): Promise<unknown> {
-      let res;
-      try {
-        res = await request(new URL(path, base), {
-          method,
-          headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-          ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-          headersTimeout: 10_000,
-          bodyTimeout: 10_000,
-        });
-      } catch (err) {
-        const code = errnoCode(err) ?? (err as Error).message;
-        throw new TrajgateError(
-          'E_ADMIN_API',
-          `cannot reach trajgate's admin API at ${base} (${code}): is \`trajgate start\` running? Use --admin URL to point elsewhere`,
-        );
-      }
+      const res = await send(method, path, body);
       const text = await res.body.text();
       let value: { error?: { message: string; details?: string[] } };
       try {
