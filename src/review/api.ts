@@ -134,13 +134,13 @@ export class Api {
         `field "amount" must be a whole number of at least 1, got ${describeValue(amount)}`,
       );
     const done = operate(() => this.sessions.topUp(id, budget, amount as number, by));
-    const use = this.views.budgets(id).find((b) => b.name === budget);
-    const resumed = done !== null;
     const pausedAgain = done === null ? null : await this.#judged(id, done);
+    // Read once what the resume let go was judged: it counts toward the budget.
+    const use = this.views.budgets(id).find((b) => b.name === budget);
     return {
       budget: use ?? null,
       amount: amount as number,
-      resumed,
+      resumed: done !== null,
       released: done?.released ?? 0,
       pausedAgain,
     };
