@@ -2,6 +2,7 @@
 // flags it, the pause record, what is held, the actions, and what allows or denies it.
 
 import { Actions } from './actions.js';
+import { topUpSection } from './top-up.js';
 import type { ActionsOptions } from './actions.js';
 import { call, sessionPath } from './api.js';
 import { ApprovalsCard } from './approvals.js';
@@ -473,6 +474,7 @@ export class SessionPage {
           ...toolChangeRows(p, factRow),
         ),
         toolChangeSection(p, this.actions),
+        topUpSection(d, this.actions),
         p.restored
           ? h('p', {
               class: 'notice',
