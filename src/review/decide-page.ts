@@ -161,8 +161,8 @@ function what(
     case 'topup': {
       const budget = pause.trigger.rule?.name ?? '';
       return {
-        title: `Top up ${budget} by ${claims.amount}`,
-        note: `Raise this session's limit of budget ${budget} by ${claims.amount} in its current window and resume it; the ${requests(held.length)} are judged again, and one past the new limit pauses it again.`,
+        title: `Top up ${budget} by ${claims.amount ?? 0}`,
+        note: `Raise this session's limit of budget ${budget} by ${claims.amount ?? 0} in its current window and resume it; the ${requests(held.length)} are judged again, and one past the new limit pauses it again.`,
       };
     }
     case 'deny':

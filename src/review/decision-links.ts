@@ -38,8 +38,8 @@ export interface Claims {
   readonly rids: readonly number[];
   /** The gateway holding them, when several share the state (their rids are its own). */
   readonly at: string | null;
-  /** A top-up's amount (the budget's own limit when the link was made); 0 for the others. */
-  readonly amount: number;
+  /** A top-up's amount (the budget's own limit when the link was made); absent for the others. */
+  readonly amount?: number;
 }
 
 export interface PauseLinks {
@@ -51,8 +51,12 @@ export interface PauseLinks {
   /** Null when the trigger has no approvable pattern. */
   readonly approvePattern: string | null;
   readonly approveReset: string | null;
-  /** For a budget's pause: raise it by its own limit and resume. */
-  readonly topUp: { readonly url: string; readonly budget: string; readonly amount: number } | null;
+  /** For a budget's pause: raise it by its own limit and resume (null, or absent, otherwise). */
+  readonly topUp?: {
+    readonly url: string;
+    readonly budget: string;
+    readonly amount: number;
+  } | null;
   readonly deny: string;
   readonly suggestion: Suggestion | null;
   readonly expiresAt: string;
@@ -145,7 +149,7 @@ export class DecisionLinks {
     const { session, pausedAt, trigger, action, expiresAt, rids, at, amount } = claims;
     // A top-up's amount rides as an eighth field; other links keep the seven they had.
     const fields = [session, pausedAt, trigger, action, expiresAt, rids, at];
-    const json = JSON.stringify(action === 'topup' ? [...fields, amount] : fields);
+    const json = JSON.stringify(action === 'topup' ? [...fields, amount ?? 0] : fields);
     const payload = Buffer.from(json, 'utf8').toString('base64url');
     return `${payload}.${this.#mac(payload).toString('base64url')}`;
   }
@@ -258,7 +262,7 @@ export class DecisionLinks {
         };
       } else if (action === 'topup') {
         const budget = pause.trigger.rule?.name ?? '';
-        const { amount } = claims;
+        const amount = claims.amount ?? 0;
         const resumed = sessions.topUp(session, budget, amount, by);
         decided = {
           decided: action,
