@@ -87,8 +87,18 @@ describe('a budget paused, topped up, paused again, rebuilt after kill -9', () =
     });
     expect(await budget(g)).toMatchObject({ used: 5, limit: 5, toppedUp: 2, within: '1h' });
 
-    // An unknown budget or a bad amount changes nothing.
+    // An unknown budget or a bad amount changes nothing, from the CLI or the API.
     const before = readRecords(journal).length;
+    const cli = (...args: string[]) =>
+      runCliAsync(['topup', ...args, '--admin', `http://127.0.0.1:${g.adminPort}`], {
+        env: { TRAJGATE_ADMIN_TOKEN: ADMIN },
+      });
+    const typo = await cli(ID, 'call');
+    expect(typo.stderr).toContain('no budget "call" (budgets: calls)');
+    expect(typo.status).toBe(2);
+    const nonsense = await cli(ID, 'calls', '+1x');
+    expect(nonsense.stderr).toContain('the amount must be +N, a whole number of at least 1');
+    expect(nonsense.status).toBe(2);
     const unknown = await api.post(`/api/sessions/${ID}/topup`, { budget: 'call', amount: 1 });
     expect(unknown.status).toBe(404);
     expect(unknown.json.error.message).toBe('no budget "call" in policy.budgets (budgets: calls)');
