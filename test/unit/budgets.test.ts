@@ -7,7 +7,10 @@ import type { Source } from '../../src/event/event.js';
 import { normalizeEvent } from '../../src/event/normalize.js';
 import { compilePolicy } from '../../src/guard/compile.js';
 import { formatVerdict, Guard } from '../../src/guard/guard.js';
+import type { EncodedSession } from '../../src/guard/state-codec.js';
 import { decodeSession, encodeSession } from '../../src/guard/state-codec.js';
+import { MemoryStore } from '../../src/guard/store.js';
+import { restoreGuard } from '../../src/review/snapshot.js';
 import { recordFields } from '../../src/journal/json.js';
 import { applyRecord } from '../../src/journal/rebuild.js';
 import type { JournalRecord, Unstamped } from '../../src/journal/records.js';
@@ -225,9 +228,18 @@ describe('budgets in the guard', () => {
     const rebuilt = guardFor(budgets);
     for (const record of journal) applyRecord(rebuilt, record);
     expect(stateOf(rebuilt)).toEqual(stateOf(guard));
-    // A snapshot's encoding keeps it whole.
-    const [id, encoded] = stateOf(guard)[0] as [string, unknown];
+    // A snapshot keeps it whole: encoded, then restored into a fresh guard.
+    const [id, encoded] = stateOf(guard)[0] as [string, EncodedSession];
     expect(encodeSession(decodeSession(JSON.parse(JSON.stringify(encoded)), id))).toEqual(encoded);
+    const store = new MemoryStore();
+    const restored = new Guard(guardFor(budgets).policy, store);
+    const snapshot = {
+      sessions: [[id, JSON.parse(JSON.stringify(encoded))]],
+      approvals: [],
+      denies: [],
+    };
+    restoreGuard(snapshot as never, restored, store);
+    expect(stateOf(restored)).toEqual(stateOf(guard));
   });
 
   it('a top-up of a budget not configured is E_UNKNOWN_BUDGET naming those there are', () => {
