@@ -93,6 +93,10 @@ describe('a budget paused, topped up, paused again, rebuilt after kill -9', () =
       runCliAsync(['topup', ...args, '--admin', `http://127.0.0.1:${g.adminPort}`], {
         env: { TRAJGATE_ADMIN_TOKEN: ADMIN },
       });
+    const listed = await runCliAsync(['sessions', '--admin', `http://127.0.0.1:${g.adminPort}`], {
+      env: { TRAJGATE_ADMIN_TOKEN: ADMIN },
+    });
+    expect(listed.stdout).toContain('PAUSED (budget calls)');
     const typo = await cli(ID, 'call');
     expect(typo.stderr).toContain('no budget "call" (budgets: calls)');
     expect(typo.status).toBe(2);
