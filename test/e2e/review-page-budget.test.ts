@@ -25,6 +25,7 @@ describe('review page: top up a budget', () => {
     const { page, dialogs, errors, offLoopback } = await openBrowser();
     await page.goto(`${pageUrl(g)}#/session/agent-1`);
     await signIn(page, ADMIN);
+    await textOf(page.locator('dl.facts').first(), /Boundarybudget calls/);
     const section = page.getByRole('region', { name: 'Budget' });
     await textOf(section, /Budget calls/);
     await textOf(section, /2 of 2 requests used within 1h/);

@@ -454,7 +454,9 @@ export class SessionPage {
           h('dd', {
             // A rule's name stands where a boundary would; its count is the crossing's.
             text: p.trigger.rule
-              ? `${p.boundary ?? '—'} (a trajectory rule)`
+              ? p.boundary === 'budget'
+                ? `budget ${p.trigger.rule.name}`
+                : `${p.boundary ?? '—'} (a trajectory rule)`
               : `${p.boundary ?? '—'} (count ${p.count})`,
           }),
           h('dt', { text: 'Reason' }),
