@@ -5,6 +5,7 @@ import { adminClient, agentAuth, viaProxy } from '../helpers/admin.js';
 import type { ChildGateway } from '../helpers/child-gateway.js';
 import { startChild, tempConfig } from '../helpers/child-gateway.js';
 import { runCliAsync } from '../helpers/cli.js';
+import { curl } from '../helpers/curl.js';
 import { readRecords } from '../helpers/gateway.js';
 import { startUpstream } from '../helpers/upstream.js';
 import { waitFor } from '../helpers/wait.js';
@@ -19,11 +20,22 @@ const upstream = await startUpstream();
 const ID = 'agent-1';
 const TOKEN = 'agent-1-token-0123456789abcdef';
 const ADMIN = 'admin-token-0123456789abcdef';
+const UPLOADER = 'agent-2';
+const UPLOADER_TOKEN = 'agent-2-token-0123456789abcdef';
 const { journal, config } = tempConfig({
   admin: { token: ADMIN },
-  agents: [{ id: ID, token: TOKEN }],
+  agents: [
+    { id: ID, token: TOKEN },
+    { id: UPLOADER, token: UPLOADER_TOKEN },
+  ],
   network: { allow: [`127.0.0.1:${upstream.port}`], allowPrivate: ['127.0.0.1/32'] },
-  policy: { budgets: [{ name: 'calls', requests: 3, within: '1h', verdict: 'PAUSE' }] },
+  policy: {
+    pause: 'hold',
+    budgets: [
+      { name: 'calls', requests: 3, within: '1h', verdict: 'PAUSE' },
+      { name: 'up', bytesUp: '20KB', within: '1h', verdict: 'REVIEW' },
+    ],
+  },
 });
 
 const get = (g: ChildGateway, path: string) =>
@@ -98,14 +110,16 @@ describe('a budget paused, topped up, paused again, rebuilt after kill -9', () =
     });
     expect(listed.stdout).toContain('PAUSED (budget calls)');
     const typo = await cli(ID, 'call');
-    expect(typo.stderr).toContain('no budget "call" (budgets: calls)');
+    expect(typo.stderr).toContain('no budget "call" (budgets: calls, up)');
     expect(typo.status).toBe(2);
     const nonsense = await cli(ID, 'calls', '+1x');
     expect(nonsense.stderr).toContain('the amount must be +N, a whole number of at least 1');
     expect(nonsense.status).toBe(2);
     const unknown = await api.post(`/api/sessions/${ID}/topup`, { budget: 'call', amount: 1 });
     expect(unknown.status).toBe(404);
-    expect(unknown.json.error.message).toBe('no budget "call" in policy.budgets (budgets: calls)');
+    expect(unknown.json.error.message).toBe(
+      'no budget "call" in policy.budgets (budgets: calls, up)',
+    );
     const bad = await api.post(`/api/sessions/${ID}/topup`, { budget: 'calls', amount: -1 });
     expect(bad.status).toBe(400);
     expect(bad.json.error.message).toContain('field "amount" must be a whole number of at least 1');
@@ -125,5 +139,25 @@ describe('a budget paused, topped up, paused again, rebuilt after kill -9', () =
     expect((pauses()[2] as PauseRecord).reason).toContain('6 of 6 requests used');
     await g.kill('SIGKILL');
     await third.catch(() => undefined);
+  });
+
+  it('bytes sent up reach a bytesUp budget: the next request is a REVIEW naming it', async () => {
+    const g = await startChild(config, 20_000);
+    const auth = agentAuth(UPLOADER, UPLOADER_TOKEN);
+    const body = 'x'.repeat(25_000);
+    const url = `${upstream.url}/bulk`;
+    const up = await curl(['-s', '-x', g.proxyUrl, ...auth, '--data-binary', body, url]);
+    expect(up.status).toBe(200);
+    const next = await viaProxy(g.proxyUrl, `${upstream.url}/after`, auth);
+    expect(next.status).toBe(403);
+    expect(next.headers['x-trajgate-verdict']).toBe('REVIEW; boundary=budget');
+    const last = readRecords(journal)
+      .filter((r) => r.type === 'event' && r.session === UPLOADER)
+      .at(-1);
+    expect(last).toMatchObject({ verdict: 'REVIEW', boundary: 'budget', rule: { name: 'up' } });
+    expect((last as { reason: string }).reason).toMatch(
+      /budget up: network to .* after \d+ of 20000 bytes sent up within 1h/,
+    );
+    await g.kill('SIGTERM');
   });
 });

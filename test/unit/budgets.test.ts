@@ -40,6 +40,8 @@ interface Step {
   reason?: string;
   /** Bytes the last request sent up (its outcome), as its total so far. */
   bytesUp?: number;
+  /** What the outcome answers: open flows are judged again (a budget was reached). */
+  rejudge?: boolean;
   topUp?: [string, number];
   resume?: true;
   /** Budget name → used, after the step. */
@@ -94,7 +96,8 @@ function run(budgets: object[], steps: Step[]): { guard: Guard; journal: Journal
       if (step.rule !== undefined) expect(d.rule?.name ?? null, `${at} rule`).toBe(step.rule);
       if (step.reason !== undefined) expect(d.reason, `${at} reason`).toContain(step.reason);
     } else if (step.bytesUp !== undefined) {
-      guard.outcome('s', last, { failed: false, bytesUp: step.bytesUp, ts });
+      const again = guard.outcome('s', last, { failed: false, bytesUp: step.bytesUp, ts });
+      if (step.rejudge !== undefined) expect(again, `${at} rejudge`).toBe(step.rejudge);
       const outcome = { type: 'outcome' as const, rid: last, session: 's', status: 200 };
       journal.push(
         line(seq, ts, { ...outcome, bytesUp: step.bytesUp, bytesDown: 0, durationMs: 1 }),
@@ -194,10 +197,10 @@ const CASES: [string, object[], Step[]][] = [
     [{ name: 'up', bytesUp: '1KB', within: '1h' }],
     [
       { net: API, expect: 'ALLOW' },
-      { bytesUp: 600, used: { up: 600 } },
-      { bytesUp: 700, used: { up: 700 } },
+      { bytesUp: 600, used: { up: 600 }, rejudge: false },
+      { bytesUp: 700, used: { up: 700 }, rejudge: false },
       { net: API, expect: 'ALLOW' },
-      { bytesUp: 300, used: { up: 1000 } },
+      { bytesUp: 300, used: { up: 1000 }, rejudge: true },
       { tool: 'a', expect: 'ALLOW' },
       { net: API, expect: 'PAUSE: budget', reason: '1000 of 1000 bytes sent up within 1h' },
       { topUp: ['up', 500] },
