@@ -50,6 +50,7 @@ export const ERRORS = {
   E_UNKNOWN_APPROVAL: { status: 404, exit: null },
   E_UNKNOWN_CREDENTIAL: { status: 404, exit: null },
   E_UNKNOWN_SERVER: { status: 404, exit: null },
+  E_UNKNOWN_BUDGET: { status: 404, exit: null },
   E_NOT_PENDING: { status: 409, exit: null },
   E_TOOL_CHANGED: { status: 409, exit: null },
   E_CONFIG_APPROVAL: { status: 409, exit: null },

@@ -86,6 +86,13 @@ export interface EventRecord extends RecordBase {
    * sent up by then, as the guard counted them (replay and restart count them before judging).
    */
   readonly sentUp?: number;
+  /**
+   * What it counted toward each budget (`policy.budgets`): the window's start (ms), what it
+   * used after this event, a host it added.
+   */
+  readonly budgeted?: Readonly<
+    Record<string, { readonly start: number; readonly used: number; readonly host?: string }>
+  >;
   /** Credentials this request carried to their own hosts: their sentinels swapped for values. */
   readonly credentials?: readonly string[];
   /** A credential's sentinel found where it does not belong (boundary `credential-exfiltration`). */
@@ -402,6 +409,33 @@ export interface SessionDetail extends SessionView {
   readonly handshakes: { readonly refused: number; readonly recent: readonly HandshakeView[] };
   /** The credentials its traffic carried: uses, hosts, exfiltrations, the first event. */
   readonly credentials: readonly CredentialUseView[];
+  /** Each configured budget (`policy.budgets`) as the session uses it now. */
+  readonly budgets: readonly BudgetView[];
+}
+
+/** A budget of a session: its window now, what it used of its limit (topped up included). */
+export interface BudgetView {
+  readonly name: string;
+  readonly measure: 'requests' | 'bytesUp' | 'toolCalls' | 'hosts';
+  /** The budget's own limit plus the session's top-ups in this window. */
+  readonly limit: number;
+  readonly toppedUp: number;
+  readonly used: number;
+  readonly within: string;
+  readonly verdict: Verdict;
+  /** When the window opened and ends; null when none is open (the next use opens one). */
+  readonly windowStart: string | null;
+  readonly windowEnds: string | null;
+}
+
+/** `POST /api/sessions/:id/topup`: the budget now, and the resume it made (if it paused). */
+export interface TopUpAnswer {
+  readonly budget: BudgetView | null;
+  readonly amount: number;
+  /** A budget had paused the session: it was resumed, its held requests judged again. */
+  readonly resumed: boolean;
+  readonly released: number;
+  readonly pausedAgain: PausedAgain | null;
 }
 
 /**

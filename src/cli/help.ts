@@ -244,6 +244,13 @@ const COMMANDS: Record<string, CommandHelp> = {
     options: OPERATOR_OPTIONS,
     example: 'trajgate deny agent-1',
   },
+  topup: {
+    usage: ['trajgate topup SESSION BUDGET [+N] [--json]'],
+    about:
+      "Raises the session's limit of a budget (policy.budgets) by N in its current window; without N by the budget's own limit. N takes a byte unit for a bytesUp budget (+10MB). A session the budget paused resumes, its held requests judged again: one still past a budget pauses it again.",
+    options: OPERATOR_OPTIONS,
+    example: 'trajgate topup agent-1 calls +100',
+  },
   credentials: {
     usage: [
       'trajgate credentials [--json]',

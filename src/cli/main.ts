@@ -111,6 +111,7 @@ async function main(argv: string[]): Promise<number> {
       case 'approve':
       case 'resume':
       case 'deny':
+      case 'topup':
       case 'revoke':
       case 'deny-pattern':
       case 'reload':

@@ -5,9 +5,21 @@ import { resolvedSuffix } from '../review/resolved-text.js';
 import type { EventsPage, PausedAgain } from '../wire.js';
 import { table } from './table.js';
 
-/** A sequence rule's earlier event, after the rule's name: ` after #41`. */
-const after = (rule: { after?: number } | null | undefined) =>
-  rule?.after === undefined ? '' : ` after #${rule.after}`;
+/**
+ * After the boundary: a sequence rule's earlier event (` after #41`), or the budget a
+ * `budget` pause names (` calls`).
+ */
+const after = (
+  rule: { name: string; after?: number } | null | undefined,
+  boundary: string | null,
+) =>
+  rule == null
+    ? ''
+    : rule.after !== undefined
+      ? ` after #${rule.after}`
+      : rule.name !== boundary
+        ? ` ${rule.name}`
+        : '';
 
 /** The operator commands' tables (cells made safe for a terminal by `table`). */
 export function sessionsTable(sessions: SessionView[]): string {
@@ -17,7 +29,7 @@ export function sessionsTable(sessions: SessionView[]): string {
     sessions.map((s) => [
       s.id,
       s.state === 'paused'
-        ? `PAUSED (${s.pausedBy ?? '?'}${after(s.pausedRule)})`
+        ? `PAUSED (${s.pausedBy ?? '?'}${after(s.pausedRule, s.pausedBy)})`
         : s.state === 'flagged'
           ? `FLAGGED (${s.flagged} review${s.flagged === 1 ? '' : 's'})`
           : 'active',
@@ -77,7 +89,7 @@ function eventRow(e: EventRecord): string[] {
     e.ts,
     e.verdict === 'ALLOW'
       ? 'ALLOW'
-      : `${e.verdict}${e.boundary ? `: ${e.boundary}` : ''}${after(e.rule)}`,
+      : `${e.verdict}${e.boundary ? `: ${e.boundary}` : ''}${after(e.rule, e.boundary)}`,
     e.kind,
     `${e.method ? `${e.method} ` : ''}${e.target}${resolvedSuffix(e)}${ran(e)}`,
     e.reason,

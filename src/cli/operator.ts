@@ -13,6 +13,7 @@ import { allSessions } from './all-sessions.js';
 import { approveOnce } from './approve-once.js';
 import { credentials } from './credentials.js';
 import { tools } from './tools.js';
+import { topUp } from './topup.js';
 import { usageOf } from './help.js';
 import { eventsTable, pausedAgainLine, sessionsTable, withHints } from './operator-tables.js';
 import { terminalJson, terminalLines, terminalText } from './table.js';
@@ -137,6 +138,9 @@ export async function operator(
     }
     case 'credentials':
       result = await credentials(client.call, positionals, values.json ? null : write);
+      break;
+    case 'topup':
+      result = await topUp(client.call, positionals, values.json ? null : write);
       break;
     case 'tools':
       result = await tools(client.call, positionals, values.digest, values.json ? null : write);
@@ -269,6 +273,8 @@ function wanted(
       return given === 0 ? 0 : 2;
     case 'tools':
       return given <= 2 ? given : 2;
+    case 'topup':
+      return given === 2 || given === 3 ? given : 3;
     case 'sessions':
     case 'reload':
       return 0;

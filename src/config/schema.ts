@@ -5,6 +5,7 @@ import { isTrajgateError } from '../errors.js';
 import { parseNetworkPattern } from '../event/network-pattern.js';
 import { DEFAULT_LISTEN, parseCidr, parseHostPort } from './formats.js';
 import { checkCrossings, sequencesSchema } from './sequences-schema.js';
+import { budgetsSchema, checkBudgetNames } from './budgets-schema.js';
 import { journalSchema } from './journal-schema.js';
 import { protocolName } from '../http/upgrade-protocols.js';
 import { duration } from './duration-schema.js';
@@ -215,6 +216,7 @@ const fields = z.strictObject({
         .default(86_400_000),
       boundaries,
       sequences: sequencesSchema,
+      budgets: budgetsSchema,
     })
     .prefault({}),
   network: z
@@ -375,6 +377,9 @@ export const configSchema = fields.superRefine((raw, ctx) => {
   const bounds = Object.keys(raw.policy.boundaries);
   if (raw.bridge.unmapped !== 'allow' && !bounds.includes('tool')) bounds.push('tool');
   checkCrossings(raw.policy.sequences, bounds, ctx);
+  const taken = new Map(bounds.map((b) => [b, 'a boundary']));
+  for (const r of raw.policy.sequences) taken.set(r.name, 'a rule of policy.sequences');
+  checkBudgetNames(raw.policy.budgets, taken, ctx);
   const names = Object.keys(raw.roles);
   const known = names.length > 0 ? `roles: ${names.join(', ')}` : 'no roles are defined';
   raw.agents?.forEach((a, i) =>

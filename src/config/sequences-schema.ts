@@ -13,7 +13,7 @@ import { parseBytes, parseDuration } from './formats.js';
 export const MATCHERS = ['kind', 'target', 'failed', 'refused', 'crossing', 'approved'] as const;
 
 const KIND = /^[A-Za-z][A-Za-z0-9_-]{0,63}$/;
-const RULE_NAME = /^[A-Za-z0-9._-]{1,64}$/;
+export const RULE_NAME = /^[A-Za-z0-9._-]{1,64}$/;
 const EVENTS = /^(\d+) events?$/;
 /** A rule's `within`: a number of the session's events, or a time in ms; `text` as written. */
 export type Within =
@@ -75,7 +75,7 @@ const within = z.unknown().transform((text, ctx): Within => {
   return ms === undefined || ms <= 0 ? bad() : { ms, text };
 });
 
-const bytes = z.unknown().transform((value, ctx): { n: number; text: string } => {
+export const bytes = z.unknown().transform((value, ctx): { n: number; text: string } => {
   if (typeof value === 'number' && Number.isSafeInteger(value) && value >= 1)
     return { n: value, text: `${value}B` };
   const n = (typeof value === 'string' ? parseBytes(value) : undefined) ?? 0;
@@ -87,7 +87,7 @@ const bytes = z.unknown().transform((value, ctx): { n: number; text: string } =>
   return z.NEVER;
 });
 
-const duration = z.unknown().transform((value, ctx): { ms: number; text: string } => {
+export const windowDuration = z.unknown().transform((value, ctx): { ms: number; text: string } => {
   const ms = typeof value === 'string' ? parseDuration(value) : undefined;
   if (ms !== undefined && ms > 0) return { ms, text: value as string };
   ctx.addIssue({
@@ -106,7 +106,7 @@ const rule = z
     after: matcher.optional(),
     then: matcher.optional(),
     within: within.optional(),
-    volume: z.strictObject({ up: bytes, within: duration }).optional(),
+    volume: z.strictObject({ up: bytes, within: windowDuration }).optional(),
   })
   // Checked on what was given even when other keys are wrong: every problem at once.
   .check(z.superRefine(checkShape, { when: () => true }));
@@ -158,8 +158,8 @@ function checkTargets(
   });
 }
 
-/** Two rules with one name: the second is the error, naming the first. */
-function checkNames(value: unknown, ctx: z.RefinementCtx): void {
+/** Two rules with one name: the second is the error, naming the first (`key`: the list's). */
+export function checkNames(value: unknown, ctx: z.RefinementCtx, key = 'policy.sequences'): void {
   if (!Array.isArray(value)) return;
   const seen = new Map<string, number>();
   value.forEach((r: unknown, i) => {
@@ -171,7 +171,7 @@ function checkNames(value: unknown, ctx: z.RefinementCtx): void {
       ctx.addIssue({
         code: 'custom',
         path: [i, 'name'],
-        message: `duplicates policy.sequences[${first}] (${name})`,
+        message: `duplicates ${key}[${first}] (${name})`,
       });
   });
 }

@@ -15,9 +15,16 @@ export const CREDENTIAL_EXFILTRATION = 'credential-exfiltration';
  */
 export const TOOL_CHANGED = 'tool-changed';
 
+/**
+ * What a budget's pause is counted under (`PAUSE: budget`, `rule` naming the budget): a top-up
+ * is how it goes on, no approval covers it.
+ */
+export const BUDGET = 'budget';
+
 /** trajgate's boundaries: no config may name them, no approval suggested covers them. */
 export const OWN_BOUNDARIES: ReadonlySet<string> = new Set([
   TRAJGATE_FILES,
   CREDENTIAL_EXFILTRATION,
   TOOL_CHANGED,
+  BUDGET,
 ]);

@@ -90,7 +90,7 @@ export class IdleSweep {
         judging: flows.isJudging(session),
         lastActivity: review.activity(session)?.lastActivity ?? now,
       };
-      if (keptBecause(facts, rules, now, this.#idleMs) !== null) continue;
+      if (keptBecause(facts, rules, now, this.#idleMs, guard.policy.budgets) !== null) continue;
       if (!this.#evict(session, facts.lastActivity)) {
         // The journal failed: the next sweep starts over, this session included.
         this.#cursor = null;

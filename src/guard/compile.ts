@@ -3,9 +3,11 @@ import type { Shape, Slice } from '../config/parts.js';
 import type { Approval } from './approvals.js';
 import { compileApproval } from './approvals.js';
 import { compileDeny } from './denies.js';
-import type { Boundary, GuardPolicy, Matcher, Sequence } from './compiled-policy.js';
+import type { Boundary, Budget, GuardPolicy, Matcher, Sequence } from './compiled-policy.js';
 import { compileTargets } from './policy.js';
 import type { RawMatcher, RawSequence } from '../config/sequences-schema.js';
+import type { RawBudget } from '../config/budgets-schema.js';
+import { MEASURES } from '../config/budgets-schema.js';
 
 /**
  * What the guard's policy is compiled from. `bridge.unmapped` is there as the `tool` boundary
@@ -13,7 +15,7 @@ import type { RawMatcher, RawSequence } from '../config/sequences-schema.js';
  * file are trajgate's own files.
  */
 export const POLICY = {
-  policy: ['countBy', 'boundaries', 'sequences'],
+  policy: ['countBy', 'boundaries', 'sequences', 'budgets'],
   network: ['allow', 'deny'],
   agents: true,
   roles: true,
@@ -73,6 +75,7 @@ export function compilePolicy(config: PolicyConfig): GuardPolicy {
     countBy: config.policy.countBy,
     boundaries,
     sequences: compileSequences(config.policy.sequences),
+    budgets: config.policy.budgets.map(compileBudget),
     allow,
     deny,
     protected: new OwnFiles(config),
@@ -111,6 +114,21 @@ function compileSequences(raw: readonly RawSequence[]): Sequence[] {
       onFailure: after.failed === true,
     };
   });
+}
+
+/** A validated budget: its one measure, its limit and window. */
+function compileBudget(r: RawBudget): Budget {
+  const measure = MEASURES.find((m) => r[m] !== undefined) ?? 'requests';
+  const limit = r[measure] ?? { n: 1, text: '1' };
+  return {
+    name: r.name,
+    measure,
+    limit: limit.n,
+    limitText: limit.text,
+    windowMs: r.within.ms,
+    windowText: r.within.text,
+    verdict: r.verdict,
+  };
 }
 
 function compileMatcher(m: RawMatcher): Matcher {

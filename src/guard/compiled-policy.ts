@@ -39,6 +39,8 @@ export interface GuardPolicy {
   readonly boundaries: readonly Boundary[];
   /** Trajectory rules (`policy.sequences`), in config order; empty costs nothing. */
   readonly sequences: readonly Sequence[];
+  /** `policy.budgets`, in config order; empty costs nothing. */
+  readonly budgets: readonly Budget[];
   /**
    * Approvals from configuration: `network.allow` (global), agents' and their roles' `allow`
    * (for that agent's session).
@@ -89,3 +91,15 @@ export interface VolumeRule {
 }
 
 export type Sequence = SequenceRule | VolumeRule;
+
+/** A budget (`policy.budgets`): per session and window, `limit` of its measure. */
+export interface Budget {
+  readonly name: string;
+  readonly measure: 'requests' | 'bytesUp' | 'toolCalls' | 'hosts';
+  readonly limit: number;
+  /** As written (`500`, `10MB`). */
+  readonly limitText: string;
+  readonly windowMs: number;
+  readonly windowText: string;
+  readonly verdict: Verdict;
+}

@@ -26,6 +26,20 @@ export interface Decision {
   readonly marks?: readonly string[];
   readonly onFailure?: readonly string[];
   readonly eventNo?: number;
+  /** What the event counts toward each budget it uses (budgets.ts); absent: none. */
+  readonly budgeted?: Readonly<Record<string, BudgetStep>> | undefined;
+}
+
+/**
+ * A budget's use after an event, as its record keeps it (absolute): the window's start (ms),
+ * what it used, a host it adds (`hosts`); `extra`, the top-ups in the window (a top-up only).
+ * A `start` other than the session's opens a new window.
+ */
+export interface BudgetStep {
+  readonly start: number;
+  readonly used: number;
+  readonly host?: string;
+  readonly extra?: number;
 }
 
 /** The record of a request that came while its session was paused: it decides nothing. */
@@ -49,6 +63,7 @@ export interface Change {
   readonly onFailure?: readonly string[] | undefined;
   /** The session's count of judged events, this one included (absolute). */
   readonly eventNo?: number | undefined;
+  readonly budgeted?: Readonly<Record<string, BudgetStep>> | undefined;
 }
 
 /**

@@ -6,16 +6,18 @@ import { compileApproval } from './approvals.js';
 import type { Deny, DenySet, DenySpec } from './denies.js';
 import { compileDeny } from './denies.js';
 import { explainMiss } from './explain.js';
-import type { Boundary, GuardPolicy } from './compiled-policy.js';
+import type { Boundary, Budget, GuardPolicy } from './compiled-policy.js';
+import { TrajgateError } from '../errors.js';
 import { countKey, crosses } from './policy.js';
 import { CREDENTIAL_EXFILTRATION, exfiltrationReason } from './exfiltration.js';
 import { protectedReach, protectedReason, TRAJGATE_FILES } from './protected.js';
 import { TOOL_CHANGED, toolChangedReason } from './tool-changed.js';
 import { applySequences, failureMarks, numbered, volumeWindow } from './sequences.js';
+import { applyBudgets, bytesReached, bytesSteps, bytesWindow, topUpStep } from './budgets.js';
 import type { Mark, SessionState, SharedState, TrajectoryStore } from './store.js';
 import { EMPTY, MemoryStore } from './store.js';
 
-export type { Change, Decision, EventRef, Outcome, Verdict } from './decision.js';
+export type { BudgetStep, Change, Decision, EventRef, Outcome, Verdict } from './decision.js';
 export { formatVerdict } from './decision.js';
 export type { SessionState } from './store.js';
 
@@ -37,7 +39,7 @@ export class Guard {
   readonly denies: DenySet;
   readonly #approvedDecisions = new WeakMap<Approval, Decision>();
   readonly #approvalOf = new WeakMap<Decision, Approval>();
-  /** How long bytes sent are remembered (the largest volume rule's window). */
+  /** How long bytes sent are remembered (the largest volume rule's or bytesUp budget's window). */
   #sentWindow: number;
 
   constructor(policy: GuardPolicy, store: TrajectoryStore<unknown> = new MemoryStore()) {
@@ -45,7 +47,7 @@ export class Guard {
     this.approvals = store.approvals;
     this.denies = store.denies;
     this.#policy = policy;
-    this.#sentWindow = volumeWindow(policy.sequences);
+    this.#sentWindow = sentWindow(policy);
     this.approvals.replaceConfig(policy.allow);
     this.denies.replaceConfig(policy.deny);
   }
@@ -65,7 +67,7 @@ export class Guard {
    */
   replacePolicy(policy: GuardPolicy): void {
     this.#policy = policy;
-    this.#sentWindow = volumeWindow(policy.sequences);
+    this.#sentWindow = sentWindow(policy);
     this.approvals.replaceConfig(policy.allow);
     this.denies.replaceConfig(policy.deny);
   }
@@ -139,15 +141,22 @@ export class Guard {
   }
 
   /**
-   * The counting decision with the trajectory rules applied, when there are any (none costs
-   * one test); an event an operator let through is only numbered.
+   * The counting decision with the trajectory rules, then the budgets, applied when there are
+   * any (none costs one test each); an event an operator let through is only numbered and
+   * counted toward budgets.
    */
   #rules(event: Event, counting: Decision): Decision {
-    const rules = this.#policy.sequences;
-    if (rules.length === 0) return counting;
+    const { sequences, budgets } = this.#policy;
+    if (sequences.length === 0 && budgets.length === 0) return counting;
     const state = this.#store.session(event.session) ?? EMPTY;
-    if (counting === MARKED_APPROVED) return numbered(counting, state.events + 1);
-    return applySequences(rules, state, event, counting);
+    const once = counting === MARKED_APPROVED;
+    const ruled =
+      sequences.length === 0
+        ? counting
+        : once
+          ? numbered(counting, state.events + 1)
+          : applySequences(sequences, state, event, counting);
+    return budgets.length === 0 ? ruled : applyBudgets(budgets, state, event, ruled, !once);
   }
 
   /**
@@ -263,8 +272,9 @@ export class Guard {
     const counted = change.counted ?? null;
     const pause = change.verdict === 'PAUSE' ? { at, by: change.boundary } : null;
     const events = change.eventNo;
+    const budgeted = change.budgeted;
     if (events === undefined) {
-      if (counted || pause) this.#store.commit(session, { counted, pause });
+      if (counted || pause || budgeted) this.#store.commit(session, { counted, pause, budgeted });
       return;
     }
     const { seq, kind, target } = ref;
@@ -276,28 +286,54 @@ export class Guard {
       rules && rules.length > 0
         ? { rid: ref.rid ?? seq, seq, eventNo: events, ts: at, kind, target, rules }
         : undefined;
-    this.#store.commit(session, { counted, pause, events, marks, pending });
+    this.#store.commit(session, { counted, pause, events, marks, pending, budgeted });
   }
 
   /**
    * How request `rid` of the session ended (its outcome or result record, written), or how far
    * a live flow got: a failure sets the marks its event was waiting for; bytes sent up count
-   * toward volume rules. True when a trajectory rule may fire now that did not before (a mark
-   * set, or the session's bytes sent reach a volume limit): only then are open flows judged
-   * again.
+   * toward volume rules and bytesUp budgets. True when a rule may fire now that did not before
+   * (a mark set, or the session's bytes sent reach a volume limit or a budget): only then are
+   * open flows judged again.
    */
   outcome(session: string, rid: number, { failed, bytesUp, ts }: Outcome): boolean {
-    if (this.#policy.sequences.length === 0) return false;
+    const { sequences, budgets } = this.#policy;
+    if (sequences.length === 0 && budgets.length === 0) return false;
     const state = this.#store.session(session);
     const marks = failed && state ? failureMarks(state, rid) : undefined;
     const keep = bytesUp > 0 && this.#sentWindow > 0;
     const sent = keep ? { rid, ts, bytes: bytesUp, since: ts - this.#sentWindow } : undefined;
+    // A request's bytes are its total so far: only what it adds counts toward budgets.
+    const added = keep ? bytesUp - (state?.sent.get(rid)?.bytes ?? 0) : 0;
+    const budgeted = bytesSteps(budgets, state ?? EMPTY, added, ts);
     if (marks === undefined && sent === undefined) return false;
     const settled = marks === undefined ? undefined : rid;
-    this.#store.commit(session, { counted: null, pause: null, marks, settled, sent });
+    this.#store.commit(session, { counted: null, pause: null, marks, settled, sent, budgeted });
     if (marks !== undefined) return true;
-    const total = this.#store.session(session)?.sentBytes ?? 0;
-    return this.#policy.sequences.some((r) => r.type === 'volume' && total >= r.up);
+    const after = this.#store.session(session) ?? EMPTY;
+    if (budgeted !== undefined && bytesReached(budgets, after, ts)) return true;
+    return sequences.some((r) => r.type === 'volume' && after.sentBytes >= r.up);
+  }
+
+  /**
+   * An operator's top-up (its record written): the session's limit of budget `name` rises by
+   * `amount` in the window open at `at` (or one that opens then). Throws E_UNKNOWN_BUDGET.
+   */
+  topUp(session: string, name: string, amount: number, at: number): void {
+    const b = this.budget(name);
+    const step = topUpStep(b, this.#store.session(session) ?? EMPTY, amount, at);
+    this.#store.commit(session, { counted: null, pause: null, budgeted: { [name]: step } });
+  }
+
+  /** The configured budget `name`; throws E_UNKNOWN_BUDGET naming those there are. */
+  budget(name: string): Budget {
+    const b = this.#policy.budgets.find((x) => x.name === name);
+    if (b !== undefined) return b;
+    const known = this.#policy.budgets.map((x) => x.name).join(', ') || 'none configured';
+    throw new TrajgateError(
+      'E_UNKNOWN_BUDGET',
+      `no budget ${JSON.stringify(name)} in policy.budgets (budgets: ${known})`,
+    );
   }
 
   /**
@@ -337,4 +373,9 @@ export class Guard {
   sessions(): IterableIterator<[string, SessionState]> {
     return this.#store.sessions();
   }
+}
+
+/** How long a request's bytes sent are kept: the longest volume rule's or bytesUp budget's window. */
+function sentWindow(policy: GuardPolicy): number {
+  return Math.max(volumeWindow(policy.sequences), bytesWindow(policy.budgets));
 }

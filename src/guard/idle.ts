@@ -1,4 +1,4 @@
-import type { Sequence } from './compiled-policy.js';
+import type { Budget, Sequence } from './compiled-policy.js';
 import { volumeWindow } from './sequences.js';
 import type { Mark, SessionState } from './store.js';
 
@@ -25,7 +25,8 @@ export interface IdleFacts {
  * ones with held requests, open flows, requests being judged, approvals or deny patterns of
  * their own, a nonzero count (forgetting it would let the agent cross its boundaries again from
  * zero), a trajectory mark still within its rule's reach or bytes sent still within a volume
- * window. Pending failures do not keep it: an outcome can only come through an open flow, and a
+ * window, or a budget's window still open (forgetting it would give the agent a fresh budget,
+ * and drop an operator's top-up). Pending failures do not keep it: an outcome can only come through an open flow, and a
  * runner's late result for a forgotten call counts as a failure of the session (the stricter
  * reading).
  */
@@ -34,6 +35,7 @@ export function keptBecause(
   rules: readonly Sequence[],
   now: number,
   idleMs: number,
+  budgets: readonly Budget[] = [],
 ): string | null {
   const s = f.state;
   if (s !== undefined && s.pausedAt !== null) return 'paused';
@@ -48,6 +50,10 @@ export function keptBecause(
   for (const mark of s.marks.values()) if (inForce(mark, rules, now)) return 'marks';
   const window = volumeWindow(rules);
   for (const sent of s.sent.values()) if (sent.ts >= now - window) return 'bytes sent';
+  for (const b of budgets) {
+    const use = s.budgets.get(b.name);
+    if (use !== undefined && now < use.start + b.windowMs) return 'budgets';
+  }
   return null;
 }
 

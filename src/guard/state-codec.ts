@@ -17,6 +17,8 @@ export interface EncodedSession {
   readonly pending: Pending[];
   /** [request id, ts, bytes] in the order outcomes came. */
   readonly sent: [number, number, number][];
+  /** [budget name, window start, used, topped up, hosts or null]; absent before budgets. */
+  readonly budgets?: [string, number, number, number, string[] | null][];
 }
 
 export function encodeSession(state: SessionState): EncodedSession {
@@ -29,6 +31,13 @@ export function encodeSession(state: SessionState): EncodedSession {
     marks: [...state.marks.values()],
     pending: state.pending.values(),
     sent: [...state.sent].map(([rid, s]) => [rid, s.ts, s.bytes]),
+    budgets: [...state.budgets].map(([name, u]) => [
+      name,
+      u.start,
+      u.used,
+      u.extra,
+      u.hosts === null ? null : [...u.hosts],
+    ]),
   };
 }
 
@@ -78,6 +87,11 @@ export function decodeSession(value: unknown, where: string): Live {
     state.sent.set(rid, { ts, bytes });
     state.sentBytes += bytes;
   }
+  for (const entry of value.budgets === undefined ? [] : list(value.budgets, 'budgets', bad)) {
+    if (!isBudget(entry)) throw bad('"budgets" holds a malformed entry');
+    const [name, start, used, extra, hosts] = entry;
+    state.budgets.set(name, { start, used, extra, hosts: hosts === null ? null : new Set(hosts) });
+  }
   return state;
 }
 
@@ -92,6 +106,18 @@ function isObject(value: unknown): value is Record<string, unknown> {
 
 function isCount(n: unknown): n is number {
   return Number.isSafeInteger(n) && (n as number) >= 0;
+}
+
+function isBudget(e: unknown): e is NonNullable<EncodedSession['budgets']>[number] {
+  return (
+    Array.isArray(e) &&
+    e.length === 5 &&
+    typeof e[0] === 'string' &&
+    isCount(e[1]) &&
+    isCount(e[2]) &&
+    isCount(e[3]) &&
+    (e[4] === null || (Array.isArray(e[4]) && e[4].every((h) => typeof h === 'string')))
+  );
 }
 
 function isMark(m: unknown): m is Mark {

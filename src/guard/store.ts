@@ -1,5 +1,6 @@
 import { ApprovalSet } from './approvals.js';
 import { DenySet } from './denies.js';
+import type { BudgetStep } from './decision.js';
 import type { Pending, PendingEvents } from './pending.js';
 import { NO_PENDING, PendingRing } from './pending.js';
 
@@ -20,6 +21,15 @@ export interface Sent {
   readonly bytes: number;
 }
 
+/** A budget's window: when it opened (ms), what it used, what operators topped up in it. */
+export interface BudgetUse {
+  readonly start: number;
+  readonly used: number;
+  readonly extra: number;
+  /** A `hosts` budget's hosts seen in the window; null for other measures. */
+  readonly hosts: ReadonlySet<string> | null;
+}
+
 /** What the guard remembers of one session. */
 export interface SessionState {
   readonly counts: ReadonlyMap<string, number>;
@@ -36,6 +46,8 @@ export interface SessionState {
   /** By request id, in the order outcomes came; `sentBytes` is their sum. */
   readonly sent: ReadonlyMap<number, Sent>;
   readonly sentBytes: number;
+  /** Per budget name, its current window. */
+  readonly budgets: ReadonlyMap<string, BudgetUse>;
 }
 
 /** A session the store does not know yet. */
@@ -60,6 +72,8 @@ export interface SessionChange {
   readonly settled?: number | undefined;
   /** A request's bytes sent up; entries from before `since` go. */
   readonly sent?: (Sent & { readonly rid: number; readonly since: number }) | undefined;
+  /** Budgets' new use (a `start` of its own opens a new window). */
+  readonly budgeted?: Readonly<Record<string, BudgetStep>> | undefined;
 }
 
 /**
@@ -79,7 +93,7 @@ export interface TrajectoryStore<R> {
   sessions(): IterableIterator<[string, SessionState]>;
   commit(id: string, change: SessionChange): void;
   /**
-   * Unpauses; counts are cleared only with `reset`; marks, pending events and bytes sent unless
+   * Unpauses; counts (and budgets' use) are cleared only with `reset`; marks, pending events and bytes sent unless
    * `keepMarks`.
    */
   resume(id: string, reset: boolean, keepMarks?: boolean): void;
@@ -131,6 +145,14 @@ export interface Live {
   pending: PendingEvents;
   readonly sent: Map<number, Sent>;
   sentBytes: number;
+  readonly budgets: Map<string, LiveBudget>;
+}
+
+export interface LiveBudget {
+  start: number;
+  used: number;
+  extra: number;
+  hosts: Set<string> | null;
 }
 
 /** The embedded store: one process's memory, rebuilt from the journal at start. */
@@ -221,13 +243,31 @@ export function applyChange(state: Live, change: SessionChange): void {
     state.pending = ring;
   }
   if (change.sent) addSent(state, change.sent);
+  if (change.budgeted)
+    for (const name in change.budgeted)
+      stepBudget(state, name, change.budgeted[name] as BudgetStep);
+}
+
+/** Installs a budget's step: a new window starts empty, with no top-up and no hosts. */
+function stepBudget(state: Live, name: string, step: BudgetStep): void {
+  let use = state.budgets.get(name);
+  if (use === undefined || use.start !== step.start) {
+    use = { start: step.start, used: 0, extra: 0, hosts: null };
+    state.budgets.set(name, use);
+  }
+  use.used = step.used;
+  if (step.extra !== undefined) use.extra = step.extra;
+  if (step.host !== undefined) (use.hosts ??= new Set()).add(step.host);
 }
 
 /** An operator's resume (MemoryStore.resume). */
 export function applyResume(state: Live, reset: boolean, keepMarks: boolean): void {
   state.pausedAt = null;
   state.pausedBy = null;
-  if (reset) state.counts.clear();
+  if (reset) {
+    state.counts.clear();
+    state.budgets.clear();
+  }
   if (keepMarks) return;
   state.marks.clear();
   state.pending = NO_PENDING;
@@ -245,6 +285,7 @@ export function fresh(): Live {
     pending: NO_PENDING,
     sent: new Map(),
     sentBytes: 0,
+    budgets: new Map(),
   };
 }
 

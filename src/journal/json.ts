@@ -32,7 +32,7 @@ function eventFields(r: Unstamped<EventRecord>): string {
     `,"reason":${text(r.reason)}${opt('approvedBy', r.approvedBy)}${opt('counted', r.counted)}` +
     `${opt('rule', r.rule)}${opt('denied', r.denied)}${opt('rid', r.rid)}${opt('held', r.held)}` +
     `${opt('failed', r.failed)}${opt('marks', r.marks)}${opt('onFailure', r.onFailure)}` +
-    `${opt('eventNo', r.eventNo)}${opt('sentUp', r.sentUp)}` +
+    `${opt('eventNo', r.eventNo)}${opt('budgeted', r.budgeted)}${opt('sentUp', r.sentUp)}` +
     `${opt('credentials', r.credentials)}${opt('exfiltration', r.exfiltration)}` +
     `${opt('toolChange', r.toolChange)}}`
   );

@@ -24,6 +24,8 @@ export function applyRecord(guard: Guard, record: JournalRecord): void {
       }
       if (record.eventNo !== undefined && !isCount(record.eventNo))
         throw bad('has a bad "eventNo"');
+      if (record.budgeted !== undefined && !isSteps(record.budgeted))
+        throw bad('has a bad "budgeted"');
       // A flow judged again mid-flow: the bytes it had sent were counted before it was judged.
       if (isCount(record.sentUp) && isCount(record.rid)) {
         const ts = Date.parse(record.ts);
@@ -88,6 +90,14 @@ export function applyRecord(guard: Guard, record: JournalRecord): void {
       if (Array.isArray(record.once)) return;
       guard.resume(record.session, record.reset, record.keepMarks === true);
       return;
+    case 'topup':
+      if (typeof record.session !== 'string' || typeof record.budget !== 'string')
+        throw bad('has no "session" or "budget"');
+      if (!isCount(record.amount)) throw bad('has a bad "amount"');
+      // A budget no longer configured limits nothing: its top-up is moot.
+      if (guard.policy.budgets.some((b) => b.name === record.budget))
+        guard.topUp(record.session, record.budget, record.amount, Date.parse(record.ts));
+      return;
     case 'evict':
       if (typeof record.session !== 'string') throw bad('has no "session"');
       guard.forget(record.session);
@@ -127,6 +137,18 @@ function isCounts(value: unknown): value is Record<string, number> {
 
 function isCount(n: unknown): n is number {
   return Number.isSafeInteger(n) && (n as number) >= 0;
+}
+
+function isSteps(value: unknown): boolean {
+  if (typeof value !== 'object' || value === null) return false;
+  return Object.values(value).every(
+    (s: unknown) =>
+      typeof s === 'object' &&
+      s !== null &&
+      isCount((s as { start?: unknown }).start) &&
+      isCount((s as { used?: unknown }).used) &&
+      ['string', 'undefined'].includes(typeof (s as { host?: unknown }).host),
+  );
 }
 
 function isNames(value: unknown): value is string[] {

@@ -156,6 +156,19 @@ export interface ResumeRecord extends RecordBase {
   readonly by: string;
 }
 
+/**
+ * An operator raised a session's budget by `amount` in its current window (`POST
+ * /api/sessions/:id/topup`, `trajgate topup`, a decision link); written before it takes effect,
+ * replayed at restart. A session paused by a budget is then resumed (its own resume record).
+ */
+export interface TopUpRecord extends RecordBase {
+  readonly type: 'topup';
+  readonly session: string;
+  readonly budget: string;
+  readonly amount: number;
+  readonly by: string;
+}
+
 /** A config reload: the file read again and applied (see Reloader). */
 export interface ConfigRecord extends RecordBase {
   readonly type: 'config';
@@ -276,6 +289,7 @@ export type JournalRecord =
   | TunnelRecord
   | ApproveRecord
   | ResumeRecord
+  | TopUpRecord
   | DenyRecord
   | PauseJournalRecord;
 
@@ -326,6 +340,7 @@ export function eventRecord(
     marks: decision.marks,
     onFailure: decision.onFailure,
     eventNo: decision.eventNo,
+    budgeted: decision.budgeted,
     sentUp: request.sentUp,
     credentials: event.credentials,
     exfiltration: event.exfiltration,

@@ -329,7 +329,12 @@ export class Decider {
 
 /** What a decision asks the guard to install (Guard.commit): counts, a pause, an event number. */
 function changes(d: Decision): boolean {
-  return d.counted !== null || d.verdict === 'PAUSE' || d.eventNo !== undefined;
+  return (
+    d.counted !== null ||
+    d.verdict === 'PAUSE' ||
+    d.eventNo !== undefined ||
+    d.budgeted !== undefined
+  );
 }
 
 function failClosed(rid: number | null): Refuse {

@@ -113,6 +113,11 @@ export function createAdminServer(deps: {
     },
     {
       method: 'POST',
+      pattern: session('/topup'),
+      handler: async (req, by, id) => api.topUp(id as string, await readJsonBody(req), by),
+    },
+    {
+      method: 'POST',
       pattern: session('/deny'),
       handler: async (req, by, id) => {
         await readJsonBody(req);

@@ -1,7 +1,13 @@
 import type { Guard } from '../guard/guard.js';
 import { boundaryOfKey } from '../guard/policy.js';
 import { TrajgateError } from '../errors.js';
-import type { SessionDetail, SessionState, SessionsAnswer, SessionView } from '../wire.js';
+import type {
+  BudgetView,
+  SessionDetail,
+  SessionState,
+  SessionsAnswer,
+  SessionView,
+} from '../wire.js';
 import { approvalView, denyView } from './api-rules.js';
 import type { Shape, Slice } from '../config/parts.js';
 import type { Review } from './review.js';
@@ -91,7 +97,28 @@ export class SessionViews {
       captures: this.config.capture.bodies,
       handshakes: this.review.handshakes(id),
       credentials: this.review.credentials(id),
+      budgets: this.budgets(id, now),
     };
+  }
+
+  /** The session's budgets at `now`: a window that ended shows as none open. */
+  budgets(id: string, now = Date.now()): BudgetView[] {
+    const state = this.guard.session(id);
+    return this.guard.policy.budgets.map((b) => {
+      const use = state?.budgets.get(b.name);
+      const open = use !== undefined && now < use.start + b.windowMs ? use : null;
+      return {
+        name: b.name,
+        measure: b.measure,
+        limit: b.limit + (open?.extra ?? 0),
+        toppedUp: open?.extra ?? 0,
+        used: open?.used ?? 0,
+        within: b.windowText,
+        verdict: b.verdict,
+        windowStart: iso(open?.start),
+        windowEnds: open === null ? null : iso(open.start + b.windowMs),
+      };
+    });
   }
 
   /** 404 for a session nothing is known of. */

@@ -19,6 +19,7 @@ import type {
   SessionDetail,
   SessionsAnswer,
   SessionView,
+  TopUpAnswer,
 } from '../wire.js';
 
 /** The sessions list's and a session's answers (their shapes are in ../wire.d.ts). */
@@ -112,21 +113,57 @@ export class Api {
     const options = { reset: body.reset === true, keepMarks: body.keepMarks === true, by };
     const done = operate(() => this.sessions.resumeReport(id, { ...options, ...once }));
     if (body.once !== undefined) return done;
+    return { released: done.released, pausedAgain: await this.#judged(id, done) };
+  }
+
+  /**
+   * A top-up (`{budget, amount}`): the session's limit of that budget rises by `amount` in its
+   * current window; a session the budget paused resumes, answered as a resume is.
+   */
+  async topUp(id: string, body: Record<string, unknown>, by: string): Promise<TopUpAnswer> {
+    this.views.known(id);
+    const { budget, amount } = body;
+    if (typeof budget !== 'string' || budget === '')
+      throw new TrajgateError(
+        'E_BAD_FIELD',
+        `field "budget" must be a budget's name, got ${describeValue(budget)}`,
+      );
+    if (!Number.isSafeInteger(amount) || (amount as number) < 1)
+      throw new TrajgateError(
+        'E_BAD_FIELD',
+        `field "amount" must be a whole number of at least 1, got ${describeValue(amount)}`,
+      );
+    const done = operate(() => this.sessions.topUp(id, budget, amount as number, by));
+    const pausedAgain = done === null ? null : await this.#judged(id, done);
+    // Read once what the resume let go was judged: it counts toward the budget.
+    const use = this.views.budgets(id).find((b) => b.name === budget);
+    return {
+      budget: use ?? null,
+      amount: amount as number,
+      resumed: done !== null,
+      released: done?.released ?? 0,
+      pausedAgain,
+    };
+  }
+
+  /**
+   * Waits (at most REJUDGE_MS) for what a resume let go to be judged again: the pause that put
+   * the session on hold again at once, or null. "Resumed" alone would say the agent runs.
+   */
+  async #judged(id: string, done: Resumed): Promise<PausedAgain | null> {
     await this.sessions.afterJudged(
       done.judged.map((h) => h.rid),
       REJUDGE_MS,
     );
     const pause = this.sessions.isPaused(id) ? this.review.pauseRecord(id) : null;
-    const pausedAgain =
-      pause === null
-        ? null
-        : {
-            reason: pause.reason,
-            boundary: pause.boundary,
-            count: pause.count,
-            trigger: pick(pause.trigger, ['seq', 'kind', 'method', 'target']),
-          };
-    return { released: done.released, pausedAgain };
+    return pause === null
+      ? null
+      : {
+          reason: pause.reason,
+          boundary: pause.boundary,
+          count: pause.count,
+          trigger: pick(pause.trigger, ['seq', 'kind', 'method', 'target']),
+        };
   }
 
   /** `once`: request ids (rid) of requests the session holds here, each named once. */

@@ -138,6 +138,7 @@ function what(
   claims: Does,
   s: Suggestion | null,
   held: readonly Shown[],
+  pause: PauseRecord,
 ): { title: string; note: string } {
   switch (claims.action) {
     case 'once':
@@ -157,6 +158,13 @@ function what(
         title: 'Approve and reset counts',
         note: `Forward the request${claims.rids.length === 1 ? '' : 's'} this link was made for (when still held) as approved, this once; then resume the session with its boundary counts reset to zero (approvals kept), so its next unapproved crossing is a REVIEW again, not a pause; any other held request is judged again.`,
       };
+    case 'topup': {
+      const budget = pause.trigger.rule?.name ?? '';
+      return {
+        title: `Top up ${budget} by ${claims.amount ?? 0}`,
+        note: `Raise this session's limit of budget ${budget} by ${claims.amount ?? 0} in its current window and resume it; the ${requests(held.length)} are judged again, and one past the new limit pauses it again.`,
+      };
+    }
     case 'deny':
       return {
         title: 'Deny',
@@ -171,7 +179,7 @@ function confirmPage(
   held: readonly Shown[],
   suggestion: Suggestion | null,
 ): string {
-  const { title, note } = what(claims, suggestion, held);
+  const { title, note } = what(claims, suggestion, held, pause);
   const t = pause.trigger;
   const target = (e: EventRecord) => `${e.method ? `${e.method} ` : ''}${e.target}`;
   const asked = (e: EventRecord) => `${e.kind} ${target(e)}`;
@@ -235,9 +243,11 @@ function donePage(d: Decided): string {
         ? `Approved once, forwarded: ${listed(d.once)}; still held, the session paused: ${listed(d.held)}.`
         : d.decided === 'approve'
           ? `Approved ${d.approval?.pattern ?? ''} for this session: ${d.released} held request(s) judged again.`
-          : d.decided === 'reset'
-            ? `Approved once, forwarded: ${listed(d.once)}; resumed with the counts reset: ${d.released} other held request(s) judged again.`
-            : `Denied: ${d.released} held request(s) answered 403; the session stays paused.`;
+          : d.decided === 'topup'
+            ? `Topped up ${d.topUp?.budget ?? ''} by ${d.topUp?.amount ?? 0}: ${d.released} held request(s) judged again.`
+            : d.decided === 'reset'
+              ? `Approved once, forwarded: ${listed(d.once)}; resumed with the counts reset: ${d.released} other held request(s) judged again.`
+              : `Denied: ${d.released} held request(s) answered 403; the session stays paused.`;
   return shell(
     'trajgate: decided',
     `<h1>Done</h1><p>Session ${html(JSON.stringify(d.session))}. ${html(done)}</p>`,

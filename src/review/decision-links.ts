@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import { isTrajgateError, TrajgateError } from '../errors.js';
 import { compileApproval } from '../guard/approvals.js';
 import { OWN_BOUNDARIES } from '../guard/exfiltration.js';
+import { BUDGET } from '../event/own-boundaries.js';
 import type { Held } from '../action/hold.js';
 import type { Guard } from '../guard/guard.js';
 import type { Suggestion } from '../guard/suggest.js';
@@ -14,10 +15,16 @@ import type { HeldBrief, Sessions } from './sessions.js';
 
 /**
  * What a link decides: approve once, approve the suggested pattern (and resume), resume with
- * the counts reset, deny.
+ * the counts reset, deny, or top up the budget that paused (and resume).
  */
-export type DecisionAction = 'once' | 'approve' | 'reset' | 'deny';
-const ACTIONS: readonly string[] = ['once', 'approve', 'reset', 'deny'] satisfies DecisionAction[];
+export type DecisionAction = 'once' | 'approve' | 'reset' | 'deny' | 'topup';
+const ACTIONS: readonly string[] = [
+  'once',
+  'approve',
+  'reset',
+  'deny',
+  'topup',
+] satisfies DecisionAction[];
 
 /** What a link's token says, signed: one action on one pause, while it lasts (notify.linkTtl). */
 export interface Claims {
@@ -31,6 +38,8 @@ export interface Claims {
   readonly rids: readonly number[];
   /** The gateway holding them, when several share the state (their rids are its own). */
   readonly at: string | null;
+  /** A top-up's amount (the budget's own limit when the link was made); absent for the others. */
+  readonly amount?: number;
 }
 
 export interface PauseLinks {
@@ -42,6 +51,12 @@ export interface PauseLinks {
   /** Null when the trigger has no approvable pattern. */
   readonly approvePattern: string | null;
   readonly approveReset: string | null;
+  /** For a budget's pause: raise it by its own limit and resume (null, or absent, otherwise). */
+  readonly topUp?: {
+    readonly url: string;
+    readonly budget: string;
+    readonly amount: number;
+  } | null;
   readonly deny: string;
   readonly suggestion: Suggestion | null;
   readonly expiresAt: string;
@@ -56,6 +71,7 @@ export interface Decided {
   readonly once?: readonly HeldBrief[];
   readonly held?: readonly HeldBrief[];
   readonly approval?: Suggestion;
+  readonly topUp?: { readonly budget: string; readonly amount: number };
   /** An approve-once whose requests were no longer held (timed out) resumed the session. */
   readonly instead?: 'resume';
 }
@@ -104,23 +120,36 @@ export class DecisionLinks {
       rids,
       at: this.deps.sessions.replica,
     };
-    const link = (action: DecisionAction) =>
-      new URL(`decide/${this.sign({ ...claims, action })}`, base).href;
+    const link = (action: DecisionAction, amount = 0) =>
+      new URL(`decide/${this.sign({ ...claims, action, amount })}`, base).href;
     const suggestion = this.suggestion(record);
     const once = record.toolChange === undefined;
+    const budget = this.#budgetOf(record);
     return {
       approveOnce: once ? link('once') : null,
       approvePattern: suggestion ? link('approve') : null,
       approveReset: once ? link('reset') : null,
+      topUp:
+        budget === null
+          ? null
+          : { url: link('topup', budget.limit), budget: budget.name, amount: budget.limit },
       deny: link('deny'),
       suggestion,
       expiresAt: new Date(expiresAt).toISOString(),
     };
   }
 
+  /** The configured budget a pause names (`PAUSE: budget`), or null. */
+  #budgetOf(record: PauseRecord): { name: string; limit: number } | null {
+    const name = record.trigger.boundary === BUDGET ? record.trigger.rule?.name : undefined;
+    return this.deps.guard.policy.budgets.find((b) => b.name === name) ?? null;
+  }
+
   sign(claims: Claims): string {
-    const { session, pausedAt, trigger, action, expiresAt, rids, at } = claims;
-    const json = JSON.stringify([session, pausedAt, trigger, action, expiresAt, rids, at]);
+    const { session, pausedAt, trigger, action, expiresAt, rids, at, amount } = claims;
+    // A top-up's amount rides as an eighth field; other links keep the seven they had.
+    const fields = [session, pausedAt, trigger, action, expiresAt, rids, at];
+    const json = JSON.stringify(action === 'topup' ? [...fields, amount ?? 0] : fields);
     const payload = Buffer.from(json, 'utf8').toString('base64url');
     return `${payload}.${this.#mac(payload).toString('base64url')}`;
   }
@@ -231,6 +260,16 @@ export class DecisionLinks {
           ...sessions.resumeReport(session, { once, onceAt, by }),
           session,
         };
+      } else if (action === 'topup') {
+        const budget = pause.trigger.rule?.name ?? '';
+        const amount = claims.amount ?? 0;
+        const resumed = sessions.topUp(session, budget, amount, by);
+        decided = {
+          decided: action,
+          session,
+          released: resumed?.released ?? 0,
+          topUp: { budget, amount },
+        };
       } else if (action === 'deny') {
         decided = { decided: action, session, released: sessions.deny(session, { by }) };
       } else if (action === 'reset') {
@@ -290,9 +329,9 @@ export class DecisionLinks {
     } catch {
       throw invalid();
     }
-    // Five fields: a link made before links named their requests (it names none).
-    if (!Array.isArray(fields) || (fields.length !== 5 && fields.length !== 7)) throw invalid();
-    const [session, pausedAt, trigger, action, expiresAt, rids = [], at = null] =
+    // Five fields: a link made before links named their requests (it names none); eight: a top-up.
+    if (!Array.isArray(fields) || ![5, 7, 8].includes(fields.length)) throw invalid();
+    const [session, pausedAt, trigger, action, expiresAt, rids = [], at = null, amount = 0] =
       fields as unknown[];
     if (
       typeof session !== 'string' ||
@@ -303,7 +342,9 @@ export class DecisionLinks {
       !Number.isSafeInteger(expiresAt) ||
       !Array.isArray(rids) ||
       !rids.every((n) => Number.isSafeInteger(n) && n > 0) ||
-      (at !== null && typeof at !== 'string')
+      (at !== null && typeof at !== 'string') ||
+      !Number.isSafeInteger(amount) ||
+      (action === 'topup') !== (amount as number) > 0
     )
       throw invalid();
     return {
@@ -314,6 +355,7 @@ export class DecisionLinks {
       expiresAt: expiresAt as number,
       rids: rids as number[],
       at: at as string | null,
+      amount: amount as number,
     };
   }
 }

@@ -160,6 +160,9 @@ export function pauseText(
     ...(links.approveOnce ? [chatLink(links.approveOnce, 'Approve once')] : []),
     ...(links.approvePattern ? [chatLink(links.approvePattern, 'Approve suggestion')] : []),
     ...(links.approveReset ? [chatLink(links.approveReset, 'Approve and reset counts')] : []),
+    ...(links.topUp
+      ? [chatLink(links.topUp.url, `Top up ${links.topUp.budget} +${links.topUp.amount}`)]
+      : []),
     chatLink(links.deny, 'Deny'),
   ];
   return (

@@ -55,7 +55,13 @@ const FLAGS = 20;
 const PENDING = 64;
 
 /** Operator actions on a session that answer its REVIEWs. */
-const ANSWERS: ReadonlySet<string> = new Set(['approve', 'resume', 'deny', 'deny-pattern']);
+const ANSWERS: ReadonlySet<string> = new Set([
+  'approve',
+  'resume',
+  'deny',
+  'deny-pattern',
+  'topup',
+]);
 
 export type PauseListener = (record: PauseRecord) => void;
 export type ReviewListener = (event: EventRecord) => void;

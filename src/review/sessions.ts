@@ -1,5 +1,5 @@
 import { TrajgateError } from '../errors.js';
-import { TOOL_CHANGED } from '../event/own-boundaries.js';
+import { BUDGET, TOOL_CHANGED } from '../event/own-boundaries.js';
 import type { Approval, ApprovalSpec } from '../guard/approvals.js';
 import { compileApproval } from '../guard/approvals.js';
 import type { Guard } from '../guard/guard.js';
@@ -211,6 +211,21 @@ export class Sessions {
       this.#held.release(id, record.once === true ? 'once' : 'resume'),
       record.once === true,
     );
+  }
+
+  /**
+   * Raises the session's budget `budget` by `amount` in its current window, journaled before it
+   * applies; a session a budget paused is then resumed, its marks kept (a top-up reviews no
+   * warning), its held requests judged again: one still past a budget pauses it again. Throws
+   * E_UNKNOWN_BUDGET.
+   */
+  topUp(id: string, budget: string, amount: number, by: string): Resumed | null {
+    this.#guard.budget(budget);
+    this.#journal.append({ type: 'topup', session: id, budget, amount, by }, { sync: true });
+    this.#guard.topUp(id, budget, amount, Date.now());
+    this.#review.answered(id);
+    if (this.#guard.session(id)?.pausedBy !== BUDGET) return null;
+    return this.resumeReport(id, { keepMarks: true, by });
   }
 
   /** Answers every held request 403; the session stays paused. */

@@ -257,6 +257,11 @@ export function restoreGuard(
       const sent = { rid, ts, bytes, since: -Infinity };
       store.commit(id, { counted: null, pause: null, sent });
     }
+    for (const [name, { start, used, extra, hosts }] of s.budgets) {
+      const steps = [...(hosts ?? [])].map((host) => ({ start, used, extra, host }));
+      for (const step of [{ start, used, extra }, ...steps])
+        store.commit(id, { counted: null, pause: null, budgeted: { [name]: step } });
+    }
   }
   for (const a of state.approvals) guard.approve({ ...a, origin: 'operator' });
   for (const d of state.denies) guard.addDeny({ ...d, origin: 'operator' });

@@ -19,6 +19,7 @@ const SHARED: ReadonlySet<string> = new Set([
   'approve',
   'deny-pattern',
   'revoke',
+  'topup',
 ]);
 
 export interface ReplicationParts {
@@ -150,7 +151,9 @@ export class Replication {
     if (typeof record?.type !== 'string') return;
     const { store, review, sessions, guard } = this.#p;
     try {
-      if (record.type === 'pause' || record.type === 'resume') await store.refresh(record.session);
+      // A top-up changed the session's state in the store: the views here read it too.
+      if (record.type === 'pause' || record.type === 'resume' || record.type === 'topup')
+        await store.refresh(record.session);
       store.asRemote(() => review.restore(record));
       switch (record.type) {
         case 'pause':

@@ -22,7 +22,7 @@ import { tempDir } from '../helpers/tmp.js';
 
 const IDLE = 60_000;
 const NOW = 10_000_000;
-const rules = compilePolicy(
+const policy = compilePolicy(
   parseConfig(
     `version: 1
 workspace: /tmp/agent-demo
@@ -36,11 +36,15 @@ policy:
     - name: up
       volume: { up: 1MB, within: 2h }
       verdict: REVIEW
+  budgets:
+    - { name: calls, requests: 5, within: 1h }
 `,
     'test',
     tempDir(),
   ),
-).sequences;
+);
+const rules = policy.sequences;
+const budget = (start: number) => ({ start, used: 1, extra: 0, hosts: null });
 
 const idle = (over: Partial<IdleFacts> = {}): IdleFacts => ({
   state: undefined,
@@ -105,9 +109,24 @@ describe('which idle sessions are kept (guard/idle.ts)', () => {
       idle({ state: state((s) => s.sent.set(1, { ts: NOW - 7_200_001, bytes: 5 })) }),
       null,
     ],
+    [
+      "a budget's window still open",
+      idle({ state: state((s) => s.budgets.set('calls', budget(NOW - 3_599_999))) }),
+      'budgets',
+    ],
+    [
+      "a budget's window ended",
+      idle({ state: state((s) => s.budgets.set('calls', budget(NOW - 3_600_000))) }),
+      null,
+    ],
+    [
+      'a budget no longer configured',
+      idle({ state: state((s) => s.budgets.set('gone', budget(NOW))) }),
+      null,
+    ],
   ];
   it.each(table)('%s', (_, facts, kept) => {
-    expect(keptBecause(facts, rules, NOW, IDLE)).toBe(kept);
+    expect(keptBecause(facts, rules, NOW, IDLE, policy.budgets)).toBe(kept);
   });
 });
 

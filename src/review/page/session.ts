@@ -2,6 +2,7 @@
 // flags it, the pause record, what is held, the actions, and what allows or denies it.
 
 import { Actions } from './actions.js';
+import { topUpSection } from './top-up.js';
 import type { ActionsOptions } from './actions.js';
 import { call, sessionPath } from './api.js';
 import { ApprovalsCard } from './approvals.js';
@@ -453,7 +454,9 @@ export class SessionPage {
           h('dd', {
             // A rule's name stands where a boundary would; its count is the crossing's.
             text: p.trigger.rule
-              ? `${p.boundary ?? '—'} (a trajectory rule)`
+              ? p.boundary === 'budget'
+                ? `budget ${p.trigger.rule.name}`
+                : `${p.boundary ?? '—'} (a trajectory rule)`
               : `${p.boundary ?? '—'} (count ${p.count})`,
           }),
           h('dt', { text: 'Reason' }),
@@ -473,6 +476,7 @@ export class SessionPage {
           ...toolChangeRows(p, factRow),
         ),
         toolChangeSection(p, this.actions),
+        topUpSection(d, this.actions),
         p.restored
           ? h('p', {
               class: 'notice',

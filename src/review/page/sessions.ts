@@ -41,9 +41,16 @@ const EMPTY = {
 } as const;
 
 export const sessionHref = (id: string) => `#/session/${encodeURIComponent(id)}`;
-/** ` after #41` when a sequence rule paused it (an older gateway sends no pausedRule). */
+/**
+ * ` after #41` when a sequence rule paused it, ` calls` when a budget did (an older gateway
+ * sends no pausedRule).
+ */
 const after = (s: SessionView) =>
-  s.pausedRule?.after === undefined ? '' : ` after #${s.pausedRule.after}`;
+  s.pausedRule?.after !== undefined
+    ? ` after #${s.pausedRule.after}`
+    : s.pausedRule && s.pausedRule.name !== s.pausedBy
+      ? ` ${s.pausedRule.name}`
+      : '';
 
 export class SessionsList {
   readonly element: HTMLElement;
