@@ -1,0 +1,103 @@
+import { pino } from 'pino';
+import { Registry } from 'prom-client';
+import { describe, expect, it } from 'vitest';
+import type { Unstamped } from '../../src/journal/records.js';
+import type { OutcomeRecord } from '../../src/journal/records.js';
+import { QUEUE } from '../../src/telemetry/otlp.js';
+import { Telemetry } from '../../src/telemetry/telemetry.js';
+import { adminClient, viaProxy } from '../helpers/admin.js';
+import { gatewayPerTest } from '../helpers/gateway.js';
+import { refusedPort, startOtlpReceiver } from '../helpers/otlp-receiver.js';
+import { ADMIN, AGENTS, auth } from '../helpers/review-story.js';
+import { startUpstream } from '../helpers/upstream.js';
+import { isOutcome, waitFor, waitForRecords } from '../helpers/wait.js';
+
+/**
+ * Export never holds a decision up: with the collector refusing connections, or accepting and
+ * never answering, requests are answered and journaled as ever (asserted on the events: each
+ * answer while an export hangs unanswered), and what could not be sent is counted on /metrics.
+ */
+const upstream = await startUpstream();
+const { start } = gatewayPerTest({
+  agents: [AGENTS[0]],
+  network: {
+    allowPrivate: ['127.0.0.1/32'],
+    ports: [upstream.port],
+    allow: [`127.0.0.1:${upstream.port}`],
+  },
+  admin: { token: ADMIN },
+});
+
+/** A counter's value on /metrics for `signal` (0 when absent). */
+async function counter(port: number, name: string, signal: string): Promise<number> {
+  const text = (await adminClient(port, ADMIN).get('/metrics')).text;
+  const line = text.split('\n').find((l) => l.startsWith(`${name}{signal="${signal}"}`));
+  return line === undefined ? 0 : Number(line.split(' ')[1]);
+}
+
+describe('telemetry.otlp with a dead collector', () => {
+  it('a port that refuses: requests are answered, the failed exports counted', async () => {
+    const g = await start({
+      telemetry: { otlp: { endpoint: `http://127.0.0.1:${await refusedPort()}` } },
+    });
+    for (let i = 0; i < 3; i++)
+      expect((await viaProxy(g.proxyUrl, `${upstream.url}/r${i}`, auth(0))).status).toBe(200);
+    await waitForRecords(g, isOutcome, 3);
+    const port = g.gw.admin.port;
+    await waitFor(
+      async () => (await counter(port, 'trajgate_otlp_export_failures_total', 'spans')) >= 1,
+      30_000,
+      'a failed span export counted',
+    );
+    expect(await counter(port, 'trajgate_otlp_dropped_total', 'spans')).toBeGreaterThanOrEqual(4);
+    await waitFor(
+      async () => (await counter(port, 'trajgate_otlp_dropped_total', 'logs')) >= 6,
+      30_000,
+    );
+  });
+
+  it('a collector that never answers: requests are answered while its exports hang', async () => {
+    const rx = await startOtlpReceiver({ hang: true });
+    const g = await start({ telemetry: { otlp: { endpoint: rx.url } } });
+    expect((await viaProxy(g.proxyUrl, `${upstream.url}/first`, auth(0))).status).toBe(200);
+    await waitFor(() => rx.hanging.length >= 1, 20_000, 'an export held unanswered');
+    for (let i = 0; i < 3; i++)
+      expect((await viaProxy(g.proxyUrl, `${upstream.url}/during${i}`, auth(0))).status).toBe(200);
+    expect(rx.hanging.every((res) => !res.writableEnded)).toBe(true);
+    await waitForRecords(g, isOutcome, 4);
+    await waitFor(
+      async () =>
+        (await counter(g.gw.admin.port, 'trajgate_otlp_export_failures_total', 'spans')) >= 1,
+      30_000,
+      'the export that timed out counted',
+    );
+  });
+
+  it('past the queue, records are dropped and counted, not kept', async () => {
+    const rx = await startOtlpReceiver({ hang: true });
+    const registry = new Registry();
+    const t = new Telemetry({ endpoint: rx.url, headers: {} }, registry, pino({ level: 'silent' }));
+    const extra = 100;
+    // Outcomes of no open request: a log record each, and no span.
+    for (let seq = 1; seq <= QUEUE + extra; seq++) {
+      const record: Unstamped<OutcomeRecord> = {
+        type: 'outcome',
+        rid: seq,
+        session: 's',
+        status: 200,
+        bytesUp: 0,
+        bytesDown: 0,
+        durationMs: 1,
+      };
+      t.written({ record, seq, ms: Date.now(), line: JSON.stringify({ seq, ...record }) });
+    }
+    const dropped = async () =>
+      (await registry.getSingleMetric('trajgate_otlp_dropped_total')!.get()).values.find(
+        (v) => v.labels.signal === 'logs',
+      )?.value ?? 0;
+    // The first batch may have left the queue (and hang at the receiver) before the rest came.
+    expect(await dropped()).toBeGreaterThanOrEqual(extra);
+    expect(await dropped()).toBeLessThanOrEqual(extra + 512);
+    await t.close();
+  });
+});
