@@ -1,12 +1,13 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { adminClient, viaProxy } from '../helpers/admin.js';
+import { fileGateway } from '../helpers/file-gateway.js';
 import { gatewayPerTest } from '../helpers/gateway.js';
 import type { ReceivedSpan } from '../helpers/otlp-receiver.js';
 import { startOtlpReceiver } from '../helpers/otlp-receiver.js';
 import { ADMIN, AGENTS, auth } from '../helpers/review-story.js';
 import { startUpstream } from '../helpers/upstream.js';
-import { waitFor } from '../helpers/wait.js';
+import { isOutcome, waitFor, waitForRecords } from '../helpers/wait.js';
 
 /**
  * telemetry.otlp sends the journal to a collector over OTLP/HTTP: a real receiver on loopback
@@ -147,5 +148,50 @@ describe('telemetry.otlp', () => {
     expect(rx.headers.every((h) => h.authorization === `Bearer ${OTLP_TOKEN}`)).toBe(true);
     for (const secret of [AGENTS[0]!.token, proxyAuthValue])
       expect(all.includes(secret), `a secret in the export: ${secret}`).toBe(false);
+  });
+});
+
+describe('telemetry.otlp on reload', () => {
+  it('moves to a new endpoint, and stops when the key is removed', async () => {
+    const [a, b] = [await startOtlpReceiver(), await startOtlpReceiver()];
+    const keys = {
+      agents: [AGENTS[0]],
+      network: {
+        allowPrivate: ['127.0.0.1/32'],
+        ports: [allowed.port],
+        allow: [`127.0.0.1:${allowed.port}`],
+      },
+    };
+    const f = await fileGateway(ADMIN, { ...keys, telemetry: { otlp: { endpoint: a.url } } });
+    const proxy = `http://127.0.0.1:${f.gw.proxy.port}`;
+    const api = adminClient(f.gw.admin.port, ADMIN);
+    const target = (s: ReceivedSpan) => s.attributes['trajgate.target'];
+    expect((await viaProxy(proxy, `${allowed.url}/to-a`, auth(0))).status).toBe(200);
+    await waitFor(() => byName(a.spans, 'request').length === 1, 20_000, 'the span at a');
+
+    f.write({ ...keys, telemetry: { otlp: { endpoint: b.url } } });
+    expect((await api.post('/api/reload')).status).toBe(200);
+    expect((await viaProxy(proxy, `${allowed.url}/to-b`, auth(0))).status).toBe(200);
+    await waitFor(() => byName(b.spans, 'request').length === 1, 20_000, 'the span at b');
+    expect(byName(b.spans, 'request').map(target)).toEqual([`${allowed.url}/to-b`]);
+    expect(byName(a.spans, 'request').map(target)).toEqual([`${allowed.url}/to-a`]);
+    // The new collector gets the session's root too, in the same trace.
+    const [root] = byName(b.spans, 'session');
+    expect(root!.traceId).toBe(byName(a.spans, 'session')[0]!.traceId);
+    expect(byName(b.spans, 'request')[0]!.parentSpanId).toBe(root!.spanId);
+    // The reload's record is written before it takes effect: the old collector gets it, flushed.
+    const reloaded = (l: { attributes: Record<string, unknown> }) =>
+      l.attributes['trajgate.type'] === 'config';
+    await waitFor(() => a.logs.some(reloaded), 20_000, 'the config record at a');
+    expect(b.logs.some(reloaded)).toBe(false);
+
+    f.write(keys);
+    expect((await api.post('/api/reload')).status).toBe(200);
+    const seen = b.logs.length;
+    expect((await viaProxy(proxy, `${allowed.url}/nowhere`, auth(0))).status).toBe(200);
+    await waitForRecords(f, isOutcome, 3);
+    // Nothing more can come: b's exporter was shut down with the reload.
+    expect(b.logs.length).toBeLessThanOrEqual(seen + 1);
+    expect([...a.spans, ...b.spans].map(target)).not.toContain(`${allowed.url}/nowhere`);
   });
 });
