@@ -1,6 +1,10 @@
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/load.js';
+import { loadOperatorConfig } from '../../src/config/operator-config.js';
 import { TrajgateError } from '../../src/errors.js';
+import { tempDir } from '../helpers/tmp.js';
 
 /** telemetry.otlp: off by default, its secrets from the environment and never in a message. */
 const load = (yaml: string, env: NodeJS.ProcessEnv = {}) =>
@@ -49,5 +53,15 @@ describe('telemetry.otlp config', () => {
     expect(text).toContain('telemetry.otlp.headers.x-key: has a value with a control character');
     for (const secret of ['url-secret-0123', 'value-secret-0123'])
       expect(text).not.toContain(secret);
+  });
+
+  it("lets operator commands run without the collector's secret", () => {
+    const file = join(tempDir(), 'trajgate.yaml');
+    writeFileSync(
+      file,
+      "version: 1\ntelemetry: { otlp: { endpoint: 'http://127.0.0.1:4318', headers: { x-api-key: '${OTLP_KEY}' } } }\n",
+    );
+    const config = loadOperatorConfig(file, {});
+    expect(config.unset.get('telemetry.otlp.headers.x-api-key')?.written).toBe('${OTLP_KEY}');
   });
 });
