@@ -1,16 +1,10 @@
-import type { Context } from '@opentelemetry/api';
 import { ROOT_CONTEXT, SpanStatusCode, trace, TraceFlags } from '@opentelemetry/api';
 import { OTLPLogExporter } from '@opentelemetry/exporter-logs-otlp-http';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
-import type { LogRecordExporter, LogRecordProcessor, SdkLogRecord } from '@opentelemetry/sdk-logs';
+import type { LogRecordExporter } from '@opentelemetry/sdk-logs';
 import { BatchLogRecordProcessor, LoggerProvider } from '@opentelemetry/sdk-logs';
-import type {
-  ReadableSpan,
-  Span,
-  SpanExporter,
-  SpanProcessor,
-} from '@opentelemetry/sdk-trace-base';
+import type { Span, SpanExporter } from '@opentelemetry/sdk-trace-base';
 import {
   AlwaysOnSampler,
   BasicTracerProvider,
@@ -22,7 +16,8 @@ import type { LogSpec, SpanSpec, Sink } from './spans.js';
 
 /** What the export is bounded by: items waiting per signal, and how long one export may take. */
 export const QUEUE = 2048;
-const BATCH = 512;
+/** Smaller batches block the event loop less while they are serialised. */
+const BATCH = 256;
 const DELAY_MS = 1000;
 export const EXPORT_TIMEOUT_MS = 10_000;
 /** Attribute values past this many characters are cut (the journal bounds targets at 512 bytes). */
@@ -42,8 +37,9 @@ export type Signal = 'spans' | 'logs';
 
 /**
  * Keeps at most QUEUE items between the journal and a finished export: one more is dropped and
- * counted here, before the SDK's own queue (as large) could drop it uncounted. A failed export
- * drops its batch, counted too. Nothing here waits: the SDK's batch processor sends on a timer.
+ * counted here, before it is built (a dead collector costs no SDK work) and before the SDK's own
+ * queue (as large) could drop it uncounted. A failed export drops its batch, counted too.
+ * Nothing here waits: the SDK's batch processor sends on a timer.
  */
 class Bounded {
   #queued = 0;
@@ -92,28 +88,6 @@ function counted<T>(exporter: Exporter<T>, bound: Bounded): Exporter<T> {
   };
 }
 
-/** Admits a finished span to the batch processor only while the queue has room. */
-function boundedSpans(inner: SpanProcessor, bound: Bounded): SpanProcessor {
-  return {
-    onStart: () => undefined,
-    onEnd: (span: ReadableSpan) => {
-      if (bound.admit()) inner.onEnd(span);
-    },
-    forceFlush: () => inner.forceFlush(),
-    shutdown: () => inner.shutdown(),
-  };
-}
-
-function boundedLogs(inner: LogRecordProcessor, bound: Bounded): LogRecordProcessor {
-  return {
-    onEmit: (record: SdkLogRecord, context?: Context) => {
-      if (bound.admit()) inner.onEmit(record, context);
-    },
-    forceFlush: () => inner.forceFlush(),
-    shutdown: () => inner.shutdown(),
-  };
-}
-
 /**
  * The OpenTelemetry SDK sending to one collector over OTLP/HTTP (JSON): spans to
  * `ENDPOINT/v1/traces`, log records to `ENDPOINT/v1/logs`, each through a bounded batch
@@ -125,6 +99,8 @@ export class OtlpSink implements Sink {
   readonly #logger;
   readonly #traces: BasicTracerProvider;
   readonly #logs: LoggerProvider;
+  readonly #spanBound: Bounded;
+  readonly #logBound: Bounded;
   #next = { traceId: '', spanId: '' };
 
   constructor(otlp: Otlp, version: string, counts: ExportCounts) {
@@ -150,7 +126,7 @@ export class OtlpSink implements Sink {
         generateTraceId: () => this.#next.traceId,
         generateSpanId: () => this.#next.spanId,
       },
-      spanProcessors: [boundedSpans(spanBatch, spans)],
+      spanProcessors: [spanBatch],
     });
     const logs = new Bounded('logs', counts);
     const logExporter = new OTLPLogExporter({ ...exporting, url: `${otlp.endpoint}/v1/logs` });
@@ -158,12 +134,15 @@ export class OtlpSink implements Sink {
       exporter: counted(logExporter, logs) as LogRecordExporter,
       ...batch,
     });
-    this.#logs = new LoggerProvider({ resource, processors: [boundedLogs(logBatch, logs)] });
+    this.#logs = new LoggerProvider({ resource, processors: [logBatch] });
+    this.#spanBound = spans;
+    this.#logBound = logs;
     this.#tracer = this.#traces.getTracer(SCOPE, version);
     this.#logger = this.#logs.getLogger(SCOPE, version);
   }
 
   span(s: SpanSpec): void {
+    if (!this.#spanBound.admit()) return;
     this.#next = { traceId: s.traceId, spanId: s.spanId };
     const parent =
       s.parentId === undefined
@@ -187,6 +166,7 @@ export class OtlpSink implements Sink {
   }
 
   log(l: LogSpec): void {
+    if (!this.#logBound.admit()) return;
     const attributes: Record<string, string | number> = {
       'trajgate.type': l.type,
       'trajgate.seq': l.written.seq,
