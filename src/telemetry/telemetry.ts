@@ -7,13 +7,14 @@ import { part } from '../config/parts.js';
 import type { Otlp } from '../config/telemetry-schema.js';
 import type { Written } from '../journal/writer.js';
 import type { ExportCounts, Signal } from './otlp.js';
-import { OtlpSink } from './otlp.js';
+import { EXPORT_TIMEOUT_MS, OtlpSink } from './otlp.js';
 import type { LogSpec, Sink, SpanSpec } from './spans.js';
 import { TraceBook } from './trace-book.js';
 
 /** How long a stop or a reload waits for what is queued to be sent, at most. */
 export const FLUSH_MS = 2000;
 const READS = { telemetry: ['otlp'] } as const;
+const WARN_EVERY_MS = 60_000;
 
 const version = (): string =>
   (
@@ -63,21 +64,41 @@ export class Telemetry implements Sink {
   readonly #book: TraceBook;
   readonly #version = version();
   #sink: OtlpSink | null = null;
+  #pending: Written[] = [];
+  #endpoint = '';
+  /** Failed exports since the last warning, and when it was (one line a minute at most). */
+  #failures = 0;
+  #warnedAt = -Infinity;
 
   constructor(otlp: Otlp | undefined, registry: Registry, log: Logger, now = Date.now) {
     this.#log = log;
-    this.#counts = counters(registry);
+    const counted = counters(registry);
+    this.#counts = { ...counted, failed: (signal) => this.#failed(signal, counted) };
     this.#book = new TraceBook(new Date(now()).toISOString(), this);
     this.#open(otlp);
   }
 
   /** The journal's onWritten: errors are the export's own, never the decision's. */
+  /**
+   * The journal's onWritten: kept for the next turn of the event loop, so that building spans
+   * happens after the decision is answered, never inside it.
+   */
   readonly written = (w: Written): void => {
     if (this.#sink === null) return;
-    try {
-      this.#book.written(w);
-    } catch (err) {
-      this.#log.warn({ err }, 'telemetry: a record could not be exported');
+    this.#pending.push(w);
+    if (this.#pending.length === 1) setImmediate(this.#drain);
+  };
+
+  /** Errors are the export's own, never the decision's. */
+  readonly #drain = (): void => {
+    const pending = this.#pending;
+    this.#pending = [];
+    for (const w of pending) {
+      try {
+        this.#book.written(w);
+      } catch (err) {
+        this.#log.warn({ err }, 'telemetry: a record could not be exported');
+      }
     }
   };
 
@@ -99,6 +120,7 @@ export class Telemetry implements Sink {
   }
 
   async close(): Promise<void> {
+    this.#drain();
     this.#book.flushOpen(Date.now());
     const sink = this.#sink;
     this.#sink = null;
@@ -107,12 +129,30 @@ export class Telemetry implements Sink {
 
   #open(otlp: Otlp | undefined): void {
     this.#sink = otlp === undefined ? null : new OtlpSink(otlp, this.#version, this.#counts);
+    this.#endpoint = otlp?.endpoint ?? '';
     // The endpoint is no secret (schema: no credentials in it); the headers are never logged.
     if (otlp !== undefined) this.#log.info(`telemetry: exporting to ${otlp.endpoint} (OTLP/HTTP)`);
   }
 
+  /** Counted, and said in the log at most once a minute: a collector down is no log flood. */
+  #failed(signal: Signal, counted: ExportCounts): void {
+    counted.failed(signal);
+    this.#failures++;
+    const now = Date.now();
+    if (now - this.#warnedAt < WARN_EVERY_MS) return;
+    this.#log.warn(
+      `telemetry: ${this.#failures} export(s) to ${this.#endpoint} failed (refused, no answer ` +
+        `within ${EXPORT_TIMEOUT_MS / 1000} s, or an error status); what they held is dropped ` +
+        '(trajgate_otlp_dropped_total)',
+    );
+    this.#failures = 0;
+    this.#warnedAt = now;
+  }
+
   async #replace(otlp: Otlp | undefined): Promise<void> {
     const old = this.#sink;
+    // What was written before the reload goes where it was headed.
+    this.#drain();
     if (otlp === undefined) this.#book.flushOpen(Date.now());
     this.#book.forgetSessions();
     this.#open(otlp);
