@@ -6,7 +6,7 @@
 import http from 'node:http';
 import { join } from 'node:path';
 import { log } from '../run-setup.mjs';
-import { cpuSnapshot, otherLoad } from './proc-stats.mjs';
+import { cpuSnapshot, cpuTicks, otherLoad } from './proc-stats.mjs';
 import { firstJsonLine, start, stop } from './procs.mjs';
 import { alignTable, fmt } from './report.mjs';
 import { median } from '../tls/request-loops.mjs';
@@ -70,14 +70,20 @@ export async function otlp({ here, pin, opt, wrk, probe, ctx }) {
       for (const k of round % 2 === 0 ? order : order.reverse()) {
         await wrk(proxies[k].port, opt.warmup);
         const before = cpuSnapshot(groups);
+        const ticks = cpuTicks(proxies[k].child.pid);
         const r = await wrk(proxies[k].port, opt.duration);
         if (r.error || r.non2xx || r.socketErrors)
           return {
             skipped: `${LABELS[k]}: ${r.error ?? `${r.non2xx} non-2xx, ${r.socketErrors} socket errors`}`,
           };
         r.otherLoad = otherLoad(before, cpuSnapshot(groups));
+        // The proxy's own CPU per request: what the host's other load blurs least.
+        r.cpuUs = ((cpuTicks(proxies[k].child.pid) - ticks) * 1e4) / r.requests;
         runs[k].push(r);
-        log(`  ${LABELS[k]}: ${Math.round(r.rps)} req/s, p99 ${r.p99ms.toFixed(2)} ms`);
+        log(
+          `  ${LABELS[k]}: ${Math.round(r.rps)} req/s, p99 ${r.p99ms.toFixed(2)} ms, ` +
+            `${r.cpuUs.toFixed(0)} µs CPU/request`,
+        );
       }
     }
     const rows = Object.fromEntries(
@@ -86,6 +92,7 @@ export async function otlp({ here, pin, opt, wrk, probe, ctx }) {
         {
           rps: median(list.map((r) => r.rps)),
           p99: median(list.map((r) => r.p99ms)),
+          cpuUs: median(list.map((r) => r.cpuUs)),
           otherLoad: median(list.map((r) => r.otherLoad)),
           runs: list,
         },
@@ -96,6 +103,8 @@ export async function otlp({ here, pin, opt, wrk, probe, ctx }) {
       'dead/off req/s': rows.dead.rps / rows.off.rps,
       'live/off p99': rows.live.p99 / rows.off.p99,
       'dead/off p99': rows.dead.p99 / rows.off.p99,
+      'live/off CPU per request': rows.live.cpuUs / rows.off.cpuUs,
+      'dead/off CPU per request': rows.dead.cpuUs / rows.off.cpuUs,
     };
     return { rows, ratios, received: await getJson(`${endpoints.live}/counts`) };
   } finally {
@@ -106,10 +115,12 @@ export async function otlp({ here, pin, opt, wrk, probe, ctx }) {
 /** The phase's printed table and ratios. */
 export function otlpLines(result) {
   if (result.skipped) return [`otlp: not measured (${result.skipped})`];
-  const table = [['telemetry.otlp, keep-alive HTTP', 'req/s', 'p99 ms', 'notes']];
+  const table = [
+    ['telemetry.otlp, keep-alive HTTP', 'req/s', 'p99 ms', 'trajgate µs CPU/req', 'notes'],
+  ];
   for (const [k, x] of Object.entries(result.rows)) {
     const load = x.otherLoad > 0.05 ? `other load took ${(x.otherLoad * 100).toFixed(0)}% CPU` : '';
-    table.push([LABELS[k], fmt(x.rps, 0), fmt(x.p99, 2), load]);
+    table.push([LABELS[k], fmt(x.rps, 0), fmt(x.p99, 2), fmt(x.cpuUs, 0), load]);
   }
   const got = Object.entries(result.received)
     .map(([path, c]) => `${path}: ${c.requests} exports, ${(c.bytes / 2 ** 20).toFixed(1)} MiB`)
