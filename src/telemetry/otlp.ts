@@ -12,6 +12,7 @@ import {
 } from '@opentelemetry/sdk-trace-base';
 import { ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION } from '@opentelemetry/semantic-conventions';
 import type { Otlp } from '../config/telemetry-schema.js';
+import type { Written } from '../journal/writer.js';
 import type { LogSpec, SpanSpec, Sink } from './spans.js';
 
 /** What the export is bounded by: items waiting per signal, and how long one export may take. */
@@ -47,6 +48,10 @@ class Bounded {
     readonly signal: Signal,
     readonly counts: ExportCounts,
   ) {}
+
+  get full(): boolean {
+    return this.#queued >= QUEUE;
+  }
 
   admit(): boolean {
     if (this.#queued >= QUEUE) {
@@ -139,6 +144,19 @@ export class OtlpSink implements Sink {
     this.#logBound = logs;
     this.#tracer = this.#traces.getTracer(SCOPE, version);
     this.#logger = this.#logs.getLogger(SCOPE, version);
+  }
+
+  /**
+   * Both queues are full (a collector down or slow): the record is dropped unread, its log
+   * record and the span a first event would open counted, so that a dead collector costs no
+   * work at all. Its outcome then finds no open span: nothing more is lost.
+   */
+  droppedUnread(record: Written['record']): boolean {
+    if (!this.#spanBound.full || !this.#logBound.full) return false;
+    this.#logBound.counts.dropped('logs', 1);
+    if (record.type === 'event' && record.rid === undefined)
+      this.#spanBound.counts.dropped('spans', 1);
+    return true;
   }
 
   span(s: SpanSpec): void {

@@ -84,7 +84,7 @@ export class Telemetry implements Sink {
    * happens after the decision is answered, never inside it.
    */
   readonly written = (w: Written): void => {
-    if (this.#sink === null) return;
+    if (this.#sink === null || this.#sink.droppedUnread(w.record)) return;
     this.#pending.push(w);
     if (this.#pending.length === 1) setImmediate(this.#drain);
   };
