@@ -1,8 +1,7 @@
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
-import type { Unstamped } from '../../src/journal/records.js';
-import type { OutcomeRecord } from '../../src/journal/records.js';
+import type { EventRecord, OutcomeRecord, Unstamped } from '../../src/journal/records.js';
 import { QUEUE } from '../../src/telemetry/otlp.js';
 import { Telemetry } from '../../src/telemetry/telemetry.js';
 import { adminClient, viaProxy } from '../helpers/admin.js';
@@ -82,27 +81,47 @@ describe('telemetry.otlp with a dead collector', () => {
     const rx = await startOtlpReceiver({ hang: true });
     const registry = new Registry();
     const t = new Telemetry({ endpoint: rx.url, headers: {} }, registry, pino({ level: 'silent' }));
-    const extra = 100;
-    // Outcomes of no open request: a log record each, and no span.
-    for (let seq = 1; seq <= QUEUE + extra; seq++) {
-      const record: Unstamped<OutcomeRecord> = {
-        type: 'outcome',
-        rid: seq,
-        session: 's',
-        status: 200,
-        bytesUp: 0,
-        bytesDown: 0,
-        durationMs: 1,
-      };
+    let seq = 0;
+    const write = (record: Unstamped<EventRecord> | Unstamped<OutcomeRecord>) => {
+      seq++;
       t.written({ record, seq, ms: Date.now(), line: JSON.stringify({ seq, ...record }) });
-    }
-    const dropped = async () =>
+      return seq;
+    };
+    /** A request: its event record, then its outcome (a span and two log records). */
+    const request = () => {
+      const rid = write({ ...EVENT, target: `http://127.0.0.1:9/${seq}` });
+      write({ type: 'outcome', rid, session: 's', ...OUTCOME });
+    };
+    const dropped = async (signal: string) =>
       (await registry.getSingleMetric('trajgate_otlp_dropped_total')!.get()).values.find(
-        (v) => v.labels.signal === 'logs',
+        (v) => v.labels.signal === signal,
       )?.value ?? 0;
-    // Built on the next turn; the first batch may have left the queue (and hang) meanwhile.
-    await waitFor(async () => (await dropped()) >= extra, 20_000, 'the drops counted');
-    expect(await dropped()).toBeLessThanOrEqual(extra + 256);
+    const extra = 100;
+    // Read on the next turn, at once: no export can finish meanwhile (the collector never answers).
+    for (let i = 0; i < QUEUE + extra; i++) request();
+    await waitFor(async () => (await dropped('spans')) > 0, 20_000, 'the drops counted');
+    // The session's root span took one place; each log record past the queue is dropped too.
+    expect(await dropped('spans')).toBe(extra + 1);
+    expect(await dropped('logs')).toBe(2 * (QUEUE + extra) - QUEUE);
+    // Both queues full: each record is dropped unread, its span and log record counted.
+    for (let i = 0; i < extra; i++) request();
+    expect(await dropped('spans')).toBe(2 * extra + 1);
+    expect(await dropped('logs')).toBe(2 * (QUEUE + extra) - QUEUE + 2 * extra);
     await t.close();
   });
 });
+
+const EVENT = {
+  type: 'event',
+  session: 's',
+  source: 'proxy',
+  kind: 'network',
+  target: '',
+  method: 'GET',
+  approved: false,
+  verdict: 'ALLOW',
+  boundary: null,
+  count: 0,
+  reason: 'allowed by network.allow',
+} as const;
+const OUTCOME = { status: 200, bytesUp: 0, bytesDown: 64, durationMs: 1 } as const;
