@@ -13,10 +13,32 @@ const MAX_OPEN = 10_000;
 /** Sessions whose root span was sent; past it the oldest is forgotten (and sent again if seen). */
 const MAX_SESSIONS = 100_000;
 
-const EVENT_FIELDS = ['source', 'kind', 'target', 'verdict', 'boundary', 'count', 'reason'];
-const EVENT_MORE = ['approved', 'approvedBy', 'denied', 'targetBytes', 'held', 'failed'];
-const OUTCOME_FIELDS = ['status', 'bytesUp', 'bytesDown', 'durationMs', 'error', 'sni'];
-const OUTCOME_MORE = ['protocol', 'via', 'grpcStatus'];
+const EVENT_FIELDS = [
+  'source',
+  'kind',
+  'target',
+  'verdict',
+  'boundary',
+  'count',
+  'reason',
+  'approved',
+  'approvedBy',
+  'denied',
+  'targetBytes',
+  'held',
+  'failed',
+];
+const OUTCOME_FIELDS = [
+  'status',
+  'bytesUp',
+  'bytesDown',
+  'durationMs',
+  'error',
+  'sni',
+  'protocol',
+  'via',
+  'grpcStatus',
+];
 const RESULT_FIELDS = ['ok', 'error', 'tool', 'unlinked'];
 /** Records of a session that are no request: a span each, named by type, with one span event. */
 const ACTIONS: Record<string, readonly string[]> = {
@@ -49,11 +71,6 @@ export class TraceBook {
   constructor(startedAt: string, sink: Sink) {
     this.#startedAt = startedAt;
     this.#sink = sink;
-  }
-
-  /** Spans waiting for their outcome (tests; the bench). */
-  get open(): number {
-    return this.#open.size;
   }
 
   written(w: Written): void {
@@ -111,7 +128,6 @@ export class TraceBook {
     const decision = r.boundary === null ? `${r.verdict}` : `${r.verdict}: ${r.boundary}`;
     const attributes: Attributes = {
       ...attributesOf(r, EVENT_FIELDS),
-      ...attributesOf(r, EVENT_MORE),
       'trajgate.decision': decision,
       'trajgate.session': r.session as string,
     };
@@ -159,7 +175,7 @@ export class TraceBook {
     this.#open.delete(r.rid);
     const add =
       r.type === 'outcome'
-        ? { ...attributesOf(r, OUTCOME_FIELDS), ...attributesOf(r, OUTCOME_MORE) }
+        ? attributesOf(r, OUTCOME_FIELDS)
         : attributesOf(r, RESULT_FIELDS, 'trajgate.result.');
     if (typeof r.status === 'number') add[ATTR_HTTP_RESPONSE_STATUS_CODE] = r.status;
     this.#sink.span(finish(open, w.ms, add, r.failed === true || r.ok === false));
