@@ -6,7 +6,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { benchArgs, log, pin, runTmp } from '../run-setup.mjs';
 import { firstJsonLine, start, stop } from './procs.mjs';
-import { readFileSync } from 'node:fs';
+import { cpuTicks } from './proc-stats.mjs';
 import { startTrajgate } from './targets.mjs';
 import { wrkRunner } from './wrk.mjs';
 
@@ -63,13 +63,6 @@ try {
 } finally {
   await stop(upstreamChild);
 }
-/** utime + stime of a process, in clock ticks (100 per second on Linux). */
-function cpuTicks(pid) {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return Number(fields[11]) + Number(fields[12]);
-}
-
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const of = (name, key) => median(figures[name].map((r) => r[key]));
 log(

@@ -9,6 +9,12 @@ const statFields = (pid) => {
   return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
 };
 
+/** utime + stime of a process, in clock ticks (100 per second on Linux). */
+export function cpuTicks(pid) {
+  const fields = statFields(pid);
+  return Number(fields[11]) + Number(fields[12]);
+}
+
 function groupMembers(pgid) {
   return readdirSync('/proc').filter((pid) => {
     try {

@@ -3,7 +3,8 @@
 // upstream — HTTP req/s and p99 (wrk) over keep-alive connections and with a new connection per
 // request, CONNECT tunnel MB/s (and trajgate's SOCKS5 tunnel beside it), peak RSS; then
 // intercepted HTTPS through trajgate, HTTP/1.1 against HTTP/2 (intercepted.mjs), and with
-// credential substitution on against off (credentials.mjs). See README.md.
+// credential substitution on against off (credentials.mjs), and telemetry.otlp off, to a live
+// receiver and to a dead endpoint (otlp.mjs). See README.md.
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { availableParallelism, release } from 'node:os';
@@ -15,6 +16,7 @@ import { firstJsonLine, run, start, stop, which } from './procs.mjs';
 import { writerChainCost } from './chain-cost.mjs';
 import { credentials, credentialsLines } from './credentials.mjs';
 import { intercepted, interceptedLines } from './intercepted.mjs';
+import { otlp, otlpLines } from './otlp.mjs';
 import { report } from './report.mjs';
 import { startFloor, startSquid, startTrajgate } from './targets.mjs';
 import { tcpSettings, wrkRunner } from './wrk.mjs';
@@ -42,6 +44,10 @@ const { values, int } = benchArgs({
   'credentials-only': { type: 'boolean', default: false },
   // 0 skips the credentials phase.
   'credentials-rounds': { type: 'string', default: '2' },
+  // Only the otlp phase: telemetry off, to a live receiver, to a dead endpoint.
+  'otlp-only': { type: 'boolean', default: false },
+  // 0 skips the otlp phase.
+  'otlp-rounds': { type: 'string', default: '2' },
   // Another checkout (built) measured in the same run as `baseline`: before/after one change.
   baseline: { type: 'string' },
 });
@@ -53,22 +59,28 @@ const opt = {
   tunnelBytes: int('tunnel-mib') * 2 ** 20,
   tunnelRuns: int('tunnel-runs'),
   chainSeconds:
-    values['tunnel-only'] || values['h2-only'] || values['credentials-only']
+    values['tunnel-only'] || values['h2-only'] || values['credentials-only'] || values['otlp-only']
       ? 0
       : Number(values['chain-seconds']),
   tunnelOnly: values['tunnel-only'],
   h2Connections: int('h2-connections'),
   h2Rounds: int('h2-rounds'),
   credentialsRounds:
-    values['tunnel-only'] || values['h2-only'] || values['chain-only']
+    values['tunnel-only'] || values['h2-only'] || values['chain-only'] || values['otlp-only']
       ? 0
       : Number(values['credentials-rounds']),
+  otlpRounds:
+    values['tunnel-only'] || values['h2-only'] || values['chain-only'] || values['credentials-only']
+      ? 0
+      : Number(values['otlp-rounds']),
 };
 if (!Number.isInteger(opt.chainSeconds) || opt.chainSeconds < 0)
   throw new Error('--chain-seconds must be a non-negative integer');
 if (!Number.isInteger(opt.credentialsRounds) || opt.credentialsRounds < 0)
   throw new Error('--credentials-rounds must be a non-negative integer');
-const only = ['chain-only', 'tunnel-only', 'h2-only', 'credentials-only'].filter(
+if (!Number.isInteger(opt.otlpRounds) || opt.otlpRounds < 0)
+  throw new Error('--otlp-rounds must be a non-negative integer');
+const only = ['chain-only', 'tunnel-only', 'h2-only', 'credentials-only', 'otlp-only'].filter(
   (name) => values[name],
 );
 if (only.length > 1) throw new Error(`--${only.join(' and --')} exclude each other`);
@@ -76,6 +88,8 @@ if (values['chain-only'] && opt.chainSeconds === 0)
   throw new Error('--chain-only needs --chain-seconds above 0');
 if (values['credentials-only'] && opt.credentialsRounds === 0)
   throw new Error('--credentials-only needs --credentials-rounds above 0');
+if (values['otlp-only'] && opt.otlpRounds === 0)
+  throw new Error('--otlp-only needs --otlp-rounds above 0');
 if (opt.threads > opt.connections) throw new Error('--threads must not exceed --connections');
 if (opt.connections % opt.h2Connections !== 0)
   throw new Error('--connections must be a multiple of --h2-connections (streams per connection)');
@@ -220,7 +234,8 @@ function chainLine(c) {
   );
 }
 
-const alone = values['chain-only'] || values['h2-only'] || values['credentials-only'];
+const alone =
+  values['chain-only'] || values['h2-only'] || values['credentials-only'] || values['otlp-only'];
 const results = alone ? {} : { direct: await measure('direct', null) };
 const ctx = { here, root, tmp, pin, upstream, force: values.trajgate };
 for (const [name, startTarget] of alone
@@ -251,13 +266,17 @@ for (const [name, startTarget] of alone
   }
 }
 const intercept =
-  values['chain-only'] || opt.tunnelOnly || values['credentials-only']
+  values['chain-only'] || opt.tunnelOnly || values['credentials-only'] || values['otlp-only']
     ? { skipped: `--${only[0]}` }
     : await intercepted({ here, root, tmp, pin, opt });
 const credential =
   opt.credentialsRounds === 0
     ? { skipped: only.length ? `--${only[0]}` : '--credentials-rounds 0' }
     : await credentials({ here, root, tmp, pin, opt });
+const telemetry =
+  opt.otlpRounds === 0
+    ? { skipped: only.length ? `--${only[0]}` : '--otlp-rounds 0' }
+    : await otlp({ here, pin, opt, wrk, probe, ctx });
 const chain = await chainCost();
 await stop(upstreamChild);
 
@@ -290,6 +309,16 @@ if (values['credentials-only']) {
   log(`\nwrote bench/out/proxy-credentials.json`);
   process.exit(0);
 }
+if (values['otlp-only']) {
+  log(otlpLines(telemetry).join('\n'));
+  mkdirSync(join(root, 'bench/out'), { recursive: true });
+  writeFileSync(
+    join(root, 'bench/out/proxy-otlp.json'),
+    JSON.stringify({ meta, otlp: telemetry }, null, 2) + '\n',
+  );
+  log(`\nwrote bench/out/proxy-otlp.json`);
+  process.exit(0);
+}
 if (alone) {
   log(values['chain-only'] ? chainLine(chain) : interceptedLines(intercept).join('\n'));
   process.exit(0);
@@ -298,12 +327,21 @@ const { text, checks } = report(results, meta);
 log('\n' + text);
 log(interceptedLines(intercept).join('\n'));
 log(credentialsLines(credential).join('\n'));
+log(otlpLines(telemetry).join('\n'));
 log(chainLine(chain));
 mkdirSync(join(root, 'bench/out'), { recursive: true });
 writeFileSync(
   join(root, 'bench/out/proxy.json'),
   JSON.stringify(
-    { meta, results, checks, intercepted: intercept, credentials: credential, chain },
+    {
+      meta,
+      results,
+      checks,
+      intercepted: intercept,
+      credentials: credential,
+      otlp: telemetry,
+      chain,
+    },
     null,
     2,
   ) + '\n',

@@ -106,7 +106,17 @@ function passwd(name) {
  * `force` it is tried only if `trajgate --help` answers. `socks`: also `listen.socks` (a
  * baseline checkout from before it existed would refuse the key).
  */
-export async function startTrajgate({ root, tmp, pin, force, upstream, name, chain, socks }) {
+export async function startTrajgate({
+  root,
+  tmp,
+  pin,
+  force,
+  upstream,
+  name,
+  chain,
+  socks,
+  lines = [],
+}) {
   const main = join(root, 'bin/trajgate.cjs');
   if (!existsSync(join(root, 'dist/cli/main.js')))
     return { skipped: 'not available (dist/cli/main.js not found; npm run build)' };
@@ -128,6 +138,7 @@ export async function startTrajgate({ root, tmp, pin, force, upstream, name, cha
       `  allow: ["127.0.0.1:${upstream.http}", "127.0.0.1:${upstream.sink}"]`,
       '  allowPrivate: ["127.0.0.1/32"]',
       `  ports: [${upstream.http}, ${upstream.sink}]`,
+      ...lines,
     ],
   });
   return started.why === undefined ? started : { skipped: `not available (${started.why})` };

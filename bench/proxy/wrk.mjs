@@ -47,7 +47,7 @@ export function wrkRunner({ here, pin, targetUrl, threads, connections }) {
     const opensBefore = activeOpens();
     const r = await run(...pin(0, 'wrk', args), { env, timeoutMs: (seconds + 30) * 1000 });
     const rps = /^Requests\/sec:\s+([\d.]+)/m.exec(r.stdout);
-    const p99 = /^\s+99%\s+([\d.]+)(us|ms|s)$/m.exec(r.stdout);
+    const p99 = /^\s+99%\s+([\d.]+)(us|ms|s)[ \t]*$/m.exec(r.stdout);
     const closes = /^Responses with Connection: close: (\d+)$/m.exec(r.stdout);
     if (r.code !== 0 || !rps || !p99 || (close && !closes))
       return { error: `wrk exited ${r.code}: ${(r.stderr.trim() || r.stdout.trim()).slice(-300)}` };

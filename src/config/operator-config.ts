@@ -9,7 +9,7 @@ const TOKEN = (name: string) => `unset-${name}-placeholder`;
 /**
  * Secrets only a running gateway uses, with what stands in for each when its variable is
  * unset (a URL where a URL is due): agents' tokens, admin tokens, credentials' values and AWS
- * key ids, what notifications are sent and signed with, the shared store's URL (its password).
+ * key ids, what notifications are sent and signed with, the collector's headers, the shared store's URL (its password).
  * An operator's shell need not hold them: commands that do need one ask for it by name
  * (needSet).
  */
@@ -19,6 +19,7 @@ const SECRETS: readonly (readonly [RegExp, (name: string) => string])[] = [
   [/^credentials\.\d+\.(value|sigv4\.accessKeyId)$/, TOKEN],
   [/^notify\.(secret|linkKey|headers\..+)$/, TOKEN],
   [/^notify\.webhook$/, () => 'http://unset.invalid/'],
+  [/^telemetry\.otlp\.headers\..+$/, TOKEN],
   [/^state\.redis\.url$/, () => 'redis://unset.invalid/'],
 ];
 

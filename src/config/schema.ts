@@ -12,6 +12,7 @@ import { duration } from './duration-schema.js';
 import { checkScopes, credentialsSchema } from './credentials-schema.js';
 import { OWN_BOUNDARIES } from '../event/own-boundaries.js';
 import { bridgeToolsSchema, toolLists } from './tool-policy-schema.js';
+import { telemetrySchema } from './telemetry-schema.js';
 
 /**
  * The YAML schema; key names are the contract (docs/configuration.md, and
@@ -367,6 +368,7 @@ const fields = z.strictObject({
       redact: z.boolean().default(true),
     })
     .prefault({}),
+  telemetry: telemetrySchema,
 });
 
 /**

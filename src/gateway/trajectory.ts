@@ -29,6 +29,7 @@ import type { ConfigParts } from './config-parts.js';
 import { IdleSweep } from './idle-sweep.js';
 import { ToolPinState } from './tool-pin-state.js';
 import { ToolPins } from './tool-pins.js';
+import { Telemetry } from '../telemetry/telemetry.js';
 import type { Teardown } from './teardown.js';
 
 /** What the store and the journal's snapshots keep of each session: fixed while they run. */
@@ -131,6 +132,10 @@ export async function openTrajectory(
     index,
     recentEvents: config.policy.recentEvents,
   };
+  // Closed after the journal (pushed before it): it gets every record, the last outcomes too.
+  const telemetry = new Telemetry(config.telemetry.otlp, metrics.registry, log);
+  teardown.push('telemetry', () => telemetry.close());
+  parts.add(telemetry.part());
   const { writer: journal, restored } = store.locally(() =>
     openJournal(
       config.journal.path,
@@ -147,6 +152,7 @@ export async function openTrajectory(
         warn: (m) => log.warn(m),
         onWrite: (s) => metrics.journalWrite.observe(s),
         health,
+        onWritten: telemetry.written,
         onAppend: (record, seq, offset, bytes) => {
           index.add(record, seq, offset, bytes);
           denials.observe(record, seq);

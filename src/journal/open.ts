@@ -32,6 +32,8 @@ export function openJournal(
     onWrite?: (seconds: number) => void;
     health?: WriterOptions['health'];
     onAppend?: WriterOptions['onAppend'];
+    /** Told of each record written from now on (none read back): see WriterOptions. */
+    onWritten?: WriterOptions['onWritten'];
     rotate?: RotateOptions;
     chain?: boolean;
     /** A live file's first line is a snapshot: its state, to install instead of a replay. */
@@ -74,6 +76,7 @@ export function openJournal(
     ...(options.onWrite ? { onWrite: options.onWrite } : {}),
     ...(options.health ? { health: options.health } : {}),
     ...(options.onAppend ? { onAppend: options.onAppend } : {}),
+    ...(options.onWritten ? { onWritten: options.onWritten } : {}),
     ...(options.rotate ? { rotate: options.rotate, snapshotBytes } : {}),
     ...(options.chain === false ? { chain: false } : {}),
   });

@@ -18,6 +18,9 @@ import { withJournaledTarget } from './long-target.js';
 import { PendingLines } from './pending-lines.js';
 import type { JournalRecord, Unstamped } from './records.js';
 
+/** A record stamped and not yet written: its line's bytes with the newline. */
+type Stamped = Written & { readonly bytes: number };
+
 export interface WriterOptions {
   /** Highest `seq` already in the file; the next record gets the one after. */
   readonly lastSeq: number;
@@ -39,6 +42,11 @@ export interface WriterOptions {
     offset: number,
     bytes: number,
   ) => void;
+  /**
+   * Told of each record this writer put in the file, with its line as written (no newline) and
+   * its time: what leaves the gateway as telemetry is exactly what was journaled. Never throws.
+   */
+  readonly onWritten?: (written: Written) => void;
   /** Told of each failed write (its error) and of the first write that succeeds after one. */
   readonly health?: { failed(error: string): void; recovered(): void };
   /** Rotation with snapshots (journal.rotate); none when absent. */
@@ -47,6 +55,15 @@ export interface WriterOptions {
   readonly snapshotBytes?: number;
   /** false: lines carry no `prev` (journal.chain: false, to measure what the chain costs). */
   readonly chain?: boolean;
+}
+
+/** A record as it went into the file. */
+export interface Written {
+  readonly record: Unstamped<JournalRecord>;
+  readonly seq: number;
+  /** Its `ts`, in ms since the epoch. */
+  readonly ms: number;
+  readonly line: string;
 }
 
 /**
@@ -76,8 +93,9 @@ export class JournalWriter {
   readonly #now: () => number;
   readonly #onWrite: ((seconds: number) => void) | undefined;
   readonly #onAppend: WriterOptions['onAppend'];
-  /** Records stamped and not yet written, for `onAppend`, in file order. */
-  #stamped: { record: Unstamped<JournalRecord>; seq: number; bytes: number }[] = [];
+  readonly #onWritten: WriterOptions['onWritten'];
+  /** Records stamped and not yet written, for `onAppend` and `onWritten`, in file order. */
+  #stamped: Stamped[] = [];
   readonly #health: WriterOptions['health'];
   #failing = false;
   readonly #rotation: Rotation;
@@ -102,6 +120,7 @@ export class JournalWriter {
     this.#now = options.now ?? Date.now;
     this.#onWrite = options.onWrite;
     this.#onAppend = options.onAppend;
+    this.#onWritten = options.onWritten;
     this.#health = options.health;
     this.#rotation = new Rotation(path, options.rotate, options.snapshotBytes);
     this.#chain = options.chain !== false;
@@ -198,11 +217,12 @@ export class JournalWriter {
     // After: a snapshot sealed now holds the state before this record, a build goes on.
     this.#rotation.touched(record);
     const seq = ++this.#seq;
-    const bytes = this.#pending.add(
-      `${this.#lead(seq, this.iso(ts ?? this.#now()))}${recordFields(record)}`,
-    );
+    const ms = ts ?? this.#now();
+    const line = `${this.#lead(seq, this.iso(ms))}${recordFields(record)}`;
+    const bytes = this.#pending.add(line);
     if (this.#chain) this.#prev = this.#pending.lastDigest();
-    if (this.#onAppend) this.#stamped.push({ record, seq, bytes: bytes + 1 });
+    if (this.#onAppend || this.#onWritten)
+      this.#stamped.push({ record, seq, bytes: bytes + 1, ms, line });
   }
 
   /** `{"seq":N,"ts":"…","prev":"…",` (no prev without the chain). */
@@ -284,9 +304,10 @@ export class JournalWriter {
     }
     if (this.#onWrite) this.#onWrite((performance.now() - start) / 1000);
     let at = this.#rotation.base + this.#size;
-    for (const { record, seq, bytes } of stamped) {
-      this.#onAppend?.(record, seq, at, bytes - 1);
-      at += bytes;
+    for (const stamp of stamped) {
+      this.#onAppend?.(stamp.record, stamp.seq, at, stamp.bytes - 1);
+      this.#onWritten?.(stamp);
+      at += stamp.bytes;
     }
     this.#size += size;
     this.#dirty = true;

@@ -58,6 +58,7 @@ const UNSET = {
     pageUrl: 'https://trajgate.internal/',
     linkKey: 'link-key-0123456789abcdef',
   },
+  telemetry: { otlp: { endpoint: 'http://127.0.0.1:9/otlp', headers: { 'x-api-key': 'k' } } },
 };
 
 /** Values with no other valid one: a literal, or a built-in boundary's field at its default. */
@@ -91,6 +92,7 @@ const OTHER: Record<string, readonly Candidate[]> = {
   'network.allowPrivate': [{ value: ['10.0.0.0/8'] }],
   'admin.tokens': [{ value: [{ name: 'ops', token: 'ops-token-0123456789abcdef' }] }],
   'notify.headers': [{ value: { 'x-receiver': 'trajgate' } }],
+  'telemetry.otlp.headers': [{ value: { 'x-api-key': 'another' } }],
   'bridge.protocol': [{ value: 'http' }],
   'bridge.unmapped': [{ value: 'allow' }],
   'bridge.tools.run_command.kind': [

@@ -1,0 +1,222 @@
+import { ROOT_CONTEXT, SpanStatusCode, trace, TraceFlags } from '@opentelemetry/api';
+import { OTLPLogExporter } from '@opentelemetry/exporter-logs-otlp-http';
+import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { resourceFromAttributes } from '@opentelemetry/resources';
+import type { LogRecordExporter } from '@opentelemetry/sdk-logs';
+import { BatchLogRecordProcessor, LoggerProvider } from '@opentelemetry/sdk-logs';
+import type { Span, SpanExporter } from '@opentelemetry/sdk-trace-base';
+import {
+  AlwaysOnSampler,
+  BasicTracerProvider,
+  BatchSpanProcessor,
+} from '@opentelemetry/sdk-trace-base';
+import { ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION } from '@opentelemetry/semantic-conventions';
+import type { Otlp } from '../config/telemetry-schema.js';
+import type { Written } from '../journal/writer.js';
+import type { LogSpec, SpanSpec, Sink } from './spans.js';
+
+/** What the export is bounded by: items waiting per signal, and how long one export may take. */
+export const QUEUE = 2048;
+/** Smaller batches block the event loop less while they are serialised. */
+const BATCH = 256;
+const DELAY_MS = 1000;
+export const EXPORT_TIMEOUT_MS = 10_000;
+/** Attribute values past this many characters are cut (the journal bounds targets at 512 bytes). */
+const VALUE_CHARS = 1024;
+const SCOPE = 'trajgate';
+const INFO = 9;
+const WARN = 13;
+
+/** Told of what is lost and what is sent, per signal (`trajgate_otlp_*` on /metrics). */
+export interface ExportCounts {
+  dropped(signal: Signal, n: number): void;
+  failed(signal: Signal): void;
+  exported(signal: Signal, n: number): void;
+}
+
+export type Signal = 'spans' | 'logs';
+
+/**
+ * Keeps at most QUEUE items between the journal and a finished export: one more is dropped and
+ * counted here, before it is built (a dead collector costs no SDK work) and before the SDK's own
+ * queue (as large) could drop it uncounted. A failed export drops its batch, counted too.
+ * Nothing here waits: the SDK's batch processor sends on a timer.
+ */
+class Bounded {
+  #queued = 0;
+  constructor(
+    readonly signal: Signal,
+    readonly counts: ExportCounts,
+  ) {}
+
+  get full(): boolean {
+    return this.#queued >= QUEUE;
+  }
+
+  admit(): boolean {
+    if (this.#queued >= QUEUE) {
+      this.counts.dropped(this.signal, 1);
+      return false;
+    }
+    this.#queued++;
+    return true;
+  }
+
+  /** Wraps the exporter's callback: the batch leaves the queue, sent or lost. */
+  done(n: number, ok: boolean): void {
+    this.#queued = Math.max(0, this.#queued - n);
+    if (ok) this.counts.exported(this.signal, n);
+    else {
+      this.counts.failed(this.signal);
+      this.counts.dropped(this.signal, n);
+    }
+  }
+}
+
+/** What both signals' exporters are: a batch in, its result told once. */
+interface Exporter<T> {
+  export(items: T[], done: (result: { code: number }) => void): void;
+  shutdown(): Promise<void>;
+  forceFlush?(): Promise<void>;
+}
+
+/** The exporter, telling `bound` how each batch went (0: success, per ExportResultCode). */
+function counted<T>(exporter: Exporter<T>, bound: Bounded): Exporter<T> {
+  return {
+    export: (items, done) =>
+      exporter.export(items, (result) => {
+        bound.done(items.length, result.code === 0);
+        done(result);
+      }),
+    shutdown: () => exporter.shutdown(),
+    forceFlush: () => exporter.forceFlush?.() ?? Promise.resolve(),
+  };
+}
+
+/**
+ * The OpenTelemetry SDK sending to one collector over OTLP/HTTP (JSON): spans to
+ * `ENDPOINT/v1/traces`, log records to `ENDPOINT/v1/logs`, each through a bounded batch
+ * processor. Spans get the ids the trace book derived (its `next` ids, read by the id
+ * generator while the span starts: synchronously, so nothing else starts one meanwhile).
+ */
+export class OtlpSink implements Sink {
+  readonly #tracer;
+  readonly #logger;
+  readonly #traces: BasicTracerProvider;
+  readonly #logs: LoggerProvider;
+  readonly #spanBound: Bounded;
+  readonly #logBound: Bounded;
+  #next = { traceId: '', spanId: '' };
+
+  constructor(otlp: Otlp, version: string, counts: ExportCounts) {
+    const resource = resourceFromAttributes({
+      [ATTR_SERVICE_NAME]: 'trajgate',
+      [ATTR_SERVICE_VERSION]: version,
+    });
+    const exporting = { headers: otlp.headers, timeoutMillis: EXPORT_TIMEOUT_MS };
+    const batch = {
+      maxQueueSize: QUEUE,
+      maxExportBatchSize: BATCH,
+      scheduledDelayMillis: DELAY_MS,
+      exportTimeoutMillis: EXPORT_TIMEOUT_MS,
+    };
+    const spans = new Bounded('spans', counts);
+    const spanExporter = new OTLPTraceExporter({ ...exporting, url: `${otlp.endpoint}/v1/traces` });
+    const spanBatch = new BatchSpanProcessor(counted(spanExporter, spans) as SpanExporter, batch);
+    this.#traces = new BasicTracerProvider({
+      resource,
+      sampler: new AlwaysOnSampler(),
+      spanLimits: { attributeValueLengthLimit: VALUE_CHARS },
+      idGenerator: {
+        generateTraceId: () => this.#next.traceId,
+        generateSpanId: () => this.#next.spanId,
+      },
+      spanProcessors: [spanBatch],
+    });
+    const logs = new Bounded('logs', counts);
+    const logExporter = new OTLPLogExporter({ ...exporting, url: `${otlp.endpoint}/v1/logs` });
+    const logBatch = new BatchLogRecordProcessor({
+      exporter: counted(logExporter, logs) as LogRecordExporter,
+      ...batch,
+    });
+    this.#logs = new LoggerProvider({ resource, processors: [logBatch] });
+    this.#spanBound = spans;
+    this.#logBound = logs;
+    this.#tracer = this.#traces.getTracer(SCOPE, version);
+    this.#logger = this.#logs.getLogger(SCOPE, version);
+  }
+
+  /**
+   * Both queues are full (a collector down or slow): the record is dropped unread, its log
+   * record and the span a first event would open counted, so that a dead collector costs no
+   * work at all. Its outcome then finds no open span: nothing more is lost.
+   */
+  droppedUnread(record: Written['record']): boolean {
+    if (!this.#spanBound.full || !this.#logBound.full) return false;
+    this.#logBound.counts.dropped('logs', 1);
+    if (record.type === 'event' && record.rid === undefined)
+      this.#spanBound.counts.dropped('spans', 1);
+    return true;
+  }
+
+  span(s: SpanSpec): void {
+    if (!this.#spanBound.admit()) return;
+    this.#next = { traceId: s.traceId, spanId: s.spanId };
+    const parent =
+      s.parentId === undefined
+        ? ROOT_CONTEXT
+        : trace.setSpanContext(ROOT_CONTEXT, {
+            traceId: s.traceId,
+            spanId: s.parentId,
+            traceFlags: TraceFlags.SAMPLED,
+          });
+    const links = s.links.map((spanId) => ({
+      context: { traceId: s.traceId, spanId, traceFlags: TraceFlags.SAMPLED },
+    }));
+    const span: Span = this.#tracer.startSpan(
+      s.name,
+      { startTime: s.startMs, attributes: s.attributes, links, root: s.parentId === undefined },
+      parent,
+    ) as Span;
+    for (const e of s.events) span.addEvent(e.name, e.attributes, e.ms);
+    if (s.error) span.setStatus({ code: SpanStatusCode.ERROR });
+    span.end(s.endMs);
+  }
+
+  log(l: LogSpec): void {
+    if (!this.#logBound.admit()) return;
+    const attributes: Record<string, string | number> = {
+      'trajgate.type': l.type,
+      'trajgate.seq': l.written.seq,
+    };
+    if (l.session !== undefined) attributes['trajgate.session'] = l.session;
+    const context =
+      l.traceId === undefined || l.spanId === undefined
+        ? ROOT_CONTEXT
+        : trace.setSpanContext(ROOT_CONTEXT, {
+            traceId: l.traceId,
+            spanId: l.spanId,
+            traceFlags: TraceFlags.SAMPLED,
+          });
+    this.#logger.emit({
+      timestamp: l.written.ms,
+      severityNumber: l.warn ? WARN : INFO,
+      severityText: l.warn ? 'WARN' : 'INFO',
+      body: l.written.line,
+      attributes,
+      context,
+    });
+  }
+
+  /** Sends what is queued, for at most `ms`; then drops the rest and closes the connections. */
+  async close(ms: number): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const bound = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, ms);
+      timer.unref();
+    });
+    const flushed = Promise.allSettled([this.#traces.shutdown(), this.#logs.shutdown()]);
+    await Promise.race([flushed, bound]);
+    clearTimeout(timer);
+  }
+}
