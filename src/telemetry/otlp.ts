@@ -1,16 +1,12 @@
-import { ROOT_CONTEXT, SpanStatusCode, trace, TraceFlags } from '@opentelemetry/api';
-import { OTLPLogExporter } from '@opentelemetry/exporter-logs-otlp-http';
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
-import { resourceFromAttributes } from '@opentelemetry/resources';
+import type * as Api from '@opentelemetry/api';
+import type * as LogsExporter from '@opentelemetry/exporter-logs-otlp-http';
+import type * as TraceExporter from '@opentelemetry/exporter-trace-otlp-http';
+import type * as Resources from '@opentelemetry/resources';
+import type * as Logs from '@opentelemetry/sdk-logs';
 import type { LogRecordExporter } from '@opentelemetry/sdk-logs';
-import { BatchLogRecordProcessor, LoggerProvider } from '@opentelemetry/sdk-logs';
+import type * as Traces from '@opentelemetry/sdk-trace-base';
 import type { Span, SpanExporter } from '@opentelemetry/sdk-trace-base';
-import {
-  AlwaysOnSampler,
-  BasicTracerProvider,
-  BatchSpanProcessor,
-} from '@opentelemetry/sdk-trace-base';
-import { ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION } from '@opentelemetry/semantic-conventions';
+import { lazy } from '../lazy.js';
 import type { Otlp } from '../config/telemetry-schema.js';
 import type { Written } from '../journal/writer.js';
 import type { LogSpec, SpanSpec, Sink } from './spans.js';
@@ -24,6 +20,23 @@ export const EXPORT_TIMEOUT_MS = 10_000;
 /** Attribute values past this many characters are cut (the journal bounds targets at 512 bytes). */
 const VALUE_CHARS = 1024;
 const SCOPE = 'trajgate';
+/** OpenTelemetry semantic conventions (stable): service.name, service.version. */
+const SERVICE_NAME = 'service.name';
+const SERVICE_VERSION = 'service.version';
+
+/**
+ * The SDK, loaded when an export is first configured: a gateway without `telemetry.otlp`
+ * neither opens its hundreds of module files (a start under a tight open-files limit) nor
+ * carries its heap.
+ */
+const sdk = {
+  api: lazy<typeof Api>('@opentelemetry/api'),
+  logsExporter: lazy<typeof LogsExporter>('@opentelemetry/exporter-logs-otlp-http'),
+  traceExporter: lazy<typeof TraceExporter>('@opentelemetry/exporter-trace-otlp-http'),
+  resources: lazy<typeof Resources>('@opentelemetry/resources'),
+  logs: lazy<typeof Logs>('@opentelemetry/sdk-logs'),
+  traces: lazy<typeof Traces>('@opentelemetry/sdk-trace-base'),
+};
 const INFO = 9;
 const WARN = 13;
 
@@ -102,16 +115,21 @@ function counted<T>(exporter: Exporter<T>, bound: Bounded): Exporter<T> {
 export class OtlpSink implements Sink {
   readonly #tracer;
   readonly #logger;
-  readonly #traces: BasicTracerProvider;
-  readonly #logs: LoggerProvider;
+  readonly #api = sdk.api();
+  readonly #traces: Traces.BasicTracerProvider;
+  readonly #logs: Logs.LoggerProvider;
   readonly #spanBound: Bounded;
   readonly #logBound: Bounded;
   #next = { traceId: '', spanId: '' };
 
   constructor(otlp: Otlp, version: string, counts: ExportCounts) {
-    const resource = resourceFromAttributes({
-      [ATTR_SERVICE_NAME]: 'trajgate',
-      [ATTR_SERVICE_VERSION]: version,
+    const { OTLPTraceExporter } = sdk.traceExporter();
+    const { OTLPLogExporter } = sdk.logsExporter();
+    const { BatchLogRecordProcessor, LoggerProvider } = sdk.logs();
+    const { AlwaysOnSampler, BasicTracerProvider, BatchSpanProcessor } = sdk.traces();
+    const resource = sdk.resources().resourceFromAttributes({
+      [SERVICE_NAME]: 'trajgate',
+      [SERVICE_VERSION]: version,
     });
     const exporting = { headers: otlp.headers, timeoutMillis: EXPORT_TIMEOUT_MS };
     const batch = {
@@ -164,14 +182,14 @@ export class OtlpSink implements Sink {
     this.#next = { traceId: s.traceId, spanId: s.spanId };
     const parent =
       s.parentId === undefined
-        ? ROOT_CONTEXT
-        : trace.setSpanContext(ROOT_CONTEXT, {
+        ? this.#api.ROOT_CONTEXT
+        : this.#api.trace.setSpanContext(this.#api.ROOT_CONTEXT, {
             traceId: s.traceId,
             spanId: s.parentId,
-            traceFlags: TraceFlags.SAMPLED,
+            traceFlags: this.#api.TraceFlags.SAMPLED,
           });
     const links = s.links.map((spanId) => ({
-      context: { traceId: s.traceId, spanId, traceFlags: TraceFlags.SAMPLED },
+      context: { traceId: s.traceId, spanId, traceFlags: this.#api.TraceFlags.SAMPLED },
     }));
     const span: Span = this.#tracer.startSpan(
       s.name,
@@ -179,7 +197,7 @@ export class OtlpSink implements Sink {
       parent,
     ) as Span;
     for (const e of s.events) span.addEvent(e.name, e.attributes, e.ms);
-    if (s.error) span.setStatus({ code: SpanStatusCode.ERROR });
+    if (s.error) span.setStatus({ code: this.#api.SpanStatusCode.ERROR });
     span.end(s.endMs);
   }
 
@@ -192,11 +210,11 @@ export class OtlpSink implements Sink {
     if (l.session !== undefined) attributes['trajgate.session'] = l.session;
     const context =
       l.traceId === undefined || l.spanId === undefined
-        ? ROOT_CONTEXT
-        : trace.setSpanContext(ROOT_CONTEXT, {
+        ? this.#api.ROOT_CONTEXT
+        : this.#api.trace.setSpanContext(this.#api.ROOT_CONTEXT, {
             traceId: l.traceId,
             spanId: l.spanId,
-            traceFlags: TraceFlags.SAMPLED,
+            traceFlags: this.#api.TraceFlags.SAMPLED,
           });
     this.#logger.emit({
       timestamp: l.written.ms,

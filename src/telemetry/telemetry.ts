@@ -78,7 +78,6 @@ export class Telemetry implements Sink {
     this.#open(otlp);
   }
 
-  /** The journal's onWritten: errors are the export's own, never the decision's. */
   /**
    * The journal's onWritten: kept for the next turn of the event loop, so that building spans
    * happens after the decision is answered, never inside it.

@@ -1,12 +1,12 @@
-import {
-  ATTR_HTTP_REQUEST_METHOD,
-  ATTR_HTTP_RESPONSE_STATUS_CODE,
-} from '@opentelemetry/semantic-conventions';
 import type { Written } from '../journal/writer.js';
 import type { SessionTrace } from './ids.js';
 import { ridSpan, seqSpan, sessionTrace } from './ids.js';
 import type { Attributes, OpenSpan, Sink } from './spans.js';
 import { attributesOf, finish } from './spans.js';
+
+/** OpenTelemetry semantic conventions for HTTP (stable). */
+const ATTR_HTTP_REQUEST_METHOD = 'http.request.method';
+const ATTR_HTTP_RESPONSE_STATUS_CODE = 'http.response.status_code';
 
 /** Requests waiting for their outcome; past it the oldest is sent as it stands (bounded memory). */
 const MAX_OPEN = 10_000;
