@@ -49,25 +49,33 @@ export interface ExportCounts {
 
 export type Signal = 'spans' | 'logs';
 
+/** After a failed export nothing is built for this long, doubling up to the max; a success resets it. */
+const BACKOFF_MS = 1000;
+const BACKOFF_MAX_MS = 60_000;
+
 /**
  * Keeps at most QUEUE items between the journal and a finished export: one more is dropped and
- * counted here, before it is built (a dead collector costs no SDK work) and before the SDK's own
- * queue (as large) could drop it uncounted. A failed export drops its batch, counted too.
- * Nothing here waits: the SDK's batch processor sends on a timer.
+ * counted here, before it is built and before the SDK's own queue (as large) could drop it
+ * uncounted. A failed export drops its batch, counted too, and what comes next is dropped the
+ * same way for a backoff (1 s doubling to 60 s, a success resets it): a collector down costs
+ * one export attempt per backoff, not the building of every span. Nothing here waits: the SDK's
+ * batch processor sends on a timer.
  */
 class Bounded {
   #queued = 0;
+  #backoff = 0;
+  #downUntil = 0;
   constructor(
     readonly signal: Signal,
     readonly counts: ExportCounts,
   ) {}
 
   get full(): boolean {
-    return this.#queued >= QUEUE;
+    return this.#queued >= QUEUE || (this.#downUntil > 0 && Date.now() < this.#downUntil);
   }
 
   admit(): boolean {
-    if (this.#queued >= QUEUE) {
+    if (this.full) {
       this.counts.dropped(this.signal, 1);
       return false;
     }
@@ -78,11 +86,16 @@ class Bounded {
   /** Wraps the exporter's callback: the batch leaves the queue, sent or lost. */
   done(n: number, ok: boolean): void {
     this.#queued = Math.max(0, this.#queued - n);
-    if (ok) this.counts.exported(this.signal, n);
-    else {
-      this.counts.failed(this.signal);
-      this.counts.dropped(this.signal, n);
+    if (ok) {
+      this.#backoff = 0;
+      this.#downUntil = 0;
+      this.counts.exported(this.signal, n);
+      return;
     }
+    this.#backoff = Math.min(BACKOFF_MAX_MS, this.#backoff === 0 ? BACKOFF_MS : this.#backoff * 2);
+    this.#downUntil = Date.now() + this.#backoff;
+    this.counts.failed(this.signal);
+    this.counts.dropped(this.signal, n);
   }
 }
 

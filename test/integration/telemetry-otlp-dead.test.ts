@@ -58,6 +58,20 @@ describe('telemetry.otlp with a dead collector', () => {
       async () => (await counter(port, 'trajgate_otlp_dropped_total', 'logs')) >= 6,
       30_000,
     );
+    // Backed off: what comes next is dropped before it is built, with no export tried for it.
+    const failures = await counter(port, 'trajgate_otlp_export_failures_total', 'spans');
+    const dropped = await counter(port, 'trajgate_otlp_dropped_total', 'spans');
+    for (let i = 0; i < 20; i++)
+      expect((await viaProxy(g.proxyUrl, `${upstream.url}/next${i}`, auth(0))).status).toBe(200);
+    await waitForRecords(g, isOutcome, 23);
+    await waitFor(
+      async () => (await counter(port, 'trajgate_otlp_dropped_total', 'spans')) >= dropped + 20,
+      30_000,
+      'the next requests dropped',
+    );
+    expect(await counter(port, 'trajgate_otlp_export_failures_total', 'spans')).toBeLessThanOrEqual(
+      failures + 1,
+    );
   });
 
   it('a collector that never answers: requests are answered while its exports hang', async () => {
