@@ -1,7 +1,4 @@
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import {
   CallToolRequestSchema,
   ErrorCode,
@@ -9,7 +6,7 @@ import {
   McpError,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
-import { afterAll } from 'vitest';
+import { serveStateless } from './mcp-tools.js';
 
 export interface ChangingTools {
   readonly url: string;
@@ -31,8 +28,7 @@ export async function startChangingTools(
 ): Promise<ChangingTools> {
   let tools = [...initial];
   const called: string[] = [];
-  const http = createServer(async (req, res) => {
-    if (req.method !== 'POST') return void res.writeHead(405, { allow: 'POST' }).end();
+  const url = await serveStateless(() => {
     const server = new Server(
       { name: 'trajgate-changing-tools', version: '0.0.0' },
       { capabilities: { tools: { listChanged: true } } },
@@ -45,23 +41,8 @@ export async function startChangingTools(
       called.push(name);
       return { content: [{ type: 'text' as const, text: `called ${name}` }] };
     });
-    const transport = new StreamableHTTPServerTransport({
-      sessionIdGenerator: undefined,
-      enableJsonResponse: options.json,
-    });
-    res.once('close', () => {
-      void transport.close();
-      void server.close();
-    });
-    await server.connect(transport);
-    await transport.handleRequest(req, res);
-  });
-  await new Promise<void>((r) => http.listen(0, '127.0.0.1', r));
-  afterAll(() => {
-    http.closeAllConnections();
-    return new Promise<void>((r) => http.close(() => r()));
-  });
-  const url = `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`;
+    return server;
+  }, options.json);
   return {
     url,
     set: (next) => void (tools = [...next]),

@@ -33,13 +33,23 @@ const TOOLS = ['ok', 'fails', 'throws', 'big-fail', 'held-fail'] as const;
 export async function startMcpTools(options: { json: boolean }): Promise<McpTools> {
   let release = () => undefined as void;
   const released = new Promise<void>((r) => (release = r));
+  const url = await serveStateless(() => toolServer(options.json, released), options.json);
+  return { url, release: () => release() };
+}
+
+/**
+ * Serves a fresh SDK server per request over stateless streamable HTTP on loopback port 0
+ * (closed after the file's tests); resolves with its `/mcp` URL. `json`: answers in
+ * `application/json`, else in Server-Sent Events.
+ */
+export async function serveStateless(make: () => Server, json: boolean): Promise<string> {
   const http = createServer(async (req, res) => {
     // Stateless: no server stream to open (GET) nor session to end (DELETE).
     if (req.method !== 'POST') return void res.writeHead(405, { allow: 'POST' }).end();
-    const server = toolServer(options.json, released);
+    const server = make();
     const transport = new StreamableHTTPServerTransport({
       sessionIdGenerator: undefined,
-      enableJsonResponse: options.json,
+      enableJsonResponse: json,
     });
     res.once('close', () => {
       void transport.close();
@@ -53,8 +63,7 @@ export async function startMcpTools(options: { json: boolean }): Promise<McpTool
     http.closeAllConnections();
     return new Promise<void>((r) => http.close(() => r()));
   });
-  const url = `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`;
-  return { url, release: () => release() };
+  return `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`;
 }
 
 function toolServer(json: boolean, released: Promise<void>): Server {
