@@ -98,14 +98,25 @@ export async function unlistedRefused(ctx: DoctorContext): Promise<Check> {
   const host = LOOPBACKS.find((a) => !policy.check(a).allowed) ?? '127.0.0.1';
   const at: HostPort = { host, port: await probePort(host) };
   const url = `http://${formatHostPort(at)}/trajgate-doctor`;
-  const a = await probe(ctx, url);
+  return mustRefuse(
+    check,
+    url,
+    await probe(ctx, url),
+    (a) =>
+      `GET ${url} through the proxy was not refused by trajgate: ${a}; network.allow or network.allowPrivate admits a host no rule should (${ctx.config.source})`,
+  );
+}
+
+/** A probe's check: ok when trajgate refused it, else `failed` given what answered. */
+function mustRefuse(
+  check: string,
+  url: string,
+  a: Answer,
+  failed: (answer: string) => string,
+): Check {
   const refused = refusal(a);
   if (refused !== null) return { check, ok: true, detail: `GET ${url} refused (${refused})` };
-  return {
-    check,
-    ok: false,
-    detail: `GET ${url} through the proxy was not refused by trajgate: ${answered(a)}; network.allow or network.allowPrivate admits a host no rule should (${ctx.config.source})`,
-  };
+  return { check, ok: false, detail: failed(answered(a)) };
 }
 
 /** The admin listener, asked for through the proxy, must not answer. */
@@ -120,14 +131,13 @@ export async function adminHidden(ctx: DoctorContext): Promise<Check> {
       ok: false,
       detail: `listen.admin ${formatHostPort(at)} is not a loopback address: the doctor only sends to loopback; put the admin listener on loopback (docs/deploy.md)`,
     };
-  const a = await probe(ctx, url);
-  const refused = refusal(a);
-  if (refused !== null) return { check, ok: true, detail: `GET ${url} refused (${refused})` };
-  return {
+  return mustRefuse(
     check,
-    ok: false,
-    detail: `the admin listener answered through the proxy at ${url}: ${answered(a)}; an agent can reach the review API: narrow network.allowPrivate and network.allow (${ctx.config.source})`,
-  };
+    url,
+    await probe(ctx, url),
+    (a) =>
+      `the admin listener answered through the proxy at ${url}: ${a}; an agent can reach the review API: narrow network.allowPrivate and network.allow (${ctx.config.source})`,
+  );
 }
 
 export function isLoopback(host: string): boolean {
