@@ -1,6 +1,5 @@
 import type * as Api from '@opentelemetry/api';
-import type * as LogsExporter from '@opentelemetry/exporter-logs-otlp-http';
-import type * as TraceExporter from '@opentelemetry/exporter-trace-otlp-http';
+import type * as Transformer from '@opentelemetry/otlp-transformer';
 import type * as Resources from '@opentelemetry/resources';
 import type * as Logs from '@opentelemetry/sdk-logs';
 import type { LogRecordExporter } from '@opentelemetry/sdk-logs';
@@ -9,6 +8,8 @@ import type { Span, SpanExporter } from '@opentelemetry/sdk-trace-base';
 import { lazy } from '../lazy.js';
 import type { Otlp } from '../config/telemetry-schema.js';
 import type { Written } from '../journal/writer.js';
+import type { ExportResult } from './otlp-post.js';
+import { OtlpPost } from './otlp-post.js';
 import type { LogSpec, SpanSpec, Sink } from './spans.js';
 
 /** What the export is bounded by: items waiting per signal, and how long one export may take. */
@@ -31,8 +32,7 @@ const SERVICE_VERSION = 'service.version';
  */
 const sdk = {
   api: lazy<typeof Api>('@opentelemetry/api'),
-  logsExporter: lazy<typeof LogsExporter>('@opentelemetry/exporter-logs-otlp-http'),
-  traceExporter: lazy<typeof TraceExporter>('@opentelemetry/exporter-trace-otlp-http'),
+  transformer: lazy<typeof Transformer>('@opentelemetry/otlp-transformer'),
   resources: lazy<typeof Resources>('@opentelemetry/resources'),
   logs: lazy<typeof Logs>('@opentelemetry/sdk-logs'),
   traces: lazy<typeof Traces>('@opentelemetry/sdk-trace-base'),
@@ -64,14 +64,16 @@ const BACKOFF_MAX_MS = 60_000;
 class Bounded {
   #queued = 0;
   #backoff = 0;
-  #downUntil = 0;
+  /** Set for a backoff by an unref'd timer: reading it costs no clock per record. */
+  #down = false;
+  #timer: NodeJS.Timeout | undefined;
   constructor(
     readonly signal: Signal,
     readonly counts: ExportCounts,
   ) {}
 
   get full(): boolean {
-    return this.#queued >= QUEUE || (this.#downUntil > 0 && Date.now() < this.#downUntil);
+    return this.#down || this.#queued >= QUEUE;
   }
 
   admit(): boolean {
@@ -88,34 +90,34 @@ class Bounded {
     this.#queued = Math.max(0, this.#queued - n);
     if (ok) {
       this.#backoff = 0;
-      this.#downUntil = 0;
+      this.#up();
       this.counts.exported(this.signal, n);
       return;
     }
     this.#backoff = Math.min(BACKOFF_MAX_MS, this.#backoff === 0 ? BACKOFF_MS : this.#backoff * 2);
-    this.#downUntil = Date.now() + this.#backoff;
+    this.#up();
+    this.#down = true;
+    this.#timer = setTimeout(() => this.#up(), this.#backoff).unref();
     this.counts.failed(this.signal);
     this.counts.dropped(this.signal, n);
   }
-}
 
-/** What both signals' exporters are: a batch in, its result told once. */
-interface Exporter<T> {
-  export(items: T[], done: (result: { code: number }) => void): void;
-  shutdown(): Promise<void>;
-  forceFlush?(): Promise<void>;
+  #up(): void {
+    clearTimeout(this.#timer);
+    this.#down = false;
+  }
 }
 
 /** The exporter, telling `bound` how each batch went (0: success, per ExportResultCode). */
-function counted<T>(exporter: Exporter<T>, bound: Bounded): Exporter<T> {
+function counted<T>(post: OtlpPost<T>, bound: Bounded) {
   return {
-    export: (items, done) =>
-      exporter.export(items, (result) => {
+    export: (items: T[], done: (result: ExportResult) => void) =>
+      post.export(items, (result) => {
         bound.done(items.length, result.code === 0);
         done(result);
       }),
-    shutdown: () => exporter.shutdown(),
-    forceFlush: () => exporter.forceFlush?.() ?? Promise.resolve(),
+    shutdown: () => post.shutdown(),
+    forceFlush: () => post.forceFlush(),
   };
 }
 
@@ -133,27 +135,32 @@ export class OtlpSink implements Sink {
   readonly #logs: Logs.LoggerProvider;
   readonly #spanBound: Bounded;
   readonly #logBound: Bounded;
+  readonly #posts: OtlpPost<unknown>[];
   #next = { traceId: '', spanId: '' };
 
   constructor(otlp: Otlp, version: string, counts: ExportCounts) {
-    const { OTLPTraceExporter } = sdk.traceExporter();
-    const { OTLPLogExporter } = sdk.logsExporter();
+    const { JsonLogsSerializer, JsonTraceSerializer } = sdk.transformer();
     const { BatchLogRecordProcessor, LoggerProvider } = sdk.logs();
     const { AlwaysOnSampler, BasicTracerProvider, BatchSpanProcessor } = sdk.traces();
     const resource = sdk.resources().resourceFromAttributes({
       [SERVICE_NAME]: 'trajgate',
       [SERVICE_VERSION]: version,
     });
-    const exporting = { headers: otlp.headers, timeoutMillis: EXPORT_TIMEOUT_MS };
     const batch = {
       maxQueueSize: QUEUE,
       maxExportBatchSize: BATCH,
       scheduledDelayMillis: DELAY_MS,
-      exportTimeoutMillis: EXPORT_TIMEOUT_MS,
+      // Past the POST's own timeout, so that the POST's failure is what counts the batch.
+      exportTimeoutMillis: EXPORT_TIMEOUT_MS + DELAY_MS,
     };
     const spans = new Bounded('spans', counts);
-    const spanExporter = new OTLPTraceExporter({ ...exporting, url: `${otlp.endpoint}/v1/traces` });
-    const spanBatch = new BatchSpanProcessor(counted(spanExporter, spans) as SpanExporter, batch);
+    const spanPost = new OtlpPost<Traces.ReadableSpan>(
+      `${otlp.endpoint}/v1/traces`,
+      otlp.headers,
+      (items) => JsonTraceSerializer.serializeRequest(items),
+      EXPORT_TIMEOUT_MS,
+    );
+    const spanBatch = new BatchSpanProcessor(counted(spanPost, spans) as SpanExporter, batch);
     this.#traces = new BasicTracerProvider({
       resource,
       sampler: new AlwaysOnSampler(),
@@ -165,14 +172,20 @@ export class OtlpSink implements Sink {
       spanProcessors: [spanBatch],
     });
     const logs = new Bounded('logs', counts);
-    const logExporter = new OTLPLogExporter({ ...exporting, url: `${otlp.endpoint}/v1/logs` });
+    const logPost = new OtlpPost<Logs.ReadableLogRecord>(
+      `${otlp.endpoint}/v1/logs`,
+      otlp.headers,
+      (items) => JsonLogsSerializer.serializeRequest(items),
+      EXPORT_TIMEOUT_MS,
+    );
     const logBatch = new BatchLogRecordProcessor({
-      exporter: counted(logExporter, logs) as LogRecordExporter,
+      exporter: counted(logPost, logs) as LogRecordExporter,
       ...batch,
     });
     this.#logs = new LoggerProvider({ resource, processors: [logBatch] });
     this.#spanBound = spans;
     this.#logBound = logs;
+    this.#posts = [spanPost, logPost] as OtlpPost<unknown>[];
     this.#tracer = this.#traces.getTracer(SCOPE, version);
     this.#logger = this.#logs.getLogger(SCOPE, version);
   }
@@ -180,7 +193,8 @@ export class OtlpSink implements Sink {
   /**
    * Both queues are full (a collector down or slow): the record is dropped unread, its log
    * record and the span a first event would open counted, so that a dead collector costs no
-   * work at all. Its outcome then finds no open span: nothing more is lost.
+   * work at all. Its outcome then finds no open span: nothing more is lost. (The outcome of a
+   * span opened before the queues filled releases it: telemetry.ts.)
    */
   droppedUnread(record: Written['record']): boolean {
     if (!this.#spanBound.full || !this.#logBound.full) return false;
@@ -239,7 +253,10 @@ export class OtlpSink implements Sink {
     });
   }
 
-  /** Sends what is queued, for at most `ms`; then drops the rest and closes the connections. */
+  /**
+   * Sends what is queued, for at most `ms`; then drops the rest and ends what is in flight, so
+   * nothing of the export keeps the process up.
+   */
   async close(ms: number): Promise<void> {
     let timer: NodeJS.Timeout | undefined;
     const bound = new Promise<void>((resolve) => {
@@ -249,5 +266,6 @@ export class OtlpSink implements Sink {
     const flushed = Promise.allSettled([this.#traces.shutdown(), this.#logs.shutdown()]);
     await Promise.race([flushed, bound]);
     clearTimeout(timer);
+    for (const post of this.#posts) post.destroy();
   }
 }

@@ -27,11 +27,19 @@ const version = (): string =>
 function counters(registry: Registry): ExportCounts {
   const registers = [registry];
   const labelNames = ['signal'] as const;
-  const dropped = new Counter({
+  // A collector down drops every record: kept as plain numbers, added to the counter when read.
+  const unsaid: Record<Signal, number> = { spans: 0, logs: 0 };
+  new Counter({
     name: 'trajgate_otlp_dropped_total',
     help: 'Spans and log records not exported (the queue was full, or their export failed), by signal',
     labelNames,
     registers,
+    collect() {
+      for (const signal of ['spans', 'logs'] as const) {
+        if (unsaid[signal] > 0) this.inc({ signal }, unsaid[signal]);
+        unsaid[signal] = 0;
+      }
+    },
   });
   const failures = new Counter({
     name: 'trajgate_otlp_export_failures_total',
@@ -46,7 +54,7 @@ function counters(registry: Registry): ExportCounts {
     registers,
   });
   return {
-    dropped: (signal: Signal, n: number) => dropped.inc({ signal }, n),
+    dropped: (signal: Signal, n: number) => void (unsaid[signal] += n),
     failed: (signal: Signal) => failures.inc({ signal }),
     exported: (signal: Signal, n: number) => exported.inc({ signal }, n),
   };
@@ -83,7 +91,11 @@ export class Telemetry implements Sink {
    * happens after the decision is answered, never inside it.
    */
   readonly written = (w: Written): void => {
-    if (this.#sink === null || this.#sink.droppedUnread(w.record)) return;
+    if (this.#sink === null) return;
+    if (this.#sink.droppedUnread(w.record)) {
+      if (this.#book.release(w.record)) this.#counts.dropped('spans', 1);
+      return;
+    }
     this.#pending.push(w);
     if (this.#pending.length === 1) setImmediate(this.#drain);
   };

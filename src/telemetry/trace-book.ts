@@ -91,6 +91,17 @@ export class TraceBook {
     if (type === 'evict' && session !== undefined) this.#sessions.delete(session);
   }
 
+  /**
+   * An outcome (or a runner's result) the export dropped unread: its request's span, if one is
+   * open, is dropped too instead of being kept for an outcome that will never come. True when
+   * one was.
+   */
+  release(record: Written['record']): boolean {
+    const r = record as unknown as Fields;
+    if ((r.type !== 'outcome' && r.type !== 'result') || typeof r.rid !== 'number') return false;
+    return this.#open.delete(r.rid);
+  }
+
   /** Sends every open span as it stands (shutdown, reload): its outcome never came here. */
   flushOpen(ms: number): void {
     for (const open of this.#open.values()) this.#sink.span(unfinished(open, ms));

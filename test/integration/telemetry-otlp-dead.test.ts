@@ -5,6 +5,7 @@ import type { EventRecord, OutcomeRecord, Unstamped } from '../../src/journal/re
 import { QUEUE } from '../../src/telemetry/otlp.js';
 import { Telemetry } from '../../src/telemetry/telemetry.js';
 import { adminClient, viaProxy } from '../helpers/admin.js';
+import { startChild, tempConfig } from '../helpers/child-gateway.js';
 import { gatewayPerTest } from '../helpers/gateway.js';
 import { refusedPort, startOtlpReceiver } from '../helpers/otlp-receiver.js';
 import { ADMIN, AGENTS, auth } from '../helpers/review-story.js';
@@ -89,6 +90,35 @@ describe('telemetry.otlp with a dead collector', () => {
       30_000,
       'the export that timed out counted',
     );
+  });
+
+  it('a stop is held neither by an export the collector never answers nor by a refused one', async () => {
+    const rx = await startOtlpReceiver({ hang: true });
+    for (const endpoint of [rx.url, `http://127.0.0.1:${await refusedPort()}`]) {
+      const { config } = tempConfig({
+        telemetry: { otlp: { endpoint } },
+        admin: { token: ADMIN },
+        network: {
+          allowPrivate: ['127.0.0.1/32'],
+          ports: [upstream.port],
+          allow: [`127.0.0.1:${upstream.port}`],
+        },
+      });
+      const g = await startChild(config);
+      expect((await viaProxy(g.proxyUrl, `${upstream.url}/before-stop`)).status).toBe(200);
+      if (endpoint === rx.url)
+        await waitFor(() => rx.hanging.length >= 1, 20_000, 'an export held unanswered');
+      else
+        await waitFor(
+          async () =>
+            (await counter(g.adminPort, 'trajgate_otlp_export_failures_total', 'spans')) >= 1,
+          20_000,
+          'a refused export counted',
+        );
+      // The helper SIGKILLs what has not exited 10 s after the signal: the export's own timeout.
+      expect(await g.kill('SIGTERM')).toEqual({ code: 0, signal: null });
+      expect(g.stderr()).toMatch(/stopped in \d+ ms/);
+    }
   });
 
   it('past the queue, records are dropped and counted, not kept', async () => {
