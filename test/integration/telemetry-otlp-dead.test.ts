@@ -141,16 +141,23 @@ describe('telemetry.otlp with a dead collector', () => {
         (v) => v.labels.signal === signal,
       )?.value ?? 0;
     const extra = 100;
+    // A request whose span opens before the queues fill; its outcome comes after.
+    const early = write({ ...EVENT, target: 'http://127.0.0.1:9/early' });
+    await new Promise((resolve) => setImmediate(resolve));
     // Read on the next turn, at once: no export can finish meanwhile (the collector never answers).
     for (let i = 0; i < QUEUE + extra; i++) request();
     await waitFor(async () => (await dropped('spans')) > 0, 20_000, 'the drops counted');
-    // The session's root span took one place; each log record past the queue is dropped too.
+    // The session's root span took one place; each log record past the queue is dropped too
+    // (the early event's took one).
     expect(await dropped('spans')).toBe(extra + 1);
-    expect(await dropped('logs')).toBe(2 * (QUEUE + extra) - QUEUE);
+    expect(await dropped('logs')).toBe(2 * (QUEUE + extra) - QUEUE + 1);
     // Both queues full: each record is dropped unread, its span and log record counted.
     for (let i = 0; i < extra; i++) request();
     expect(await dropped('spans')).toBe(2 * extra + 1);
-    expect(await dropped('logs')).toBe(2 * (QUEUE + extra) - QUEUE + 2 * extra);
+    expect(await dropped('logs')).toBe(2 * (QUEUE + extra) - QUEUE + 1 + 2 * extra);
+    // The early request's outcome, dropped unread, drops its open span too: none is kept.
+    write({ type: 'outcome', rid: early, session: 's', ...OUTCOME });
+    expect(await dropped('spans')).toBe(2 * extra + 2);
     await t.close();
   });
 });
