@@ -76,6 +76,11 @@ export const FIXES: Readonly<Record<string, { what: string; fix: (c: Context) =>
     what: "the user's disk quota is used up",
     fix: (c) => `free space or raise uid ${c.uid}'s quota${c.instead}`,
   },
+  EFBIG: {
+    what: "larger than this process's file-size limit allows",
+    fix: () =>
+      'raise the file-size limit (`ulimit -f`; LimitFSIZE= in a systemd unit; `--ulimit fsize=` for docker run)',
+  },
   EROFS: {
     what: 'the filesystem is read-only',
     fix: (c) =>

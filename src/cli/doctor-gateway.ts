@@ -1,5 +1,6 @@
 import { dataInWorkspaces } from '../config/own-files.js';
 import { needSet } from '../config/operator-config.js';
+import { FIXES } from '../os-error.js';
 import { connectRedis, redisWhere } from '../state/connect.js';
 import { chainFiles, verifyChain } from '../journal/verify.js';
 import type { HealthView } from '../wire.js';
@@ -26,12 +27,17 @@ const skewText = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 export async function journal(ctx: DoctorContext, health: HealthView): Promise<Check> {
   const check = 'journal';
   const j = health.journal;
-  if (!j.writable)
+  if (!j.writable) {
+    const error = j.lastFailure?.error ?? 'no error given';
+    // The writer's error says what to do for the codes osMessage knows (FIXES).
+    const code = /^(E[A-Z]+):/.exec(error)?.[1];
+    const known = code !== undefined && Object.hasOwn(FIXES, code);
     return {
       check,
       ok: false,
-      detail: `the gateway cannot write ${j.path} since ${j.failingSince} (${j.lastFailure?.error ?? 'no error given'}): requests are refused until it can; free space or fix its permissions`,
+      detail: `the gateway cannot write ${j.path} since ${j.failingSince}, so requests are refused until it can: ${error}${known ? '' : '; free space or fix its permissions'}`,
     };
+  }
   try {
     const { records } = verifyChain(chainFiles(ctx.config.journal.path));
     return { check, ok: true, detail: `${j.path} writable; ${records} records, chain intact` };

@@ -1,10 +1,15 @@
-import { readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { connect } from 'node:net';
 import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
 import { runCliAsync } from '../helpers/cli.js';
 import type { PortedGateway } from '../helpers/child-gateway.js';
 import { startPorted } from '../helpers/child-gateway.js';
+import { skewedClock } from '../helpers/clock-skew.js';
+import { curl } from '../helpers/curl.js';
+import { refusingPort, startTcpServer } from '../helpers/raw.js';
 import { startRedis } from '../helpers/redis.js';
 import { makeLocalCa } from '../helpers/tls.js';
 import { tempDir } from '../helpers/tmp.js';
@@ -171,5 +176,140 @@ describe('trajgate doctor', () => {
     expect(r.status).toBe(1);
     expect(r.of('store').ok).toBe(false);
     expect(r.of('store').detail).toMatch(/does not answer/);
+  });
+
+  it('admin-hidden: its own admin port is refused however it is spelled; a forward to it fails', async () => {
+    let adminPort = 0;
+    // A port forward to the admin listener (as a published container port is): not the
+    // gateway's own port, so nothing but the allowlist keeps agents from the review API.
+    const forward = await startTcpServer((socket) => {
+      const admin = connect(adminPort, '127.0.0.1');
+      admin.on('error', () => socket.destroy());
+      socket.pipe(admin).pipe(socket);
+    });
+    // A config that tries to expose the admin listener: loopback private-allowed (but for
+    // 127.255.255.254, the unlisted probe's), REVIEW forwarded, the forward allowed.
+    const g = await startPorted(
+      example({
+        network: {
+          allow: [`127.0.0.1:${forward.port}`],
+          allowPrivate: ['127.0.0.0/9', '0.0.0.0/32', '::1/128', '::ffff:127.0.0.0/105'],
+          ports: [80, 443],
+        },
+        policy: { ...(EXAMPLE.policy as object), review: 'pass' },
+      }),
+    );
+    adminPort = g.adminPort;
+    // And its port approved, which lets a CONNECT past network.ports.
+    const approved = await runCliAsync([
+      'approve',
+      '--global',
+      `127.0.0.1:${adminPort}`,
+      '--config',
+      g.config,
+    ]);
+    expect(approved.status, approved.stderr).toBe(0);
+    // Each spelling from a source address of its own: a session each, none paused.
+    const spellings = [
+      ['127.0.0.1'],
+      ['127.1.2.3'],
+      ['localhost'],
+      ['[::1]'],
+      ['[::ffff:127.0.0.1]'],
+      ['0.0.0.0'],
+      ['2130706433'],
+      ['127.0.0.1', '-p'],
+    ];
+    for (const [i, [host, ...how]] of spellings.entries()) {
+      const r = await curl([
+        ...how,
+        '--interface',
+        `127.0.9.${i + 1}`,
+        '-x',
+        g.gateway.proxyUrl,
+        `http://${host}:${adminPort}/healthz`,
+      ]);
+      expect(how.length > 0 ? r.stderr : String(r.status), `${host} ${how}`).toContain('403');
+    }
+    const denied = readFileSync(g.journal, 'utf8')
+      .split('\n')
+      .filter((l) => l.includes('"session":"127.0.9.'))
+      .map((l) => (JSON.parse(l) as { denied?: string }).denied)
+      .filter((d) => d !== undefined);
+    expect(denied).toHaveLength(spellings.length);
+    for (const d of denied) expect(d).toMatch(/^trajgate's own port \(.*:\d+\)$/);
+    const hidden = await doctor(g);
+    expect(hidden.status, hidden.stdout + hidden.stderr).toBe(0);
+    expect(hidden.of('admin-hidden').detail).toBe(
+      `GET http://127.0.0.1:${adminPort}/healthz refused (403 REVIEW; boundary=network)`,
+    );
+    // The operator reaches the admin API through the forward, as an agent can.
+    const through = `127.0.0.1:${forward.port}`;
+    const leaked = await doctor(
+      g,
+      operatorCopy(g, {
+        listen: {
+          proxy: `127.0.0.1:${g.proxyPort}`,
+          bridge: `127.0.0.1:${g.bridgePort}`,
+          admin: through,
+        },
+      }),
+    );
+    expect(leaked.status).toBe(1);
+    expect(leaked.checks.filter((c) => !c.ok).map((c) => c.check)).toEqual(['admin-hidden']);
+    expect(leaked.of('admin-hidden').detail).toMatch(
+      new RegExp(
+        `^the admin listener answered through the proxy at http://${through}/healthz: 200: .*; an agent can reach the review API: narrow network\\.allowPrivate and network\\.allow \\(`,
+      ),
+    );
+  });
+
+  it('a gateway clock 30 s ahead or behind fails the clock check', async () => {
+    const [ahead, behind] = await Promise.all([
+      startPorted(example(), skewedClock('+30s')),
+      startPorted(example(), skewedClock('-30s')),
+    ]);
+    for (const g of [ahead, behind]) {
+      const r = await doctor(g);
+      expect(r.status, r.stdout + r.stderr).toBe(1);
+      expect(r.checks.filter((c) => !c.ok).map((c) => c.check)).toEqual(['clock']);
+      const detail = r.of('clock').detail;
+      const off =
+        /^the gateway (\d+\.\d) s off \(more than 2\.0 s\): approvals' TTLs and decision links expire early or late; sync the clocks \(NTP\)$/.exec(
+          detail,
+        );
+      expect(off, detail).not.toBeNull();
+      // 30 s, less the second a Date header rounds away and the time the doctor waited for it.
+      expect(Number(off?.[1]), detail).toBeGreaterThan(20);
+      expect(Number(off?.[1]), detail).toBeLessThanOrEqual(30);
+    }
+  });
+
+  it('a journal the running gateway can no longer write fails the journal check', async () => {
+    const g = await startPorted(example());
+    // Its file-size limit (RLIMIT_FSIZE, `ulimit -f`) lowered to the journal's size: every
+    // append fails (EFBIG), as on a full disk; root is held to it too, unlike to a chmod.
+    const size = statSync(g.journal).size;
+    execFileSync('prlimit', ['--pid', String(g.gateway.pid), `--fsize=${size}:${size}`]);
+    const refused = await curl([
+      '-x',
+      g.gateway.proxyUrl,
+      `http://127.0.0.1:${await refusingPort()}/trajgate-doctor-test`,
+    ]);
+    expect(refused.status, refused.body).toBe(503);
+    const r = await doctor(g);
+    expect(r.status, r.stdout + r.stderr).toBe(1);
+    expect(r.checks.filter((c) => !c.ok).map((c) => c.check)).toEqual(['journal']);
+    // Every request is refused meanwhile: the probes through the proxy would prove nothing.
+    for (const name of ['unlisted-refused', 'admin-hidden', 'tls'])
+      expect(r.of(name).detail, name).toBe(
+        'skipped: the gateway refuses every request until it can write its journal (see journal)',
+      );
+    expect(r.of('journal').detail).toMatch(
+      new RegExp(
+        `^the gateway cannot write ${g.journal} since \\S+Z, so requests are refused until it can: EFBIG: .*; raise the file-size limit \\(\`ulimit -f\``,
+      ),
+    );
+    expect(statSync(g.journal).size).toBe(size);
   });
 });
