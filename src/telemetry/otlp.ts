@@ -54,26 +54,51 @@ const BACKOFF_MS = 1000;
 const BACKOFF_MAX_MS = 60_000;
 
 /**
+ * The collector, as the last export found it: after a failed export it is taken as down for a
+ * backoff (1 s doubling to 60 s, a success resets it), for both signals, since they go to the
+ * same collector. A flag an unref'd timer clears: reading it costs no clock per record.
+ */
+class Backoff {
+  down = false;
+  #ms = 0;
+  #timer: NodeJS.Timeout | undefined;
+
+  ok(): void {
+    this.#ms = 0;
+    this.#up();
+  }
+
+  failed(): void {
+    this.#ms = Math.min(BACKOFF_MAX_MS, this.#ms === 0 ? BACKOFF_MS : this.#ms * 2);
+    this.#up();
+    this.down = true;
+    this.#timer = setTimeout(() => this.#up(), this.#ms).unref();
+  }
+
+  #up(): void {
+    clearTimeout(this.#timer);
+    this.down = false;
+  }
+}
+
+/**
  * Keeps at most QUEUE items between the journal and a finished export: one more is dropped and
  * counted here, before it is built and before the SDK's own queue (as large) could drop it
- * uncounted. A failed export drops its batch, counted too, and what comes next is dropped the
- * same way for a backoff (1 s doubling to 60 s, a success resets it): a collector down costs
- * one export attempt per backoff, not the building of every span. Nothing here waits: the SDK's
- * batch processor sends on a timer.
+ * uncounted. A failed export drops its batch, counted too, and while the collector is taken as
+ * down (Backoff) what comes next is dropped the same way: a collector down costs one export
+ * attempt per backoff, not the building of every span. Nothing here waits: the SDK's batch
+ * processor sends on a timer.
  */
 class Bounded {
   #queued = 0;
-  #backoff = 0;
-  /** Set for a backoff by an unref'd timer: reading it costs no clock per record. */
-  #down = false;
-  #timer: NodeJS.Timeout | undefined;
   constructor(
     readonly signal: Signal,
     readonly counts: ExportCounts,
+    readonly collector: Backoff,
   ) {}
 
   get full(): boolean {
-    return this.#down || this.#queued >= QUEUE;
+    return this.collector.down || this.#queued >= QUEUE;
   }
 
   admit(): boolean {
@@ -89,22 +114,13 @@ class Bounded {
   done(n: number, ok: boolean): void {
     this.#queued = Math.max(0, this.#queued - n);
     if (ok) {
-      this.#backoff = 0;
-      this.#up();
+      this.collector.ok();
       this.counts.exported(this.signal, n);
       return;
     }
-    this.#backoff = Math.min(BACKOFF_MAX_MS, this.#backoff === 0 ? BACKOFF_MS : this.#backoff * 2);
-    this.#up();
-    this.#down = true;
-    this.#timer = setTimeout(() => this.#up(), this.#backoff).unref();
+    this.collector.failed();
     this.counts.failed(this.signal);
     this.counts.dropped(this.signal, n);
-  }
-
-  #up(): void {
-    clearTimeout(this.#timer);
-    this.#down = false;
   }
 }
 
@@ -153,7 +169,8 @@ export class OtlpSink implements Sink {
       // Past the POST's own timeout, so that the POST's failure is what counts the batch.
       exportTimeoutMillis: EXPORT_TIMEOUT_MS + DELAY_MS,
     };
-    const spans = new Bounded('spans', counts);
+    const collector = new Backoff();
+    const spans = new Bounded('spans', counts, collector);
     const spanPost = new OtlpPost<Traces.ReadableSpan>(
       `${otlp.endpoint}/v1/traces`,
       otlp.headers,
@@ -171,7 +188,7 @@ export class OtlpSink implements Sink {
       },
       spanProcessors: [spanBatch],
     });
-    const logs = new Bounded('logs', counts);
+    const logs = new Bounded('logs', counts, collector);
     const logPost = new OtlpPost<Logs.ReadableLogRecord>(
       `${otlp.endpoint}/v1/logs`,
       otlp.headers,
