@@ -109,7 +109,9 @@ export function report(results, meta) {
 
   // A target skipped (not installed, not available) has no figures: its ratios are null.
   const measured = (x) => ({ ...x, ka: x?.ka ?? {}, nc: x?.nc ?? {} });
-  const [t, fl, s, d] = [f.trajgate, f.floor, f.squid, f.direct].map(measured);
+  const [t, fl, s, d, sr] = [f.trajgate, f.floor, f.squid, f.direct, f['sandbox-runtime']].map(
+    measured,
+  );
   // `--baseline DIR`: the same trajgate figures for another checkout, measured in this run.
   const b = f.baseline;
   const before = b
@@ -136,6 +138,13 @@ export function report(results, meta) {
     ['squid/floor keep-alive req/s', ratio(s.ka.rps, fl.ka.rps)],
     ['squid/floor new-conn req/s', ratio(s.nc.rps, fl.nc.rps)],
     ['trajgate/squid new-conn p99', ratio(t.nc.p99, s.nc.p99)],
+    // sandbox-runtime's proxy: trajgate 3× better on each figure (p99 and RSS: theirs/ours).
+    ['trajgate/sandbox-runtime keep-alive req/s', ratio(t.ka.rps, sr.ka.rps), '>=', 3.0],
+    ['trajgate/sandbox-runtime new-conn req/s', ratio(t.nc.rps, sr.nc.rps), '>=', 3.0],
+    ['sandbox-runtime/trajgate keep-alive p99', ratio(sr.ka.p99, t.ka.p99), '>=', 3.0],
+    ['sandbox-runtime/trajgate new-conn p99', ratio(sr.nc.p99, t.nc.p99), '>=', 3.0],
+    ['sandbox-runtime/trajgate peak RSS', ratio(sr.rss, t.rss), '>=', 3.0],
+    ['trajgate/sandbox-runtime tunnel', ratio(t.tunnel, sr.tunnel)],
   ].map(([name, value, op, target]) => ({
     name,
     value,
@@ -155,12 +164,13 @@ export function report(results, meta) {
         : `target ${c.op === '>=' ? '≥' : '≤'} ${c.target.toFixed(2)}`;
     const verdict =
       c.met === null ? (c.target === undefined ? '' : 'n/a') : c.met ? 'met' : 'NOT MET';
-    return `  ${c.name.padEnd(36)}${fmt(c.value, 2).padStart(8)}   ${goal.padEnd(16)}${verdict}`.trimEnd();
+    return `  ${c.name.padEnd(44)}${fmt(c.value, 2).padStart(8)}   ${goal.padEnd(16)}${verdict}`.trimEnd();
   });
 
   const o = meta.options;
   const text = [
-    `${meta.cpu}, ${meta.cores} cores, node ${meta.node}, ${meta.wrk ?? 'wrk ?'}`,
+    `${meta.cpu}, ${meta.cores} cores, node ${meta.node}, ${meta.wrk ?? 'wrk ?'}` +
+      (meta.sandboxRuntime ? `, sandbox-runtime ${meta.sandboxRuntime}` : ''),
     `pinning: ${meta.pinning}`,
     tcpLine(results, meta.tcp),
     ...(meta.cpuBusyBefore > 0.1

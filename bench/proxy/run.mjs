@@ -1,6 +1,6 @@
 #!/usr/bin/env node
-// One command, one run: direct, the floor forwarder, squid and trajgate against the same
-// upstream — HTTP req/s and p99 (wrk) over keep-alive connections and with a new connection per
+// One command, one run: direct, the floor forwarder, squid, sandbox-runtime's proxy and trajgate
+// against the same upstream — HTTP req/s and p99 (wrk) over keep-alive connections and with a new connection per
 // request, CONNECT tunnel MB/s (and trajgate's SOCKS5 tunnel beside it), peak RSS; then
 // intercepted HTTPS through trajgate, HTTP/1.1 against HTTP/2 (intercepted.mjs), and with
 // credential substitution on against off (credentials.mjs), and telemetry.otlp off, to a live
@@ -18,7 +18,7 @@ import { credentials, credentialsLines } from './credentials.mjs';
 import { intercepted, interceptedLines } from './intercepted.mjs';
 import { otlp, otlpLines } from './otlp.mjs';
 import { report } from './report.mjs';
-import { startFloor, startSquid, startTrajgate } from './targets.mjs';
+import { startFloor, startSandboxRuntime, startSquid, startTrajgate } from './targets.mjs';
 import { tcpSettings, wrkRunner } from './wrk.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -243,6 +243,7 @@ for (const [name, startTarget] of alone
   : [
       ['floor', startFloor],
       ['squid', startSquid],
+      ['sandbox-runtime', startSandboxRuntime],
       ['trajgate', (c) => startTrajgate({ ...c, socks: true })],
       ...(values.baseline === undefined
         ? []
@@ -261,6 +262,7 @@ for (const [name, startTarget] of alone
   }
   try {
     results[name] = await measure(name, target);
+    if (target.version) results[name].version = target.version;
   } finally {
     await stop(target.child, 5000); // squid takes ~3 s to shut down even with shutdown_lifetime 0
   }
@@ -294,6 +296,7 @@ const meta = {
   cores: availableParallelism(),
   wrk: (await firstLine('wrk', ['-v']))?.replace(/\s*Copyright.*$/, ''),
   squid: await firstLine('squid', ['-v']),
+  sandboxRuntime: results['sandbox-runtime']?.version ?? null,
   pinning: pinned
     ? 'wrk, tunnel client and upstream on core 0 (direct: upstream shares core 0 with wrk); proxy under test on core 1'
     : 'none (fewer than 2 cores or no taskset)',

@@ -11,7 +11,8 @@ import {
   statSync,
   writeFileSync,
 } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { firstJsonLine, printed, run, start, startOnFreePort, stop, which } from './procs.mjs';
 
 /** The floor forwarder on port 0; it prints the port it got once it listens. */
@@ -19,6 +20,29 @@ export async function startFloor({ here, pin }) {
   const child = start(...pin(1, process.execPath, [join(here, 'floor-forwarder.mjs')]));
   try {
     return { child, port: (await firstJsonLine(child)).port };
+  } catch (err) {
+    await stop(child);
+    return { skipped: `not available (${err.message})` };
+  }
+}
+
+/**
+ * sandbox-runtime's HTTP proxy (`sandbox-runtime-proxy.mjs`) on port 0, allowing every host. With
+ * `upstreamCa` (a PEM file) it terminates TLS, verifying the upstream against the system roots
+ * and that file (NODE_EXTRA_CA_CERTS, as the sandbox reads it). Its folder `tmp`/`name` is its
+ * TMPDIR (its CA goes there). Resolves { child, port, version, ca } (`ca` with TLS termination:
+ * its CA certificate, for the client to trust) or { skipped }.
+ */
+export async function startSandboxRuntime({ tmp, pin, name = 'sandbox-runtime', upstreamCa }) {
+  const dir = join(tmp, name);
+  mkdirSync(dir);
+  const launcher = join(dirname(fileURLToPath(import.meta.url)), 'sandbox-runtime-proxy.mjs');
+  const args = [launcher, ...(upstreamCa ? ['--tls-terminate'] : [])];
+  const env = { ...process.env, TMPDIR: dir };
+  if (upstreamCa) env.NODE_EXTRA_CA_CERTS = upstreamCa;
+  const child = start(...pin(1, process.execPath, args), { env });
+  try {
+    return { child, ...(await firstJsonLine(child, 10_000)) };
   } catch (err) {
     await stop(child);
     return { skipped: `not available (${err.message})` };

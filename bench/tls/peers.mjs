@@ -1,11 +1,11 @@
-// The intercepting proxies trajgate is compared with: mitmproxy (mitmdump) and Squid with
-// ssl-bump. Each resolves { child, port, ca } once it listens — `ca` is the certificate the
+// The intercepting proxies trajgate is compared with: mitmproxy (mitmdump), Squid with ssl-bump
+// and sandbox-runtime's proxy terminating TLS. Each resolves { child, port, ca } once it listens — `ca` is the certificate the
 // load client must trust — or { skipped: message }: a peer that cannot start is reported,
-// not fatal. Both verify the upstream against the test CA.
+// not fatal. All verify the upstream against the test CA.
 import { existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { run, sleep, start, startOnFreePort, which } from '../proxy/procs.mjs';
-import { startSquid } from '../proxy/targets.mjs';
+import { startSandboxRuntime, startSquid } from '../proxy/targets.mjs';
 
 /** mitmdump in the foreground; it creates its CA in its temporary confdir. */
 export async function startMitmproxy({ tmp, pin, fixtures }) {
@@ -38,6 +38,13 @@ export async function startMitmproxy({ tmp, pin, fixtures }) {
   for (let i = 0; i < 50 && !existsSync(ca); i++) await sleep(100);
   return { child, port, ca };
 }
+
+/**
+ * sandbox-runtime's HTTP proxy with TLS termination on (`network.tlsTerminate`: its own
+ * ephemeral CA, leaves minted per host name), the test CA added to the roots it verifies with.
+ */
+export const startSandboxRuntimeTls = ({ tmp, pin, fixtures }) =>
+  startSandboxRuntime({ tmp, pin, upstreamCa: join(fixtures, 'ca.pem') });
 
 /** Squid's certificate generator helper (package squid-openssl on Debian). */
 const certgenPaths = [
