@@ -3,9 +3,10 @@ import type { NativeParser, OnHeadersComplete } from './llhttp.js';
 import { HTTPParser, METHODS, READ_BODY, RequestParseError, SKIP_BODY_UPGRADE } from './llhttp.js';
 
 /**
- * Header fields per section. `node:http` keeps the first 1,000 (MAX_HEADER_PAIRS, names and
- * values) and drops the rest unseen, so a field past it would be framed by llhttp but never
- * judged; here such a request is refused (431, as for a head over limits.headerBytes).
+ * Header fields per section (head or trailers). Past 1,000 `node:http` keeps in `headers` only
+ * the first 1,000 and in `rawHeaders` what came before the binding's hand-over that passed
+ * 2,000 names and values (MAX_HEADER_PAIRS), while llhttp frames with them all: a request would
+ * be judged on part of its head. Here it is refused, 431 as a head over limits.headerBytes.
  */
 export const MAX_FIELDS = 1_000;
 
@@ -27,6 +28,7 @@ export interface RequestHead {
 export interface RequestSink {
   /** The first byte of a head (CR LF between requests is skipped): its clock starts here. */
   messageBegin(): void;
+  /** The head is whole (its clock stops); for an upgrade, `feed` then returns the rest. */
   head(head: RequestHead): void;
   /** Decoded body bytes (chunked framing removed); the buffer is the sink's to keep. */
   body(chunk: Buffer): void;
@@ -47,7 +49,8 @@ const MORE: Fed = { kind: 'more' };
  * without --insecure-http-parser), one instance for every request on the connection, pipelined
  * or split over any number of reads. It frames (RFC 9112 § 6: Content-Length, chunked, and the
  * refusals of both at once or of conflicting lengths) and reports; timers, answers and
- * backpressure belong to the connection. After an upgrade or an error it is done.
+ * backpressure belong to the connection. After an upgrade or an error it is done; `close` it
+ * when the connection closes, whatever happened: the native parser is never garbage-collected.
  */
 export class RequestParser {
   readonly #native: NativeParser;
@@ -81,6 +84,8 @@ export class RequestParser {
   /** Parses `chunk`, calling the sink for what it completes. */
   feed(chunk: Buffer): Fed {
     this.#live('feed');
+    // The binding reads an empty buffer as the end of input.
+    if (chunk.length === 0) return MORE;
     const read = this.#native.execute(chunk);
     if (this.#refused !== null) return this.#fail(this.#refused);
     if (typeof read !== 'number') return this.#fail(RequestParseError.from(read));
