@@ -1,5 +1,5 @@
 import { createServer } from 'node:http';
-import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerOptions, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import type { Duplex } from 'node:stream';
@@ -24,14 +24,7 @@ import { handleUpgrade } from './upgrade.js';
  * (`limits.keepAliveIdle`, gateway/ingress.ts); its connections are capped (connection-cap.ts).
  */
 export function createProxyServer(ctx: ProxyContext): Server {
-  const server = createServer({
-    maxHeaderSize: ctx.limits.headerBytes,
-    headersTimeout: ctx.limits.headerTimeout,
-    requestTimeout: 0,
-    connectionsCheckingInterval: Math.min(1_000, ctx.limits.headerTimeout),
-    // Host is checked in handleHttp, where a refusal is journaled (Node's own 400 is not).
-    requireHostHeader: false,
-  });
+  const server = createServer(proxyServerOptions(ctx.limits));
   // `ctx.limits` is replaced whole by a reload: read at each accept.
   capConnections(
     server,
@@ -89,4 +82,18 @@ export function createProxyServer(ctx: ProxyContext): Server {
     writeRawRefusal(socket, refusal);
   });
   return server;
+}
+
+/** How the listener's `node:http` parses: also the reference the lean parser is tested against. */
+export function proxyServerOptions(
+  limits: Pick<ProxyContext['limits'], 'headerBytes' | 'headerTimeout'>,
+): ServerOptions {
+  return {
+    maxHeaderSize: limits.headerBytes,
+    headersTimeout: limits.headerTimeout,
+    requestTimeout: 0,
+    connectionsCheckingInterval: Math.min(1_000, limits.headerTimeout),
+    // Host is checked in handleHttp, where a refusal is journaled (Node's own 400 is not).
+    requireHostHeader: false,
+  };
 }

@@ -3,6 +3,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { connect, createServer } from 'node:net';
 import type { AddressInfo, Server, Socket } from 'node:net';
 import { afterAll } from 'vitest';
+import { connectHead } from './request-corpus.js';
 
 /** A response read off a raw socket: status line, lower-cased headers, body, and timing. */
 export interface RawResponse {
@@ -119,11 +120,7 @@ export function connectTunnel(
   authority: string,
   headers: Record<string, string> = {},
 ): Promise<Tunnel> {
-  const lines = Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`);
-  return openRaw(
-    proxyPort,
-    `CONNECT ${authority} HTTP/1.1\r\nHost: ${authority}\r\n${lines.join('')}\r\n`,
-  );
+  return openRaw(proxyPort, connectHead(authority, headers));
 }
 
 /** Writes `text` and collects what comes back until `until` matches, the socket closes, or `ms`. */

@@ -5,6 +5,7 @@ import { startTestGateway } from '../helpers/gateway.js';
 import { adminClient, generatedToken } from '../helpers/admin.js';
 import { connectTunnel, exchange, roundTrip } from '../helpers/raw.js';
 import type { RawResponse } from '../helpers/raw.js';
+import { absoluteGet, LOOPBACK_SPELLINGS, originGet } from '../helpers/request-corpus.js';
 import { startUpstream } from '../helpers/upstream.js';
 import type { EventRecord } from '../../src/journal/records.js';
 
@@ -54,11 +55,7 @@ async function send(g: TestGateway, via: Via, target: string): Promise<RawRespon
     const r = await curl(['-x', g.proxyUrl, target]);
     return { text: '', status: r.status, headers: r.headers, body: r.body, closed: true, ms: 0 };
   }
-  const host = new URL(target).host;
-  return exchange(
-    g.gw.proxy.port,
-    `GET ${target} HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`,
-  );
+  return exchange(g.gw.proxy.port, absoluteGet(target));
 }
 
 function events(g: TestGateway): EventRecord[] {
@@ -69,17 +66,12 @@ describe('private and odd loopback spellings are refused before any connection',
   const P = () => refused.port;
   const rows: { name: string; via: Via; target: () => string; allow?: () => string[] }[] = [
     { name: '127.0.0.1 (curl)', via: 'curl', target: () => `http://127.0.0.1:${P()}/` },
-    { name: '127.1', via: 'raw', target: () => `http://127.1:${P()}/` },
-    { name: '0x7f.0.0.1', via: 'raw', target: () => `http://0x7f.0.0.1:${P()}/` },
-    { name: '2130706433', via: 'raw', target: () => `http://2130706433:${P()}/` },
-    { name: '0177.0.0.1', via: 'raw', target: () => `http://0177.0.0.1:${P()}/` },
-    {
-      name: '[::ffff:127.0.0.1] (IPv4-mapped IPv6)',
-      via: 'raw',
-      target: () => `http://[::ffff:127.0.0.1]:${P()}/`,
-      // The IPv4 pattern does not cover the IPv6 spelling; allowlist it so egress decides.
-      allow: () => [`[::ffff:7f00:1]:${P()}`],
-    },
+    ...LOOPBACK_SPELLINGS.map(({ name, host, allowAs }) => ({
+      name,
+      via: 'raw' as const,
+      target: () => `http://${host}:${P()}/`,
+      ...(allowAs === undefined ? {} : { allow: () => [`${allowAs}:${P()}`] }),
+    })),
     {
       name: 'localhost (curl)',
       via: 'curl',
@@ -204,7 +196,7 @@ describe('CONNECT outside network.ports', () => {
         return;
       }
       expect(t.status).toBe(200);
-      const get = `GET /tunnelled HTTP/1.1\r\nHost: 127.0.0.1:${P()}\r\nConnection: close\r\n\r\n`;
+      const get = originGet(P(), '/tunnelled');
       const { got } = await roundTrip(t.socket, get, (s) => s.includes('"url":"/tunnelled"'));
       expect(got).toMatch(/^HTTP\/1\.1 200 /);
       expect(control.connections).toBe(before + 1);

@@ -3,6 +3,17 @@ import { curl } from '../helpers/curl.js';
 import type { TestGateway } from '../helpers/gateway.js';
 import { startTestGateway } from '../helpers/gateway.js';
 import { connectTunnel, exchange, roundTrip } from '../helpers/raw.js';
+import {
+  absoluteGet,
+  DISAGREEING_PATHS,
+  FRAMING_REFUSED,
+  HOST_REWRITES,
+  oddChunked,
+  origin,
+  RESOLVED_PATHS,
+  tunnelledSemicolon,
+  upload,
+} from '../helpers/request-corpus.js';
 import { startUpstream } from '../helpers/upstream.js';
 import type { EventRecord, RefusalRecord } from '../../src/journal/records.js';
 
@@ -33,10 +44,8 @@ beforeAll(async () => {
 });
 afterAll(() => g.stop());
 
-const U = () => `http://127.0.0.1:${upstream.port}`;
-const H = () => `Host: 127.0.0.1:${upstream.port}\r\n`;
-const get = (path: string, head = H()) =>
-  `GET ${U()}${path} HTTP/1.1\r\n${head}Connection: close\r\n\r\n`;
+const U = () => origin(upstream.port);
+const get = (path: string) => absoluteGet(`${U()}${path}`);
 
 /** Decision records (events and refusals); outcomes ride along later and decide nothing. */
 function decisions(): (EventRecord | RefusalRecord)[] {
@@ -57,16 +66,7 @@ async function send(bytes: string) {
 }
 
 describe('paths another server resolves differently → 400, nothing forwarded', () => {
-  it.each([
-    ['/v1/..%2fadmin', 'nginx and routers that decode before resolving dot segments'],
-    ['/v1/..%5cadmin', 'IIS: "\\" is a separator'],
-    ['/v1/..;/admin', 'Tomcat/Spring drop ";" parameters, then resolve'],
-    ['/v1/%252e%252e/admin', 'decoded twice'],
-    ['/v1/%c0%ae%c0%ae/admin', 'overlong UTF-8 "."'],
-    ['/v1/%ef%bc%8e%ef%bc%8e/admin', 'fullwidth dots (NFKC)'],
-    ['/v1/x%00.json', 'NUL truncation'],
-    ['/v1/x%0d%0aGET%20/admin', 'CR LF: request splitting at the next hop'],
-  ])('%s (%s)', async (path) => {
+  it.each(DISAGREEING_PATHS)('%s (%s)', async (path) => {
     const { res, record, forwarded } = await send(get(path));
     expect(res.status).toBe(400);
     expect(res.body).toMatch(
@@ -82,10 +82,8 @@ describe('paths another server resolves differently → 400, nothing forwarded',
     expect(tunnel.status).toBe(200);
     const before = decisions().length;
     const seen = upstream.seen.length;
-    const { got } = await roundTrip(
-      tunnel.socket,
-      `GET /v1/..;/admin HTTP/1.1\r\n${H()}\r\n`,
-      (text) => text.includes('\r\n\r\n'),
+    const { got } = await roundTrip(tunnel.socket, tunnelledSemicolon(upstream.port), (text) =>
+      text.includes('\r\n\r\n'),
     );
     tunnel.socket.destroy();
     expect(got).toMatch(/^HTTP\/1\.1 400 /);
@@ -104,13 +102,7 @@ describe('paths another server resolves differently → 400, nothing forwarded',
 });
 
 describe('spellings the URL parser resolves: judged and forwarded in one form', () => {
-  it.each([
-    ['/v1//../admin', 200, '/v1/admin'],
-    ['/v1/x#/../../admin', 200, '/v1/x'],
-    ['/v1/@types%2fnode', 200, '/v1/@types%2fnode'],
-    ['/v1/%2e%2e/admin', 403, null],
-    ['/v10/x', 403, null],
-  ])('%s → %i, upstream sees %s', async (path, status, reached) => {
+  it.each(RESOLVED_PATHS)('%s → %i, upstream sees %s', async (path, status, reached) => {
     const { res, record, forwarded } = await send(get(path));
     expect(res.status).toBe(status);
     expect(record).toMatchObject({ type: 'event', verdict: status === 200 ? 'ALLOW' : 'REVIEW' });
@@ -118,84 +110,36 @@ describe('spellings the URL parser resolves: judged and forwarded in one form', 
   });
 
   it('POST …/upload does not cover /uploads (a prefix ends on a segment)', async () => {
-    const body = 'Content-Length: 2\r\n\r\nhi';
-    const ok = await send(`POST ${U()}/upload HTTP/1.1\r\n${H()}Connection: close\r\n${body}`);
+    const ok = await send(upload(upstream.port, '/upload'));
     expect(ok.res.status).toBe(200);
-    const next = await send(`POST ${U()}/uploads HTTP/1.1\r\n${H()}Connection: close\r\n${body}`);
+    const next = await send(upload(upstream.port, '/uploads'));
     expect(next.res.status).toBe(403);
     expect(next.forwarded).toEqual([]);
   });
 });
 
 describe('method, authority and framing: Node refuses or trajgate re-serialises', () => {
-  it.each([
-    ['lower-case method', `get ${U()}/v1/x HTTP/1.1\r\n${H()}\r\n`, /HPE_INVALID_METHOD/],
-    [
-      'two equal Content-Length',
-      `POST ${U()}/upload HTTP/1.1\r\n${H()}Content-Length: 2\r\nContent-Length: 2\r\n\r\nhi`,
-      /Duplicate Content-Length/,
-    ],
-    [
-      'Content-Length: +2',
-      `POST ${U()}/upload HTTP/1.1\r\n${H()}Content-Length: +2\r\n\r\nhi`,
-      /HPE_INVALID_CONTENT_LENGTH/,
-    ],
-    [
-      'two Transfer-Encoding: chunked lines',
-      `POST ${U()}/upload HTTP/1.1\r\n${H()}Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nhi\r\n0\r\n\r\n`,
-      /HPE_INVALID_TRANSFER_ENCODING/,
-    ],
-    [
-      'bare LF ending a field',
-      `GET ${U()}/v1/x HTTP/1.1\r\n${H()}X-A: a\nX-B: b\r\n\r\n`,
-      /HPE_CR_EXPECTED/,
-    ],
-    [
-      'tab in the request target',
-      `GET ${U()}/v1/\t../admin HTTP/1.1\r\n${H()}\r\n`,
-      /HPE_INVALID_URL/,
-    ],
-    [
-      'userinfo before the host',
-      `GET http://evil@127.0.0.1:${upstream.port}/v1/x HTTP/1.1\r\n${H()}\r\n`,
-      /credentials in the request URL/,
-    ],
-    [
-      'IPv6 zone id',
-      `GET http://[fe80::1%25lo]:${upstream.port}/v1/x HTTP/1.1\r\n${H()}\r\n`,
-      /invalid request URL/,
-    ],
-  ])('%s → 400, one refusal', async (_name, bytes, reason) => {
-    const { res, record, forwarded } = await send(bytes);
+  it.each(FRAMING_REFUSED)('%s → 400, one refusal', async (_name, bytes, reason) => {
+    const { res, record, forwarded } = await send(bytes(upstream.port));
     expect(res.status).toBe(400);
     expect(record).toMatchObject({ type: 'refusal', status: 400 });
     expect((record as RefusalRecord).reason).toMatch(reason);
     expect(forwarded).toEqual([]);
   });
 
-  it.each([
-    ['a Host other than the URL authority', get('/v1/x', 'Host: admin.internal\r\n')],
-    [
-      'a percent-encoded host',
-      `GET http://%31%32%37.0.0.1:${upstream.port}/v1/x HTTP/1.1\r\n${H()}Connection: close\r\n\r\n`,
-    ],
-    [
-      'a trailing dot',
-      `GET http://127.0.0.1.:${upstream.port}/v1/x HTTP/1.1\r\n${H()}Connection: close\r\n\r\n`,
-    ],
-  ])('%s: the upstream gets Host = the judged authority', async (_name, bytes) => {
-    const { res, forwarded } = await send(bytes);
-    expect(res.status).toBe(200);
-    expect(forwarded.map((r) => [r.url, r.headers.host])).toEqual([
-      ['/v1/x', `127.0.0.1:${upstream.port}`],
-    ]);
-  });
+  it.each(HOST_REWRITES)(
+    '%s: the upstream gets Host = the judged authority',
+    async (_name, bytes) => {
+      const { res, forwarded } = await send(bytes(upstream.port));
+      expect(res.status).toBe(200);
+      expect(forwarded.map((r) => [r.url, r.headers.host])).toEqual([
+        ['/v1/x', `127.0.0.1:${upstream.port}`],
+      ]);
+    },
+  );
 
   it('chunked with odd whitespace and an extension is decoded, re-framed, forwarded once', async () => {
-    const chunked = `Transfer-Encoding: \t chunked\r\n\r\n2;ext=1\r\nhi\r\n0\r\n\r\n`;
-    const { res, forwarded } = await send(
-      `POST ${U()}/upload HTTP/1.1\r\n${H()}Connection: close\r\n${chunked}`,
-    );
+    const { res, forwarded } = await send(oddChunked(upstream.port));
     expect(res.status).toBe(200);
     expect(forwarded.map((r) => [r.url, r.body])).toEqual([['/upload', 'hi']]);
   });

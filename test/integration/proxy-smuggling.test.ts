@@ -1,9 +1,16 @@
-import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { curl } from '../helpers/curl.js';
 import type { TestGateway } from '../helpers/gateway.js';
 import { startTestGateway } from '../helpers/gateway.js';
 import { exchange } from '../helpers/raw.js';
+import {
+  gzipChunked,
+  origin,
+  originGet,
+  oversizedHead,
+  SMUGGLING_ACCEPTED,
+  SMUGGLING_REFUSED,
+} from '../helpers/request-corpus.js';
 import { startUpstream } from '../helpers/upstream.js';
 import type { RefusalRecord } from '../../src/journal/records.js';
 
@@ -25,9 +32,7 @@ beforeAll(async () => {
 });
 afterAll(() => g.stop());
 
-const U = () => `http://127.0.0.1:${upstream.port}`;
-const H = () => `Host: 127.0.0.1:${upstream.port}\r\n`;
-const CHUNKED_HELLO = '5\r\nhello\r\n0\r\n\r\n';
+const U = () => origin(upstream.port);
 
 function refusals(): RefusalRecord[] {
   return g.records().filter((r): r is RefusalRecord => r.type === 'refusal');
@@ -47,58 +52,11 @@ async function expectRefused(status: number, before: number, reason?: RegExp) {
 }
 
 describe('request smuggling shapes (RFC 9112 § 6.1, § 6.3) → 400, upstream untouched', () => {
-  const rows: { name: string; bytes: () => string }[] = [
-    {
-      name: 'Transfer-Encoding: chunked, gzip (final coding not chunked)',
-      bytes: () =>
-        `POST ${U()}/te HTTP/1.1\r\n${H()}Transfer-Encoding: chunked, gzip\r\n\r\n${CHUNKED_HELLO}`,
-    },
-    {
-      name: 'Transfer-Encoding: chunked, chunked (chunked applied twice)',
-      bytes: () =>
-        `POST ${U()}/te2 HTTP/1.1\r\n${H()}Transfer-Encoding: chunked, chunked\r\n\r\n${CHUNKED_HELLO}`,
-    },
-    {
-      name: 'two Content-Length fields with different values',
-      bytes: () =>
-        `POST ${U()}/cl HTTP/1.1\r\n${H()}Content-Length: 5\r\nContent-Length: 6\r\n\r\nhello!`,
-    },
-    {
-      name: 'Content-Length list "5, 6"',
-      bytes: () => `POST ${U()}/cl-list HTTP/1.1\r\n${H()}Content-Length: 5, 6\r\n\r\nhello!`,
-    },
-    {
-      name: 'Content-Length then Transfer-Encoding: chunked',
-      bytes: () =>
-        `POST ${U()}/clte HTTP/1.1\r\n${H()}Content-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n${CHUNKED_HELLO}`,
-    },
-    {
-      name: 'Transfer-Encoding: chunked then Content-Length',
-      bytes: () =>
-        `POST ${U()}/tecl HTTP/1.1\r\n${H()}Transfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n${CHUNKED_HELLO}`,
-    },
-    {
-      name: 'obs-fold header continuation line',
-      bytes: () => `GET ${U()}/fold HTTP/1.1\r\n${H()}X-A: a\r\n  folded\r\n\r\n`,
-    },
-    {
-      name: 'control character in a header value',
-      bytes: () => `GET ${U()}/ctl HTTP/1.1\r\n${H()}X-A: a\x01b\r\n\r\n`,
-    },
-    {
-      name: 'whitespace between field name and colon',
-      bytes: () =>
-        `POST ${U()}/ws HTTP/1.1\r\n${H()}Transfer-Encoding : chunked\r\n\r\n${CHUNKED_HELLO}`,
-    },
-    { name: 'garbage request line', bytes: () => 'HELLO THERE\r\n\r\n' },
-    { name: 'binary garbage', bytes: () => '\x00\x01\x02\x03 nonsense\r\n\r\n' },
-  ];
-
-  it.each(rows)('$name', async (row) => {
+  it.each(SMUGGLING_REFUSED)('$name', async (row) => {
     const before = refusals().length;
     const seen = upstream.seen.length;
     const connections = upstream.connections;
-    const res = await exchange(g.gw.proxy.port, row.bytes());
+    const res = await exchange(g.gw.proxy.port, row.bytes(upstream.port));
     expect(res.text).toMatch(/^HTTP\/1\.1 400 Bad Request\r\n/);
     expect(res.closed).toBe(true);
     expect(res.body).toContain('malformed request');
@@ -108,34 +66,11 @@ describe('request smuggling shapes (RFC 9112 § 6.1, § 6.3) → 400, upstream u
   });
 
   // Framings Node accepts must reach the upstream as one unambiguous message with the body.
-  const accepted: { name: string; bytes: () => string }[] = [
-    {
-      name: 'Content-Length: 5',
-      bytes: () =>
-        `POST ${U()}/ok-cl HTTP/1.1\r\n${H()}Content-Length: 5\r\nConnection: close\r\n\r\nhello`,
-    },
-    {
-      name: 'Content-Length: 05 (leading zero is still 1*DIGIT)',
-      bytes: () =>
-        `POST ${U()}/ok-cl05 HTTP/1.1\r\n${H()}Content-Length: 05\r\nConnection: close\r\n\r\nhello`,
-    },
-    {
-      name: 'Transfer-Encoding: chunked',
-      bytes: () =>
-        `POST ${U()}/ok-te HTTP/1.1\r\n${H()}Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n${CHUNKED_HELLO}`,
-    },
-    {
-      name: 'Transfer-Encoding on HTTP/1.0 (RFC 9112 § 6.1: faulty framing, close after)',
-      bytes: () =>
-        `POST ${U()}/ok-te10 HTTP/1.0\r\n${H()}Transfer-Encoding: chunked\r\n\r\n${CHUNKED_HELLO}`,
-    },
-  ];
-
-  it.each(accepted)(
+  it.each(SMUGGLING_ACCEPTED)(
     'accepted: $name → upstream gets exactly the body, one framing',
     async (row) => {
       const seen = upstream.seen.length;
-      const res = await exchange(g.gw.proxy.port, row.bytes());
+      const res = await exchange(g.gw.proxy.port, row.bytes(upstream.port));
       expect(res.status).toBe(200);
       expect(res.closed).toBe(true);
       const got = upstream.seen.slice(seen);
@@ -152,15 +87,8 @@ describe('request smuggling shapes (RFC 9112 § 6.1, § 6.3) → 400, upstream u
   it('a transfer coding other than chunked is refused 501, never passed on undecoded', async () => {
     // `gzip, chunked` is valid framing (chunked is final), so Node accepts it. RFC 9112 § 6.1:
     // a recipient may decode a transfer coding only if it changes Transfer-Encoding to match.
-    const gz = gzipSync('hello');
-    const head = `POST ${U()}/gzip HTTP/1.1\r\n${H()}Transfer-Encoding: gzip, chunked\r\nConnection: close\r\n\r\n`;
-    const body = Buffer.concat([
-      Buffer.from(`${gz.length.toString(16)}\r\n`),
-      gz,
-      Buffer.from('\r\n0\r\n\r\n'),
-    ]);
     const seen = upstream.seen.length;
-    const res = await exchange(g.gw.proxy.port, [Buffer.concat([Buffer.from(head), body])]);
+    const res = await exchange(g.gw.proxy.port, [gzipChunked(upstream.port)]);
     const got = upstream.seen.slice(seen);
     // Only chunked is decoded; anything else is refused rather than passed on undecoded.
     expect(res.status).toBe(501);
@@ -172,8 +100,7 @@ describe('request smuggling shapes (RFC 9112 § 6.1, § 6.3) → 400, upstream u
 describe('limits and request form', () => {
   it('headers beyond limits.headerBytes (4096) → 431', async () => {
     const before = refusals().length;
-    const big = `X-Big: ${'a'.repeat(10_000)}\r\n`;
-    const res = await exchange(g.gw.proxy.port, `GET ${U()}/big HTTP/1.1\r\n${H()}${big}\r\n`);
+    const res = await exchange(g.gw.proxy.port, oversizedHead(upstream.port));
     expect(res.status).toBe(431);
     expect(res.body).toContain('request header fields too large');
     await expectRefused(431, before);
@@ -181,10 +108,7 @@ describe('limits and request form', () => {
 
   it('origin-form request (GET / HTTP/1.1) → 400 asking for absolute-form', async () => {
     const before = refusals().length;
-    const res = await exchange(
-      g.gw.proxy.port,
-      `GET / HTTP/1.1\r\n${H()}Connection: close\r\n\r\n`,
-    );
+    const res = await exchange(g.gw.proxy.port, originGet(upstream.port));
     expect(res.status).toBe(400);
     expect(res.body).toContain('absolute-form');
     await expectRefused(400, before, /absolute-form/);
