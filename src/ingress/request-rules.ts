@@ -1,6 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import { errnoCode } from '../errors.js';
 import { expectationProblem, hostFieldProblem } from '../action/headers.js';
+import { MAX_FIELDS } from './lean/request-parser.js';
 import { methodOverrideProblem } from './method-override.js';
 
 /** Why a request is refused before it is judged: its status and a one-line reason. */
@@ -34,6 +35,14 @@ export function requestProblem(
     // what upstreams will read from the HTTP/1.1 trajgate sends (RFC 9110 § 15.6.6).
     return { status: 505, reason: `HTTP/${version} is not supported: send HTTP/1.1` };
   }
+  // node:http keeps 1,000 fields in `headers` (a few more in rawHeaders) while llhttp frames
+  // the body by all of them: a Transfer-Encoding past the 1,000th would frame a body no check
+  // here saw. The lean parser refuses the same (request-parser.ts).
+  if (req.rawHeaders.length > 2 * MAX_FIELDS)
+    return {
+      status: 431,
+      reason: `request header fields too large: more than ${MAX_FIELDS} fields`,
+    };
   const host = hostFieldProblem(req.rawHeaders, hostRequired);
   if (host !== null) return { status: 400, reason: host };
   if (url.username !== '' || url.password !== '') {

@@ -127,6 +127,15 @@ export function gzipChunked(port: number): Buffer {
 export const oversizedHead = (p: number) =>
   `GET ${U(p)}/big HTTP/1.1\r\n${H(p)}X-Big: ${'a'.repeat(10_000)}\r\n\r\n`;
 
+/**
+ * A chunked POST whose head holds `fields` fields in all, Transfer-Encoding the last: past
+ * 1,000, node:http's `headers` no longer holds it while llhttp still frames the body by it.
+ */
+export const manyFields = (p: number, fields: number) => {
+  const filler = Array.from({ length: fields - 3 }, (_, i) => `X-F${i}: v\r\n`).join('');
+  return `POST ${U(p)}/many HTTP/1.1\r\n${H(p)}Connection: close\r\n${filler}Transfer-Encoding: chunked\r\n\r\n${CHUNKED_HELLO}`;
+};
+
 /** An origin-form GET: refused on the listener (absolute-form wanted), fine inside a tunnel. */
 export const originGet = (p: number, path = '/') =>
   `GET ${path} HTTP/1.1\r\n${H(p)}Connection: close\r\n\r\n`;
