@@ -2,7 +2,6 @@ import { createRequire } from 'node:module';
 import type { Socket } from 'node:net';
 import { errnoCode } from '../errors.js';
 import { errors } from '../undici.js';
-import type { Exchange } from './h1-exchange.js';
 
 /** Node's own llhttp binding, the parser node:http runs (strict unless --insecure-http-parser). */
 interface Parser {
@@ -29,6 +28,25 @@ const { HTTPParser } = createRequire(import.meta.url)('_http_common') as {
   HTTPParser: ParserClass;
 };
 
+/** What a connection tells the exchange it carries (h1-exchange.ts). */
+export interface Carried {
+  /** Its answer is paused: the connection stops reading. */
+  readonly paused: boolean;
+  /** An answer's head; returns 1 when no body follows. */
+  head(status: number, fields: string[], upgrade: boolean, keepAlive: boolean): 0 | 1;
+  body(chunk: Buffer): void;
+  /** A message's end (an informational answer's, or the answer's), with its trailers. */
+  message(trailers: string[]): void;
+  /** The upstream closed its side, or reset it (`err`). */
+  closed(err: Error | null): void;
+  /** `stale`: the connection failed (a retry may help). */
+  fail(err: Error, stale: boolean): void;
+  /** The upstream was silent for its timeout. */
+  timedOut(): void;
+  /** llhttp's error as undici reports it. */
+  parseError(err: Error): Error;
+}
+
 /** Where a connection goes between requests. */
 export interface ConnectionOwner {
   /** It may take another request (a turn of the event loop after its last answer). */
@@ -50,7 +68,7 @@ export interface ConnectionTimeouts {
  */
 export class H1Connection {
   readonly #parser: Parser = new HTTPParser();
-  exchange: Exchange | null = null;
+  exchange: Carried | null = null;
   /** It answered a request before the current one. */
   reused = false;
   /** Bytes read during the current exchange. */
@@ -155,7 +173,7 @@ export class H1Connection {
   }
 
   /** Takes `exchange`, which the upstream now has `timeouts.upstream` to answer. */
-  serve(exchange: Exchange): void {
+  serve(exchange: Carried): void {
     this.exchange = exchange;
     this.bytesIn = 0;
     this.socket.ref();

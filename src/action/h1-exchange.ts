@@ -1,7 +1,7 @@
 import { errnoCode } from '../errors.js';
 import { errors } from '../undici.js';
 import type { H2Handler } from './h2-exchange.js';
-import type { H1Connection } from './h1-connection.js';
+import type { Carried, H1Connection } from './h1-connection.js';
 import type { RequestHead } from './h1-request.js';
 import { BodyFraming, bodilessRequest } from './h1-request.js';
 
@@ -42,7 +42,7 @@ const HINT_MAX_MS = 600_000;
  * idempotent request whose reused connection turns out closed before any answer is sent once
  * more on a new one (`retry`).
  */
-export class Exchange {
+export class Exchange implements Carried {
   #conn: H1Connection | null = null;
   #connected = false;
   #settled = false;
