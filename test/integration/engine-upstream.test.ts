@@ -65,6 +65,7 @@ const scripts: Record<string, Script> = {
   },
   '/short-hint': { answer: ({ socket }) => socket.write(ok('hint', 'Keep-Alive: timeout=1\r\n')) },
   '/closes-after': { answer: ({ socket }) => socket.end(ok('then a FIN')) },
+  '/stray': { answer: ({ socket }) => socket.write(`${ok('then more')}HTTP/1.1 200 OK\r\n`) },
   '/reset-mid-body': {
     answer: ({ socket }) =>
       socket.write('HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\nonly part', () =>
@@ -244,6 +245,8 @@ const rows: Row[] = [
   one('GET after the short hint (a new connection)', 'GET', '/get', 200),
   one('keep-alive answer, then a FIN', 'GET', '/closes-after', 200),
   one('GET after the FIN (a new connection)', 'GET', '/get', 200),
+  one('bytes after the answer', 'GET', '/stray', 200),
+  one('GET after them (a new connection)', 'GET', '/get', 200),
   one('reset mid-body', 'GET', '/reset-mid-body', 200),
   one('never answers (timeout)', 'GET', '/silent', 504),
   {
