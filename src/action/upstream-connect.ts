@@ -127,14 +127,15 @@ function handOver(
     callback?.(err, null);
     callback = null;
   };
+  const expire = () =>
+    socket.destroy(Object.assign(new Error('connect timed out'), { code: 'ETIMEDOUT' }));
   socket.setNoDelay(true);
   socket.setKeepAlive(true, 60_000);
-  socket.setTimeout(ms, () =>
-    socket.destroy(Object.assign(new Error('connect timed out'), { code: 'ETIMEDOUT' })),
-  );
+  socket.setTimeout(ms, expire);
   socket.once('error', fail);
   socket.once(ready, () => {
-    socket.setTimeout(0);
+    // Its listener goes too: a later socket timeout (the lean client's) is no connect's.
+    socket.setTimeout(0, expire);
     socket.off('error', fail);
     callback?.(null, socket);
     callback = null;

@@ -53,6 +53,7 @@ const upstream = await startRecordingUpstream({
       answerHang = () => socket.write('done!');
     },
   },
+  '/silent': { answer: () => {} },
   '/stale': {
     answer: ({ socket, reused }) => (reused ? socket.resetAndDestroy() : socket.write(ok('new'))),
   },
@@ -164,6 +165,22 @@ describe('H1Pool', () => {
     expect(seen.whileHeld).toBe(0);
     expect(seen.completed).toBe(1);
     expect(Buffer.concat(seen.body).equals(BIG)).toBe(true);
+  });
+
+  it('counts the upstream silence, not a hold: a held answer outlives the upstream timeout', async () => {
+    const short = new H1Pool({ connectTimeout: 5_000, upstreamTimeout: 200 });
+    const held = recorder({ holdBody: true });
+    short.dispatch(target('/big'), held.handler);
+    await waitFor(() => held.seen.body.length > 0);
+    // A request the upstream never answers times out: the held one has waited longer than that.
+    const silent = await request('/silent', 'GET', short);
+    expect(silent.errors[0]).toBeInstanceOf(errors.HeadersTimeoutError);
+    expect(held.seen.errors).toEqual([]);
+    held.control.release();
+    await held.seen.finished;
+    expect(held.seen.errors).toEqual([]);
+    expect(bytesOf(held.seen)).toBe(BIG.length);
+    await short.close();
   });
 
   it('holds a held head: its body and end come after the resume, in order', async () => {
