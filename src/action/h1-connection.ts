@@ -3,7 +3,7 @@ import type { Socket } from 'node:net';
 import { errnoCode } from '../errors.js';
 import { errors } from '../undici.js';
 
-/** Node's own llhttp binding, the parser node:http runs (strict unless --insecure-http-parser). */
+/** Node's own llhttp binding, the parser node:http runs; strict here whatever --insecure-http-parser says. */
 interface Parser {
   initialize(type: number, resource: object, maxHeaderSize: number, lenient: number): void;
   /** Bytes parsed, or the parse error. Body chunks are copied out; fields are strings. */
@@ -54,6 +54,10 @@ export interface ConnectionOwner {
   /** It closed. */
   gone(conn: H1Connection): void;
 }
+
+/** undici's: a `Keep-Alive: timeout=` hint is trusted up to 2 s before it runs out, 10 min at most. */
+const HINT_MARGIN_MS = 2_000;
+const HINT_MAX_MS = 600_000;
 
 /** How long a connection may be silent: during an exchange, and idle between two. */
 export interface ConnectionTimeouts {
@@ -190,9 +194,23 @@ export class H1Connection {
     this.socket.resume();
   }
 
-  /** The next idle period (a `Keep-Alive: timeout=` hint; null: the default). */
-  idleFor(ms: number | null): void {
-    this.#idleMs = ms ?? this.timeouts.idle;
+  /**
+   * Takes an answer's `Keep-Alive: timeout=` hint (RFC 9112 Appendix C.2.2's Keep-Alive field)
+   * for the next idle period, else the default; false: too short to send another request.
+   */
+  keepAliveHint(fields: readonly string[]): boolean {
+    let hint = '';
+    for (let i = 0; i < fields.length; i += 2) {
+      const name = fields[i] as string;
+      if (name.length === 10 && name.toLowerCase() === 'keep-alive') hint += fields[i + 1];
+    }
+    const seconds = /timeout=(\d+)/.exec(hint)?.[1];
+    if (seconds === undefined) {
+      this.#idleMs = this.timeouts.idle;
+      return true;
+    }
+    this.#idleMs = Math.min(Number(seconds) * 1000 - HINT_MARGIN_MS, HINT_MAX_MS);
+    return this.#idleMs > 0;
   }
 
   /** Resolves once the socket drained or closed. */

@@ -3,7 +3,7 @@ import { errors } from '../undici.js';
 import type { H2Handler } from './h2-exchange.js';
 import type { Carried, H1Connection } from './h1-connection.js';
 import type { RequestHead } from './h1-request.js';
-import { BodyFraming, bodilessRequest } from './h1-request.js';
+import { BodyFraming, bodilessRequest, sentAgain } from './h1-request.js';
 
 /** One request for a plain HTTP/1.1 upstream, at the address egress checked. */
 export interface H1Request {
@@ -23,17 +23,6 @@ export type H1Handler = Pick<
   H2Handler,
   'onConnect' | 'onHeaders' | 'onData' | 'onComplete' | 'onError'
 >;
-
-/**
- * Methods a client may send again after a connection failed before any answer (RFC 9110
- * § 9.2.2: idempotent); a body could not be sent again, so only bodiless ones are.
- */
-const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE']);
-/** How a reused connection the upstream had closed fails a request written on it. */
-const STALE = new Set(['ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET']);
-/** undici's: a `Keep-Alive: timeout=` hint is trusted up to 2 s before it runs out, 10 min at most. */
-const HINT_MARGIN_MS = 2_000;
-const HINT_MAX_MS = 600_000;
 
 /**
  * One request and its answer on one connection, told to `handler` as undici tells it: connect
@@ -133,23 +122,11 @@ export class Exchange implements Carried {
     this.#status = status;
     this.#fields = fields;
     this.#keepAlive = keepAlive;
-    this.#reusable = keepAlive && !this.request.close && this.#hinted(fields);
+    const conn = this.#conn as H1Connection;
+    this.#reusable = keepAlive && !this.request.close && conn.keepAliveHint(fields);
     const go = this.handler.onHeaders(status, fields, this.#resume);
     if (!go && !this.#settled) this.#paused = true;
     return this.req.method === 'HEAD' || this.#settled ? 1 : 0;
-  }
-
-  /** Whether a `Keep-Alive: timeout=` hint leaves time to reuse the connection; sets its idle. */
-  #hinted(fields: readonly string[]): boolean {
-    let hint = '';
-    for (let i = 0; i < fields.length; i += 2) {
-      const name = fields[i] as string;
-      if (name.length === 10 && name.toLowerCase() === 'keep-alive') hint += fields[i + 1];
-    }
-    const seconds = /timeout=(\d+)/.exec(hint)?.[1];
-    const ms = seconds === undefined ? null : Number(seconds) * 1000 - HINT_MARGIN_MS;
-    (this.#conn as H1Connection).idleFor(ms === null ? null : Math.min(ms, HINT_MAX_MS));
-    return ms === null || ms > 0;
   }
 
   body(chunk: Buffer): void {
@@ -224,18 +201,15 @@ export class Exchange implements Carried {
     const socket = (this.#conn as H1Connection).socket;
     if (this.#paused) return;
     if (this.#status === 0 && this.#writing && !socket.writableNeedDrain) return;
-    const status = this.#status;
-    this.fail(
-      status === 0 ? new errors.HeadersTimeoutError() : new errors.BodyTimeoutError(),
-      true,
-    );
+    const answered = this.#status !== 0;
+    this.fail(answered ? new errors.BodyTimeoutError() : new errors.HeadersTimeoutError(), true);
   }
 
   /**
    * Ends the exchange with `err`, its connection destroyed; `stale`: the connection failed,
    * which a bodiless idempotent request on a reused one survives once, on a new one.
    */
-  fail(err: Error, stale: boolean): undefined {
+  fail(err: Error, stale: boolean): void {
     if (this.#settled) return;
     const conn = this.#conn;
     if (stale && this.#retryable(conn, err)) {
@@ -252,15 +226,9 @@ export class Exchange implements Carried {
   }
 
   #retryable(conn: H1Connection | null, err: Error): boolean {
-    return (
-      !this.#retried &&
-      conn !== null &&
-      conn.reused &&
-      conn.bytesIn === 0 &&
-      this.req.body === null &&
-      IDEMPOTENT.has(this.req.method) &&
-      STALE.has(errnoCode(err) ?? '')
-    );
+    const { method, body } = this.req;
+    const early = conn !== null && conn.reused && conn.bytesIn === 0;
+    return !this.#retried && early && sentAgain(method, body !== null, err);
   }
 
   #stopBody(): void {

@@ -1,4 +1,5 @@
 import type { Socket } from 'node:net';
+import { errnoCode } from '../errors.js';
 import { errors } from '../undici.js';
 
 /**
@@ -7,6 +8,11 @@ import { errors } from '../undici.js';
  * reuse (a server may not expect one).
  */
 const PAYLOAD = new Set(['PUT', 'POST', 'PATCH', 'QUERY', 'PROPFIND', 'PROPPATCH']);
+
+/** Methods a client may send again (RFC 9110 § 9.2.2: idempotent). */
+const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE']);
+/** How a kept-alive connection the upstream had closed fails a request written on it. */
+const STALE = new Set(['ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET']);
 
 /** What undici refuses in a field value (CR, LF, NUL and other controls: no header injection). */
 const BAD_VALUE = /[^\t\x20-\x7e\x80-\xff]/;
@@ -120,4 +126,13 @@ export class BodyFraming {
     if (length !== null && this.#sent !== length)
       throw new errors.RequestContentLengthMismatchError();
   }
+}
+
+/**
+ * Whether a request written on a reused connection that failed with `err` before any answer
+ * may go again on a new one: idempotent and bodiless (a body streamed up is gone), so the
+ * upstream may see it twice without harm. undici sends none again.
+ */
+export function sentAgain(method: string, body: boolean, err: Error): boolean {
+  return !body && IDEMPOTENT.has(method) && STALE.has(errnoCode(err) ?? '');
 }
