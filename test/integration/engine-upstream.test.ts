@@ -1,5 +1,7 @@
 import { connect } from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
+import { adminClient } from '../helpers/admin.js';
+import { fileGateway } from '../helpers/file-gateway.js';
 import type { TestGateway } from '../helpers/gateway.js';
 import { startTestGateway } from '../helpers/gateway.js';
 import { exchange, refusingPort } from '../helpers/raw.js';
@@ -299,5 +301,20 @@ describe('engine: lean forwards plain HTTP/1.1 as engine: node does', () => {
     expect(lean.upstream).toEqual(node.upstream);
     expect(lean.answer).toEqual(node.answer);
     expect(lean.outcome).toEqual(node.outcome);
+  });
+});
+
+describe('a reload', () => {
+  it('applies engine to the requests after it (an unasked 100 Continue: 502, then 200)', async () => {
+    const admin = 'admin-token-for-engine-reload-0123';
+    const g = await fileGateway(admin, config('node'));
+    const ask = async () =>
+      (await exchange(g.gw.proxy.port, head('GET', u('/continue')), { timeoutMs: 10_000 })).status;
+    expect(await ask()).toBe(502);
+    g.write(config('lean'));
+    const reloaded = await adminClient(g.gw.admin.port, admin).post('/api/reload', {});
+    expect(reloaded.status).toBe(200);
+    expect(reloaded.json.restartNeeded).toEqual([]);
+    expect(await ask()).toBe(200);
   });
 });
