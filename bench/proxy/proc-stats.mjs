@@ -25,6 +25,19 @@ function groupMembers(pgid) {
   });
 }
 
+/** CPU ticks (100 per second) of the processes in `pgid`'s group so far. */
+export function groupCpuTicks(pgid) {
+  let ticks = 0;
+  for (const pid of groupMembers(pgid)) {
+    try {
+      ticks += cpuTicks(pid);
+    } catch {
+      // ended between listing and reading
+    }
+  }
+  return ticks;
+}
+
 /** Sum of VmHWM (peak RSS) over the processes in `pgid`'s group, in MB, and how many. */
 export function peakRssMB(pgid) {
   let kb = 0;

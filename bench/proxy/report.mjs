@@ -20,7 +20,8 @@ function flaws(h) {
 /** A figure is usable only if the run behind it had no errors. */
 function figures(r) {
   if (!r || r.skipped) return {};
-  const http = (h) => (h && flaws(h).length === 0 ? { rps: h.rps, p99: h.p99ms } : {});
+  const http = (h) =>
+    h && flaws(h).length === 0 ? { rps: h.rps, p99: h.p99ms, cpu: h.cpuUsPerRequest } : {};
   return {
     ka: http(r.keepAlive),
     nc: http(r.newConnection),
@@ -85,8 +86,10 @@ export function report(results, meta) {
     'target',
     'ka req/s',
     'ka p99 ms',
+    'ka µs CPU/req',
     'nc req/s',
     'nc p99 ms',
+    'nc µs CPU/req',
     'tunnel MB/s',
     'SOCKS5 MB/s',
   ];
@@ -96,8 +99,10 @@ export function report(results, meta) {
     const cells = [
       fmt(x.ka?.rps, 0),
       fmt(x.ka?.p99, 2),
+      fmt(x.ka?.cpu, 0),
       fmt(x.nc?.rps, 0),
       fmt(x.nc?.p99, 2),
+      fmt(x.nc?.cpu, 0),
       fmt(x.tunnel, 0),
       fmt(x.socks, 0),
       fmt(x.rssHttp, 1),
@@ -118,8 +123,10 @@ export function report(results, meta) {
     ? [
         ['trajgate/baseline keep-alive req/s', ratio(t.ka.rps, b.ka?.rps)],
         ['trajgate/baseline keep-alive p99', ratio(t.ka.p99, b.ka?.p99)],
+        ['trajgate/baseline keep-alive CPU/request', ratio(t.ka.cpu, b.ka?.cpu)],
         ['trajgate/baseline new-conn req/s', ratio(t.nc.rps, b.nc?.rps)],
         ['trajgate/baseline new-conn p99', ratio(t.nc.p99, b.nc?.p99)],
+        ['trajgate/baseline new-conn CPU/request', ratio(t.nc.cpu, b.nc?.cpu)],
         ['trajgate/baseline tunnel', ratio(t.tunnel, b.tunnel)],
         ['trajgate/baseline peak RSS', ratio(t.rss, b.rss)],
       ]

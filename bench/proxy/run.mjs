@@ -11,7 +11,7 @@ import { availableParallelism, release } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { benchArgs, busyBefore, log, pin, pinned, runTmp } from '../run-setup.mjs';
-import { cpuSnapshot, otherLoad, peakRssMB } from './proc-stats.mjs';
+import { cpuSnapshot, groupCpuTicks, otherLoad, peakRssMB } from './proc-stats.mjs';
 import { firstJsonLine, run, start, stop, which } from './procs.mjs';
 import { writerChainCost } from './chain-cost.mjs';
 import { credentials, credentialsLines } from './credentials.mjs';
@@ -50,6 +50,10 @@ const { values, int } = benchArgs({
   'otlp-rounds': { type: 'string', default: '2' },
   // Another checkout (built) measured in the same run as `baseline`: before/after one change.
   baseline: { type: 'string' },
+  // The `engine` of the trajgate row and of the baseline's (node | lean; default: the config's).
+  // `--engine lean --baseline . --baseline-engine node` sets the two engines side by side.
+  engine: { type: 'string' },
+  'baseline-engine': { type: 'string' },
 });
 const opt = {
   duration: int('duration'),
@@ -180,7 +184,12 @@ async function measure(name, proxy) {
       continue;
     }
     await wrk(port, opt.warmup, { close });
+    const ticks = proxy ? groupCpuTicks(proxy.child.pid) : 0;
     result[mode] = await wrk(port, opt.duration, { close });
+    const { requests } = result[mode];
+    // Ticks are 10 ms: over a few seconds of load, within a few percent.
+    if (proxy && requests > 0)
+      result[mode].cpuUsPerRequest = ((groupCpuTicks(proxy.child.pid) - ticks) * 1e4) / requests;
   }
   if (proxy) result.rssAfterHttp = peakRssMB(proxy.child.pid);
   Object.assign(result, await tunnels(proxy));
@@ -244,13 +253,19 @@ for (const [name, startTarget] of alone
       ['floor', startFloor],
       ['squid', startSquid],
       ['sandbox-runtime', startSandboxRuntime],
-      ['trajgate', (c) => startTrajgate({ ...c, socks: true })],
+      ['trajgate', (c) => startTrajgate({ ...c, socks: true, engine: values.engine })],
       ...(values.baseline === undefined
         ? []
         : [
             [
               'baseline',
-              (c) => startTrajgate({ ...c, root: resolve(values.baseline), name: 'baseline' }),
+              (c) =>
+                startTrajgate({
+                  ...c,
+                  root: resolve(values.baseline),
+                  name: 'baseline',
+                  engine: values['baseline-engine'],
+                }),
             ],
           ]),
     ]) {

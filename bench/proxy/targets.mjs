@@ -128,7 +128,8 @@ function passwd(name) {
 /**
  * trajgate from dist/ with a throwaway config that allows exactly the bench origins. Without
  * `force` it is tried only if `trajgate --help` answers. `socks`: also `listen.socks` (a
- * baseline checkout from before it existed would refuse the key).
+ * baseline checkout from before it existed would refuse the key); `engine`: its `engine`
+ * (absent: the config's default).
  */
 export async function startTrajgate({
   root,
@@ -139,6 +140,7 @@ export async function startTrajgate({
   name,
   chain,
   socks,
+  engine,
   lines = [],
 }) {
   const main = join(root, 'bin/trajgate.cjs');
@@ -162,6 +164,7 @@ export async function startTrajgate({
       `  allow: ["127.0.0.1:${upstream.http}", "127.0.0.1:${upstream.sink}"]`,
       '  allowPrivate: ["127.0.0.1/32"]',
       `  ports: [${upstream.http}, ${upstream.sink}]`,
+      ...(engine === undefined ? [] : [`engine: ${engine}`]),
       ...lines,
     ],
   });

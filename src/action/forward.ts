@@ -3,6 +3,7 @@ import { Readable } from 'node:stream';
 import { Agent } from '../undici.js';
 import type { Dispatcher } from 'undici';
 import { plainConnector, tlsConnector, UpstreamTls } from './upstream-connect.js';
+import { H1Pool } from './h1-pool.js';
 import type { Capture } from './capture.js';
 import type { CredentialScrubber } from './credential-scrub.js';
 import type { Egress } from './egress.js';
@@ -33,6 +34,12 @@ export interface PreparedRequest {
   readonly scrub?: CredentialScrubber;
 }
 
+/**
+ * What forwards plain HTTP/1.1: `node`, undici's Agent (the reference); `lean`, H1Pool. HTTPS
+ * and HTTP/2 upstreams are undici's and node:http2's either way.
+ */
+export type Engine = 'node' | 'lean';
+
 /** `host:port` as it appears in a URL: IPv6 in brackets. */
 export function authority(address: string, port: number): string {
   return address.includes(':') ? `[${address}]:${port}` : `${address}:${port}`;
@@ -49,6 +56,8 @@ export function authority(address: string, port: number): string {
  */
 export class Forwarder {
   readonly #plain: Agent;
+  /** Plain HTTP/1.1 under `engine: lean` (null: `#plain`). */
+  readonly #lean: H1Pool | null;
   readonly #tls: Agent;
   /** For HTTP/2 agents: HTTP/2 to upstreams that offer it by ALPN, else HTTP/1.1 (`#tls`). */
   readonly #h2: H2Upstream;
@@ -57,7 +66,12 @@ export class Forwarder {
   readonly tls: UpstreamTls;
   readonly #upstreamTimeout: number;
 
-  constructor(limits: ForwardLimits, egress: Egress, trust: () => readonly string[]) {
+  constructor(
+    limits: ForwardLimits,
+    egress: Egress,
+    trust: () => readonly string[],
+    { engine = 'node' }: { engine?: Engine } = {},
+  ) {
     const timeouts = {
       headersTimeout: limits.upstreamTimeout,
       bodyTimeout: limits.upstreamTimeout,
@@ -67,6 +81,7 @@ export class Forwarder {
     this.tls = new UpstreamTls(trust);
     this.#upstreamTimeout = limits.upstreamTimeout;
     this.#plain = new Agent({ ...timeouts, connect: plainConnector(limits.connectTimeout) });
+    this.#lean = engine === 'lean' ? new H1Pool(limits) : null;
     this.#tls = new Agent({
       ...timeouts,
       connect: tlsConnector(limits.connectTimeout, egress, this.tls, ['http/1.1']),
@@ -113,16 +128,18 @@ export class Forwarder {
         prepared?.scrub,
         watch,
       );
+      const stream = body ? relay.requestBody(req, this.#bodyTimeout, whole ?? undefined) : null;
+      const method = req.method as Dispatcher.HttpMethod;
+      if (!tls && this.#lean !== null) {
+        const target = { authority: upstream, address, port, method, path, headers };
+        return this.#lean.dispatch({ ...target, body: stream }, relay);
+      }
       const request = {
         origin: `${url.protocol}//${upstream}`,
         path,
-        method: req.method as Dispatcher.HttpMethod,
+        method,
         headers,
-        body: body
-          ? Readable.from(relay.requestBody(req, this.#bodyTimeout, whole ?? undefined), {
-              objectMode: false,
-            })
-          : null,
+        body: stream === null ? null : Readable.from(stream, { objectMode: false }),
       };
       if (!h2) return void (tls ? this.#tls : this.#plain).dispatch(request, relay);
       // A gRPC stream may be quiet for as long as its call lasts: its deadline (`grpc-timeout`)
@@ -133,7 +150,12 @@ export class Forwarder {
   }
 
   async close(): Promise<void> {
-    await Promise.all([this.#plain.close(), this.#tls.close(), this.#h2.close()]);
+    await Promise.all([
+      this.#plain.close(),
+      this.#lean?.close(),
+      this.#tls.close(),
+      this.#h2.close(),
+    ]);
   }
 }
 

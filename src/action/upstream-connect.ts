@@ -10,31 +10,48 @@ type Connector = buildConnector.connector;
 type Done = buildConnector.Callback;
 
 /**
- * Every plain upstream socket reads into this one buffer, each read copied out at its size
- * (a slice of Node's buffer pool when small). A socket left to itself gets a fresh 64 KiB
+ * Every plain upstream socket reads into this one buffer; what is kept of a read is copied out
+ * at its size (a slice of Node's buffer pool when small): the whole read for undici, each body
+ * chunk for the lean client (Node's parser copies it). A socket left to itself gets a fresh 64 KiB
  * allocation per read, shrunk after it; until the next GC frees them, those allocations
  * fragment the malloc heap: ~30 MB of RSS under load in bench/proxy. The copy is taken before
  * the next read can land (reads are delivered one at a time on the event loop).
  */
 const reads = Buffer.allocUnsafe(64 * 1024);
 
-/** Plain HTTP upstreams: the origin is the address egress checked (never looked up here). */
+/**
+ * A plain TCP connection to `host:port` (an address: never looked up here) that reads into
+ * `reads`: `read` gets each read as a view of it, valid only during the call, and returns false
+ * to stop reading until the socket is resumed. `done` gets the socket once connected (see
+ * handOver).
+ */
+export function plainSocket(
+  host: string,
+  port: number,
+  connectTimeout: number,
+  read: (view: Buffer, socket: Socket) => boolean,
+  done: Done,
+): Socket {
+  const socket: Socket = netConnect({
+    host,
+    port,
+    onread: { buffer: reads, callback: (n: number) => read(reads.subarray(0, n), socket) },
+  });
+  handOver(socket, 'connect', connectTimeout, done);
+  return socket;
+}
+
+/** Each read copied out at its size, for undici, which keeps what it reads. */
+const pushCopy = (view: Buffer, socket: Socket): boolean => {
+  const chunk = Buffer.allocUnsafe(view.length);
+  view.copy(chunk);
+  return socket.push(chunk);
+};
+
+/** Plain HTTP upstreams for undici: the origin is the address egress checked. */
 export function plainConnector(connectTimeout: number): Connector {
-  return (opts, callback) => {
-    const socket: Socket = netConnect({
-      host: opts.hostname,
-      port: Number(opts.port) || 80,
-      onread: {
-        buffer: reads,
-        callback: (n: number) => {
-          const chunk = Buffer.allocUnsafe(n);
-          reads.copy(chunk, 0, 0, n);
-          return socket.push(chunk);
-        },
-      },
-    });
-    handOver(socket, 'connect', connectTimeout, callback);
-  };
+  return (opts, callback) =>
+    void plainSocket(opts.hostname, Number(opts.port) || 80, connectTimeout, pushCopy, callback);
 }
 
 /**
@@ -94,10 +111,10 @@ export function tlsConnector(
 }
 
 /**
- * Gives `socket` to undici once `ready` fires (connected, or its TLS handshake done), or the
+ * Gives `socket` to `done` once `ready` fires (connected, or its TLS handshake done), or the
  * error that came first. One that is not ready within `ms` fails with ETIMEDOUT (504). The
- * deadline ends with the connection's setup: a slow answer is left to undici's headers and
- * body timeouts (`limits.upstreamTimeout`).
+ * deadline ends with the connection's setup: a slow answer is left to the headers and body
+ * timeouts (`limits.upstreamTimeout`).
  */
 function handOver(
   socket: Socket,
@@ -110,14 +127,15 @@ function handOver(
     callback?.(err, null);
     callback = null;
   };
+  const expire = () =>
+    socket.destroy(Object.assign(new Error('connect timed out'), { code: 'ETIMEDOUT' }));
   socket.setNoDelay(true);
   socket.setKeepAlive(true, 60_000);
-  socket.setTimeout(ms, () =>
-    socket.destroy(Object.assign(new Error('connect timed out'), { code: 'ETIMEDOUT' })),
-  );
+  socket.setTimeout(ms, expire);
   socket.once('error', fail);
   socket.once(ready, () => {
-    socket.setTimeout(0);
+    // Its listener goes too: a later socket timeout (the lean client's) is no connect's.
+    socket.setTimeout(0, expire);
     socket.off('error', fail);
     callback?.(null, socket);
     callback = null;

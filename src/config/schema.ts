@@ -170,6 +170,8 @@ const fields = z.strictObject({
   journal: journalSchema,
   journalFsync: duration.default(100),
   state: stateSchema,
+  // What forwards plain HTTP/1.1 (action/forward.ts): node:http and undici, or the lean engine.
+  engine: z.enum(['node', 'lean']).default('node'),
   listen: z
     .strictObject({
       proxy: hostPort.default(DEFAULT_LISTEN.proxy),

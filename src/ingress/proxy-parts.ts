@@ -43,10 +43,11 @@ const HANDLERS = {
   network: ['upgrades'],
 } as const satisfies Shape;
 
-/** The forwarder's connection pools: their timeouts and trusted CAs are fixed per pool. */
+/** The forwarder's connection pools: their timeouts, trusted CAs and engine are fixed per pool. */
 const POOLS = {
   limits: ['upstreamTimeout', 'bodyTimeout', 'connectTimeout'],
   tls: ['upstreamCa'],
+  engine: true,
 } as const satisfies Shape;
 
 /** TLS interception: the hosts, the CA that signs their leaves, the handshake's time. */
@@ -210,7 +211,8 @@ export class ProxyParts implements ProxyContext {
 const who = (tunnel: Tunnel) => ({ session: tunnel.session, client: tunnel.client });
 
 function forwarder(config: Slice<typeof POOLS>, egress: Egress): Forwarder {
-  return new Forwarder(config.limits, egress, upstreamTrust(config.tls.upstreamCa));
+  const trust = upstreamTrust(config.tls.upstreamCa);
+  return new Forwarder(config.limits, egress, trust, { engine: config.engine });
 }
 
 /** Where captured bodies go, beside the journal; null unless `capture.bodies`. */

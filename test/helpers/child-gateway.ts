@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { afterAll } from 'vitest';
 import { stringify } from 'yaml';
 import { spawnCli } from './cli.js';
+import { withTestEngine } from './engine.js';
 import { tempDir } from './tmp.js';
 
 /** `trajgate start` in a child process, with the ports it printed on stderr. */
@@ -28,7 +29,8 @@ afterAll(async () => {
 /** Writes `config` as YAML to `dir/trajgate.yaml` and returns its path. */
 export function writeConfig(dir: string, config: Record<string, unknown>): string {
   const file = join(dir, 'trajgate.yaml');
-  writeFileSync(file, stringify(config));
+  // A whole config (not one written to be refused) runs on the test run's engine.
+  writeFileSync(file, stringify('version' in config ? withTestEngine(config) : config));
   return file;
 }
 
@@ -149,7 +151,7 @@ export async function startPorted(
     bridge: `127.0.0.1:${bridgePort}`,
     admin: `127.0.0.1:${adminPort}`,
   };
-  writeFileSync(config, stringify({ ...keys, listen }));
+  writeFileSync(config, stringify(withTestEngine({ ...keys, listen })));
   return {
     config,
     gatewayConfig,

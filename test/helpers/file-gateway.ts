@@ -8,6 +8,7 @@ import { loadConfigFile } from '../../src/config/load.js';
 import type { RunningGateway } from '../../src/gateway.js';
 import { startGateway } from '../../src/gateway.js';
 import type { JournalRecord } from '../../src/journal/records.js';
+import { withTestEngine } from './engine.js';
 import { readRecords } from './gateway.js';
 import { tempDir } from './tmp.js';
 
@@ -43,15 +44,17 @@ export async function fileGateway(
   const write = (keys: Record<string, unknown>) =>
     writeFileSync(
       file,
-      stringify({
-        version: 1,
-        workspace,
-        journal,
-        listen: { proxy: '127.0.0.1:0', bridge: '127.0.0.1:0', admin: '127.0.0.1:0' },
-        admin: { token: admin },
-        policy: { pause: 'block' },
-        ...keys,
-      }),
+      stringify(
+        withTestEngine({
+          version: 1,
+          workspace,
+          journal,
+          listen: { proxy: '127.0.0.1:0', bridge: '127.0.0.1:0', admin: '127.0.0.1:0' },
+          admin: { token: admin },
+          policy: { pause: 'block' },
+          ...keys,
+        }),
+      ),
     );
   write(extra);
   running = await startGateway(loadConfigFile(file), {

@@ -9,6 +9,7 @@ import type { RunningGateway } from '../../src/gateway.js';
 import { startGateway } from '../../src/gateway.js';
 import { journalFiles } from '../../src/journal/files.js';
 import type { JournalRecord } from '../../src/journal/records.js';
+import { withTestEngine } from './engine.js';
 import { isPart } from '../../src/journal/snapshot-read.js';
 import type { Tunnel } from './raw.js';
 import { tempDir } from './tmp.js';
@@ -43,13 +44,15 @@ export async function startTestGateway(
 ): Promise<TestGateway> {
   const dir = options.dir ?? tempDir();
   const journalPath = join(dir, 'journal.jsonl');
-  const text = stringify({
-    version: 1,
-    workspace: config.workspace ?? tempDir('trajgate-ws-'),
-    journal: journalPath,
-    listen: { proxy: '127.0.0.1:0', bridge: '127.0.0.1:0', admin: '127.0.0.1:0' },
-    ...config,
-  });
+  const text = stringify(
+    withTestEngine({
+      version: 1,
+      workspace: config.workspace ?? tempDir('trajgate-ws-'),
+      journal: journalPath,
+      listen: { proxy: '127.0.0.1:0', bridge: '127.0.0.1:0', admin: '127.0.0.1:0' },
+      ...config,
+    }),
+  );
   const gw = await startGateway(parseConfig(text, 'test config', dir), {
     log: pino({ level: process.env.TEST_LOG ?? 'silent' }),
     ...(options.lookup ? { lookup: options.lookup } : {}),
