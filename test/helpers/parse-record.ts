@@ -1,8 +1,15 @@
 import { createServer } from 'node:http';
-import type { IncomingMessage, Server, ServerOptions, ServerResponse } from 'node:http';
+import type {
+  IncomingHttpHeaders,
+  IncomingMessage,
+  Server,
+  ServerOptions,
+  ServerResponse,
+} from 'node:http';
 import { connect } from 'node:net';
 import type { AddressInfo, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
+import { headerObject } from '../../src/ingress/lean/header-object.js';
 import { RequestParser } from '../../src/ingress/lean/request-parser.js';
 import { parseErrorProblem } from '../../src/ingress/request-rules.js';
 
@@ -15,6 +22,8 @@ export interface ParsedRequest {
   url: string;
   version: string;
   rawHeaders: readonly string[];
+  /** `req.headers`; the lean engine's from headerObject. */
+  headers: IncomingHttpHeaders;
   /** null on an upgrade: `node:http` makes no response to read it from. */
   keepAlive: boolean | null;
   upgrade: boolean;
@@ -49,6 +58,7 @@ export function leanParse(chunks: readonly Buffer[], headerBytes: number): Parse
           url: h.url,
           version: `${h.versionMajor}.${h.versionMinor}`,
           rawHeaders: h.rawHeaders,
+          headers: headerObject(h.rawHeaders),
           keepAlive: h.upgrade ? null : h.shouldKeepAlive,
           upgrade: h.upgrade,
           body: '',
@@ -179,6 +189,7 @@ export class NodeReference {
       url: req.url ?? '',
       version: req.httpVersion,
       rawHeaders: req.rawHeaders,
+      headers: req.headers,
       keepAlive,
       upgrade: keepAlive === null,
       body: '',
