@@ -1,3 +1,4 @@
+import type { ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll } from 'vitest';
@@ -22,8 +23,12 @@ export interface ChildGateway {
 }
 
 const running = new Set<ChildGateway>();
+/** spawnGateway's children: a test that forgot to stop one leaves no gateway running. */
+const spawned = new Set<ChildProcess>();
 afterAll(async () => {
   for (const c of running) await c.kill('SIGKILL');
+  for (const child of spawned)
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
 });
 
 /** Writes `config` as YAML to `dir/trajgate.yaml` and returns its path. */
@@ -99,6 +104,8 @@ export async function spawnGateway(extra: Record<string, unknown>, env: NodeJS.P
   const cli = spawnCli(['start', '--config', config], {
     env: { TRAJGATE_LOG_LEVEL: 'warn', ...env },
   });
+  spawned.add(cli.child);
+  cli.child.once('exit', () => spawned.delete(cli.child));
   const banner = await cli.waitFor(/review page on http:\/\/127\.0\.0\.1:\d+/);
   const port = (what: string) =>
     Number(new RegExp(`${what} http://127\\.0\\.0\\.1:(\\d+)`).exec(banner)?.[1]);
