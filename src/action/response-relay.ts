@@ -127,9 +127,11 @@ export class ResponseRelay implements Dispatcher.DispatchHandler, FlowControl {
       this.#stopped = flow.closed === null ? 'held' : 'closed';
       return abort(flowStopped(flow.closed ?? 'session paused'));
     }
+    const res = this.res;
+    // The agent left while the upstream was being reached: its 'close' is past, nothing is sent.
+    if (res.destroyed && !res.writableFinished) return abort(new Error('client closed'));
     this.#abort = abort;
     flow.attach(this);
-    const res = this.res;
     res.once('close', () => {
       if (!res.writableFinished) abort(new Error('client closed'));
     });
