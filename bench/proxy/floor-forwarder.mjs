@@ -4,16 +4,8 @@
 // {"port":N} once it listens.
 import http from 'node:http';
 import net from 'node:net';
+import { HOP } from './hop-fields.mjs';
 
-const HOP = new Set([
-  'connection',
-  'keep-alive',
-  'proxy-connection',
-  'proxy-authorization',
-  'te',
-  'trailer',
-  'upgrade',
-]);
 const endToEnd = (headers) =>
   Object.fromEntries(Object.entries(headers).filter(([k]) => !HOP.has(k)));
 

@@ -18,7 +18,13 @@ import { credentials, credentialsLines } from './credentials.mjs';
 import { intercepted, interceptedLines } from './intercepted.mjs';
 import { otlp, otlpLines } from './otlp.mjs';
 import { report } from './report.mjs';
-import { startFloor, startSandboxRuntime, startSquid, startTrajgate } from './targets.mjs';
+import {
+  startFloor,
+  startLeanFloor,
+  startSandboxRuntime,
+  startSquid,
+  startTrajgate,
+} from './targets.mjs';
 import { tcpSettings, wrkRunner } from './wrk.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -251,6 +257,7 @@ for (const [name, startTarget] of alone
   ? []
   : [
       ['floor', startFloor],
+      ['lean-floor', startLeanFloor],
       ['squid', startSquid],
       ['sandbox-runtime', startSandboxRuntime],
       ['trajgate', (c) => startTrajgate({ ...c, socks: true, engine: values.engine })],

@@ -26,6 +26,19 @@ export async function startFloor({ here, pin }) {
   }
 }
 
+/** The lean floor: trajgate's lean engine with no policy (lean-floor.mjs, this checkout's dist). */
+export async function startLeanFloor({ here, pin, root }) {
+  if (!existsSync(join(root, 'dist/ingress/lean/lean-response.js')))
+    return { skipped: 'not available (dist/ingress/lean not built; npm run build)' };
+  const child = start(...pin(1, process.execPath, [join(here, 'lean-floor.mjs'), root]));
+  try {
+    return { child, port: (await firstJsonLine(child)).port };
+  } catch (err) {
+    await stop(child);
+    return { skipped: `not available (${err.message})` };
+  }
+}
+
 /**
  * sandbox-runtime's HTTP proxy (`sandbox-runtime-proxy.mjs`) on port 0, allowing every host. With
  * `upstreamCa` (a PEM file) it terminates TLS, verifying the upstream against the system roots
