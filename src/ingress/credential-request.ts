@@ -1,4 +1,4 @@
-import type { AgentAnswer, AgentRequest } from '../http/agent-message.js';
+import type { AgentAnswer, AgentHead, AgentRequest } from '../http/agent-message.js';
 import { parseNetworkTarget } from '../event/network-target.js';
 import type { ProxyContext } from './context.js';
 import { isBodyRefusal } from '../http/body.js';
@@ -161,7 +161,7 @@ function headSorted(
  */
 export function upgradeCredentials(
   ctx: Pick<ProxyContext, 'credentials'>,
-  req: AgentRequest,
+  req: AgentHead,
   url: URL,
   target: string,
   session: string,

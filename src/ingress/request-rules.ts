@@ -1,4 +1,4 @@
-import type { AgentRequest } from '../http/agent-message.js';
+import type { AgentHead } from '../http/agent-message.js';
 import { errnoCode } from '../errors.js';
 import { expectationProblem, hostFieldProblem } from '../action/headers.js';
 import { MAX_FIELDS } from './lean/request-parser.js';
@@ -24,7 +24,7 @@ export const CLOSE: Readonly<Record<string, string>> = { connection: 'close' };
  * the tunnel's Host in inner-http). `hostRequired`: HTTP/1.0 may omit Host on the listener;
  * inside a tunnel it is what the request is checked against.
  */
-export function requestProblem(req: AgentRequest, url: URL, hostRequired: boolean): Problem | null {
+export function requestProblem(req: AgentHead, url: URL, hostRequired: boolean): Problem | null {
   const version = req.httpVersion;
   if (version !== '1.1' && version !== '1.0' && !isHttp2(req)) {
     // Node's parser takes `HTTP/2.0` and a versionless (0.9) line as requests; neither is
@@ -63,7 +63,7 @@ export function requestProblem(req: AgentRequest, url: URL, hostRequired: boolea
 }
 
 /** A stream of trajgate's own HTTP/2 server (inner-h2), not an HTTP/1 line saying `HTTP/2.0`. */
-function isHttp2(req: AgentRequest): boolean {
+function isHttp2(req: AgentHead): boolean {
   return req.httpVersionMajor === 2 && 'stream' in req;
 }
 
