@@ -78,8 +78,11 @@ export function parseErrorProblem(
 ): Problem {
   const code = err.code ?? errnoCode(err) ?? '';
   if (code === 'ECONNRESET' || code === 'EPIPE') return { status: 0, reason: '' };
-  if (code === 'HPE_HEADER_OVERFLOW')
-    return { status: 431, reason: `request header fields too large${where}` };
+  if (code === 'HPE_HEADER_OVERFLOW') {
+    // The lean parser counts fields too (request-parser.ts): its reason says so, as requestProblem.
+    const count = err.reason?.startsWith('more than') === true ? `: ${err.reason}` : '';
+    return { status: 431, reason: `request header fields too large${where}${count}` };
+  }
   if (code === 'ERR_HTTP_REQUEST_TIMEOUT')
     return { status: 408, reason: `request headers not received in time${where}` };
   const detail = (err.reason ?? err.message).replace(/\s+/g, ' ').slice(0, 200);

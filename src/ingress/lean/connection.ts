@@ -163,15 +163,19 @@ export class LeanConnection implements RequestSink, BodyFlow {
     if (turn.kind === 'upgrade') return this.#handOver(turn.req, turn.rest);
     const { req } = turn;
     const { head } = req;
+    const draining = this.#settings.draining;
     const res = new LeanResponse(
       req,
       {
         method: head.method,
         versionMajor: head.versionMajor,
         versionMinor: head.versionMinor,
-        shouldKeepAlive: head.shouldKeepAlive && !this.#settings.draining(),
         te: req.headers.te as string | undefined,
         keepAliveMs: this.#settings.keepAliveIdle(),
+        // Read when the head is written: a drain begun meanwhile closes after this answer.
+        get shouldKeepAlive() {
+          return head.shouldKeepAlive && !draining();
+        },
       },
       {
         write: (data) => this.#write(data),
@@ -241,6 +245,8 @@ export class LeanConnection implements RequestSink, BodyFlow {
 
   /** Drain: a connection with nothing under way closes now. */
   closeIfIdle(): void {
+    // Handed over (a tunnel: the drain has its own deadline for those) or already ending.
+    if (this.#done) return;
     if (this.#serving === null && this.#queue.length === 0 && this.#reading === null)
       this.#socket.destroy();
   }

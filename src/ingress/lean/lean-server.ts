@@ -11,10 +11,7 @@ import { LeanConnection } from './connection.js';
  * applies from the next one; the head limits (`headerBytes`, `headerTimeout`) are read at each
  * accept. At the drain (SIGTERM) idle connections close and answers say `Connection: close`.
  */
-export function createLeanProxyServer(
-  ctx: ProxyContext,
-  keepAliveIdle: () => number,
-): Server {
+export function createLeanProxyServer(ctx: ProxyContext, keepAliveIdle: () => number): Server {
   const handlers = proxyHandlers(ctx);
   const open = new Set<LeanConnection>();
   let draining = false;
