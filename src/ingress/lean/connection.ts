@@ -202,7 +202,7 @@ export class LeanConnection implements RequestSink, BodyFlow {
 
   #answered(req: LeanRequest, last: boolean): void {
     this.#serving = null;
-    if (!req.complete) req.dump();
+    if (!req.readableEnded) req.dump();
     if (last || this.#settings.draining()) return this.#finish();
     this.#next();
   }

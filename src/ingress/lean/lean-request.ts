@@ -30,8 +30,8 @@ export class LeanRequest extends EventEmitter implements AgentRequest {
   readonly rawHeaders: string[];
   readonly socket: Socket;
   readonly head: RequestHead;
-  /** The whole body arrived. */
-  complete = false;
+  /** The parser read the whole message. */
+  whole = false;
   /** 'end' was emitted (every byte read). */
   readableEnded = false;
   #headers: IncomingHttpHeaders | null = null;
@@ -44,6 +44,8 @@ export class LeanRequest extends EventEmitter implements AgentRequest {
   #error: Error | null = null;
   #closed = false;
   #wake: (() => void) | null = null;
+  /** No body bytes ever came. */
+  #bodiless = true;
 
   constructor(head: RequestHead, socket: Socket, flow: BodyFlow) {
     super();
@@ -58,12 +60,22 @@ export class LeanRequest extends EventEmitter implements AgentRequest {
     this.#flow = flow;
   }
 
+  /**
+   * The body was read to its end (or there was none), as `complete` reads when node:http hands
+   * a request over at its head: a refusal of a request whose body nobody read closes the
+   * connection (respond.ts contentUnread), even where the parser already framed the body.
+   */
+  get complete(): boolean {
+    return this.whole && (this.readableEnded || this.#bodiless);
+  }
+
   get headers(): IncomingHttpHeaders {
     return (this.#headers ??= headerObject(this.rawHeaders));
   }
 
   /** Body bytes from the parser. */
   push(chunk: Buffer): void {
+    this.#bodiless = false;
     if (this.#dumped || this.#closed) return;
     this.#queued.push(chunk);
     this.#queuedBytes += chunk.length;
@@ -72,14 +84,14 @@ export class LeanRequest extends EventEmitter implements AgentRequest {
 
   /** The message is whole. */
   finish(): void {
-    this.complete = true;
+    this.whole = true;
     this.#pump();
   }
 
   /** The connection closed: a body not whole errs ('error' only to whoever listens). */
   abort(): void {
     if (this.#closed) return;
-    if (!this.complete && this.#error === null) {
+    if (!this.whole && this.#error === null) {
       this.#error = Object.assign(new Error('aborted'), { code: 'ECONNRESET' });
       if (this.listenerCount('error') > 0) this.emit('error', this.#error);
       this.#wake?.();
@@ -123,7 +135,7 @@ export class LeanRequest extends EventEmitter implements AgentRequest {
         continue;
       }
       if (this.#error !== null) throw this.#error;
-      if (this.complete) {
+      if (this.whole) {
         this.#ended();
         return;
       }
@@ -139,7 +151,7 @@ export class LeanRequest extends EventEmitter implements AgentRequest {
       this.#queuedBytes -= chunk.length;
       this.emit('data', chunk);
     }
-    if (this.#flowing && this.complete && this.#queued.length === 0) this.#ended();
+    if (this.#flowing && this.whole && this.#queued.length === 0) this.#ended();
     if (this.#queuedBytes > HIGH_WATER && !this.#held) {
       this.#held = true;
       this.#flow.hold(this);
