@@ -1,4 +1,5 @@
 import type { Socket } from 'node:net';
+import { hasBody } from '../../action/headers.js';
 import type { ProxyHandlers } from '../proxy.js';
 import { LeanRequest } from './lean-request.js';
 import type { BodyFlow } from './lean-request.js';
@@ -121,9 +122,13 @@ export class LeanConnection implements RequestSink, BodyFlow {
       const error = this.#parser.finish();
       this.#parsing = false;
       if (error !== null) {
-        // The body under way can never be whole.
+        // The message under way can never be whole: refused now, as node:http does, unless an
+        // answer is already under way (raw bytes would corrupt it: dropIfAnswered).
         this.#reading?.abort();
-        this.#queue.push({ kind: 'error', error });
+        this.#done = true;
+        if (this.#serving?.res.headersSent === true) this.#socket.destroy();
+        else this.#handlers.clientError(error, this.#socket);
+        return;
       }
     }
     this.#endAfter = true;
@@ -202,7 +207,11 @@ export class LeanConnection implements RequestSink, BodyFlow {
 
   #answered(req: LeanRequest, last: boolean): void {
     this.#serving = null;
+    const unread = !req.complete && hasBody(req);
     if (!req.readableEnded) req.dump();
+    // Bytes after a closing answer that do not parse are refused, unless they are the unread
+    // content of the request just answered (as dropIfAnswered decides for node:http).
+    if (this.#queue[0]?.kind === 'error' && !unread) return this.#next();
     if (last || this.#settings.draining()) return this.#finish();
     this.#next();
   }
