@@ -22,8 +22,10 @@ const SEED = 0x1ea9;
 const SAMPLE_EVERY = 40;
 const HEADER_BYTES = 16_384;
 
-/** Cases where the lean engine refuses what node:http forwards, on purpose. */
+/** Cases where the lean engine refuses what node:http forwards, on purpose, and why: none yet. */
 const STRICTER = new Map<string, string>([]);
+
+const SUMMED = /^\d+ more refusals within one second/;
 
 type Engine = 'node' | 'lean';
 const upstreams: Record<Engine, RecordingUpstream> = {
@@ -33,6 +35,13 @@ const upstreams: Record<Engine, RecordingUpstream> = {
 const config = (engine: Engine) => ({
   engine,
   network: { allow: [`127.0.0.1:${upstreams[engine].port}`], allowPrivate: ['127.0.0.1/32'] },
+  // One session (one client address) sends every case: a crossing is refused REVIEW, never
+  // held, so no case waits on one before it (a hold's end is a matter of timing).
+  policy: {
+    boundaries: {
+      network: { kinds: ['network'], unless: 'approved', reviewAt: 1, pauseAt: 1_000_000 },
+    },
+  },
   limits: {
     headerBytes: HEADER_BYTES,
     headerTimeout: '1s',
@@ -79,11 +88,16 @@ async function through(engine: Engine, bytes: (port: number) => Buffer): Promise
     const events = records.filter((r) => r.type === 'event').length;
     return records.filter((r) => r.type === 'outcome').length >= events;
   }, 3_000).catch(() => undefined);
-  const port = (s: string) => s.replaceAll(String(up.port), 'PORT');
+  // A crossing's number counts the session's earlier cases (see pipelinedUnjudged).
+  const port = (s: string) =>
+    s.replaceAll(String(up.port), 'PORT').replace(/network crossing \d+/g, 'network crossing N');
   return {
     answer: port(res.text.replace(/\r\ndate: [^\r]*/gi, '')),
     upstream: up.requests.slice(from.up).map((r) => port(r.bytes)),
-    journal: records.map((r) => JSON.parse(port(JSON.stringify(judgement(r))))),
+    // Past 20 refusals a second the journal sums them up: where a second ends is timing.
+    journal: records
+      .filter((r) => !(r.type === 'refusal' && SUMMED.test(r.reason)))
+      .map((r) => JSON.parse(port(JSON.stringify(judgement(r))))),
   };
 }
 
@@ -93,9 +107,20 @@ const leanStricter = (node: Seen, lean: Seen) =>
   lean.upstream.length === 0 &&
   lean.journal.some((j) => (j as { type: string }).type === 'refusal');
 
+/**
+ * node:http emits pipelined requests as it parses them, so it judges one queued behind a
+ * request whose refusal then closes the connection; the lean engine serves them in order and
+ * never reads it. Neither forwards nor answers it: the agent and the upstream see the same, the
+ * lean journal lacks that judgement only (its records are node's first ones).
+ */
+const pipelinedUnjudged = (name: string, node: Seen, lean: Seen) =>
+  name.startsWith('pipeline') &&
+  node.answer === lean.answer &&
+  JSON.stringify(node.upstream) === JSON.stringify(lean.upstream) &&
+  JSON.stringify(node.journal.slice(0, lean.journal.length)) === JSON.stringify(lean.journal);
+
 async function differ(cases: readonly { name: string; bytes: (port: number) => Buffer }[]) {
   const unlike: { name: string; node: Seen; lean: Seen }[] = [];
-  const stricter: string[] = [];
   for (const c of cases) {
     const [node, lean] = await Promise.all([through('node', c.bytes), through('lean', c.bytes)]);
     const same =
@@ -103,10 +128,11 @@ async function differ(cases: readonly { name: string; bytes: (port: number) => B
       JSON.stringify(node.upstream) === JSON.stringify(lean.upstream) &&
       JSON.stringify(node.journal) === JSON.stringify(lean.journal);
     if (same) continue;
-    if (STRICTER.has(c.name) && leanStricter(node, lean)) stricter.push(c.name);
+    if (pipelinedUnjudged(c.name, node, lean)) continue;
+    if (STRICTER.has(c.name) && leanStricter(node, lean)) continue;
     else unlike.push({ name: c.name, node, lean });
   }
-  return { unlike, stricter };
+  return unlike;
 }
 
 describe('lean engine vs node:http, end to end', () => {
@@ -116,8 +142,7 @@ describe('lean engine vs node:http, end to end', () => {
       name,
       bytes: (port: number) => corpusRequests(port)[i]!.bytes,
     }));
-    const { unlike } = await differ(cases);
-    expect(unlike).toEqual([]);
+    expect(await differ(cases)).toEqual([]);
   }, 120_000);
 
   it('a sample of the generated mutations: the same, or lean stricter where listed', async () => {
@@ -126,7 +151,6 @@ describe('lean engine vs node:http, end to end', () => {
     const sample = all.filter((_, i) => i % SAMPLE_EVERY === 0);
     expect(sample.length).toBeGreaterThan(50);
     const cases = sample.map((c) => ({ name: c.name, bytes: () => c.bytes }));
-    const { unlike } = await differ(cases);
-    expect(unlike).toEqual([]);
+    expect(await differ(cases)).toEqual([]);
   }, 300_000);
 });
