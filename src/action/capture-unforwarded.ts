@@ -1,4 +1,4 @@
-import type { IncomingMessage } from 'node:http';
+import type { AgentRequest } from '../http/agent-message.js';
 import type { Capture } from './capture.js';
 import { expectsContinue, hasBody } from './headers.js';
 
@@ -11,7 +11,7 @@ import { expectsContinue, hasBody } from './headers.js';
  * refusal closes the connection (see sendRefusal). Never rejects.
  */
 export function readUnforwarded(
-  req: IncomingMessage,
+  req: AgentRequest,
   capture: Capture,
   maxBytes: number,
   timeoutMs: number,

@@ -1,4 +1,4 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { AgentAnswer, AgentRequest } from '../http/agent-message.js';
 import { Readable } from 'node:stream';
 import { Agent } from '../undici.js';
 import type { Dispatcher } from 'undici';
@@ -93,8 +93,8 @@ export class Forwarder {
   }
 
   forward(
-    req: IncomingMessage,
-    res: ServerResponse,
+    req: AgentRequest,
+    res: AgentAnswer,
     url: URL,
     address: string,
     capture: Capture | undefined,

@@ -1,4 +1,4 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { AgentAnswer, AnsweredRequest } from '../http/agent-message.js';
 import type { HttpRefusal } from './refusal.js';
 
 /**
@@ -6,7 +6,7 @@ import type { HttpRefusal } from './refusal.js';
  * PROTOCOL-HTTP2.md (grpc/grpc) names it. gRPC-Web (`application/grpc-web`) is not one: it
  * carries its status in the body, over HTTP/1.1 too.
  */
-export function isGrpcCall(req: IncomingMessage): boolean {
+export function isGrpcCall(req: AnsweredRequest): boolean {
   const type = req.headers['content-type'];
   return (
     req.httpVersionMajor === 2 && type !== undefined && /^application\/grpc(?:[+;]|$)/i.test(type)
@@ -62,7 +62,7 @@ function grpcMessage(text: string): string {
  * began it is Trailers-Only, one HEADERS frame ending the stream; after, it ends the answer
  * under way as its trailers.
  */
-export function sendGrpcRefusal(res: ServerResponse, refusal: HttpRefusal): void {
+export function sendGrpcRefusal(res: AgentAnswer, refusal: HttpRefusal): void {
   if (res.writableEnded || res.destroyed) return;
   const status = {
     'grpc-status': String(grpcCode(refusal.status)),

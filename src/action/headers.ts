@@ -1,4 +1,5 @@
-import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
+import type { IncomingHttpHeaders } from 'node:http';
+import type { AgentHead } from '../http/agent-message.js';
 
 import { HOP_BY_HOP } from '../http/hop-by-hop.js';
 
@@ -98,7 +99,7 @@ function withoutFields(flat: readonly string[], names: ReadonlySet<string>): str
  * Whether a request announces content: chunked or a non-zero length (RFC 9112 § 6.3); on
  * HTTP/2, a HEADERS frame without END_STREAM (RFC 9113 § 8.1), Content-Length or not.
  */
-export function hasBody(req: IncomingMessage): boolean {
+export function hasBody(req: Pick<AgentHead, 'headers' | 'httpVersion'>): boolean {
   const stream = (req as { stream?: { endAfterHeaders: boolean } }).stream;
   if (stream !== undefined) return !stream.endAfterHeaders;
   const length = req.headers['content-length'];
@@ -116,7 +117,7 @@ export function announcedLength(headers: IncomingHttpHeaders): number | null {
  * ignores Expect in HTTP/1.0 requests, as the RFC asks for 100-continue. Returns the problem,
  * or null.
  */
-export function expectationProblem(req: IncomingMessage): string | null {
+export function expectationProblem(req: Pick<AgentHead, 'headers' | 'httpVersion'>): string | null {
   const expect = req.headers.expect;
   if (expect === undefined || req.httpVersion !== '1.1') return null;
   if (expect.trim().toLowerCase() === '100-continue') return null;
@@ -127,7 +128,7 @@ export function expectationProblem(req: IncomingMessage): string | null {
  * A request waiting for `100 Continue` before it sends its content (RFC 9110 § 10.1.1); any
  * other expectation was refused before (expectationProblem).
  */
-export function expectsContinue(req: IncomingMessage): boolean {
+export function expectsContinue(req: Pick<AgentHead, 'headers' | 'httpVersion'>): boolean {
   return req.headers.expect !== undefined && req.httpVersion === '1.1';
 }
 

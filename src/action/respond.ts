@@ -1,4 +1,4 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { AgentAnswer, AnsweredRequest } from '../http/agent-message.js';
 import { STATUS_CODES } from 'node:http';
 import { constants } from 'node:http2';
 import type { Http2Stream } from 'node:http2';
@@ -35,7 +35,7 @@ export function httpRefusal(
  * (journaled) error. A gRPC call gets it as its gRPC status (action/grpc.ts).
  */
 export function sendRefusal(
-  res: ServerResponse,
+  res: AgentAnswer,
   decided: Refusal,
   headers?: Readonly<Record<string, string>>,
 ): void {
@@ -56,7 +56,7 @@ export function sendRefusal(
  * stream is reset with CANCEL (Node's destroy resets it with NO_ERROR, which says nothing went
  * wrong, RFC 9113 § 8.1), an HTTP/1.1 connection is closed.
  */
-export function cutAnswer(res: ServerResponse): void {
+export function cutAnswer(res: AgentAnswer): void {
   const stream = (res as unknown as { stream?: Http2Stream }).stream;
   if (res.req.httpVersionMajor === 2 && stream !== undefined)
     stream.close(constants.NGHTTP2_CANCEL);
@@ -95,7 +95,7 @@ export function writeRawRefusal(
  * same field.
  */
 export function dropIfAnswered(socket: Duplex): boolean {
-  const res = (socket as Duplex & { _httpMessage?: ServerResponse | null })._httpMessage;
+  const res = (socket as Duplex & { _httpMessage?: AgentAnswer | null })._httpMessage;
   if (!res?.headersSent) return false;
   if (res.writableEnded) return contentUnread(res.req);
   socket.destroy();
@@ -106,6 +106,6 @@ export function dropIfAnswered(socket: Duplex): boolean {
  * Content left unread closes an HTTP/1.1 connection; an HTTP/2 stream ends by itself and
  * Connection is not a field there (RFC 9113 § 8.2.2).
  */
-function contentUnread(req: IncomingMessage): boolean {
+function contentUnread(req: AnsweredRequest): boolean {
   return req.httpVersionMajor < 2 && !req.complete && hasBody(req);
 }

@@ -1,4 +1,4 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { AgentAnswer, AgentRequest } from '../http/agent-message.js';
 import type { Dispatcher } from 'undici';
 import { isTrajgateError, TrajgateError } from '../errors.js';
 import type { Capture } from './capture.js';
@@ -69,7 +69,7 @@ export class ResponseRelay implements Dispatcher.DispatchHandler, FlowControl {
 
   /** `scrub`: the request carried swapped-in credentials, whose values the answer must not. */
   constructor(
-    private readonly res: ServerResponse,
+    private readonly res: AgentAnswer,
     private readonly upstream: string,
     private readonly capture: Capture | undefined,
     private readonly resolve: (transfer: Forwarded) => void,
@@ -86,11 +86,7 @@ export class ResponseRelay implements Dispatcher.DispatchHandler, FlowControl {
    * back, nor while frozen) aborts the request. A `prepared` body was read by the caller, who
    * captured it as the agent sent it: it goes instead, uncaptured.
    */
-  async *requestBody(
-    req: IncomingMessage,
-    idleMs: number,
-    prepared?: Buffer,
-  ): AsyncGenerator<Buffer> {
+  async *requestBody(req: AgentRequest, idleMs: number, prepared?: Buffer): AsyncGenerator<Buffer> {
     if (prepared === undefined && expectsContinue(req)) this.res.writeContinue();
     const source: AsyncIterable<Buffer> | Iterable<Buffer> =
       prepared === undefined ? (req as AsyncIterable<Buffer>) : [prepared];

@@ -1,4 +1,5 @@
 import type { IncomingMessage } from 'node:http';
+import type { AgentHead } from '../http/agent-message.js';
 import { request } from 'node:http';
 import type { Socket } from 'node:net';
 import { pipeline } from 'node:stream/promises';
@@ -45,7 +46,7 @@ export type Answer =
  */
 export function sendUpgrade(
   client: Socket,
-  req: IncomingMessage,
+  req: AgentHead,
   url: URL,
   upstream: Socket,
   name: string,

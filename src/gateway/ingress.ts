@@ -1,4 +1,4 @@
-import type { Server } from 'node:http';
+import { Server } from 'node:http';
 import type { Server as NetServer } from 'node:net';
 import { authority } from '../action/forward.js';
 import { ReverseProxy } from '../action/reverse-proxy.js';
@@ -14,6 +14,7 @@ import { BRIDGE } from '../ingress/bridge-calls.js';
 import { Identity } from '../ingress/identity.js';
 import { McpSessions } from '../ingress/mcp-sessions.js';
 import { createProxyServer } from '../ingress/proxy.js';
+import { createLeanProxyServer } from '../ingress/lean/lean-server.js';
 import { createSocksServer } from '../ingress/socks.js';
 import { ProxyParts } from '../ingress/proxy-parts.js';
 import { SessionOrder } from '../ingress/session-order.js';
@@ -46,7 +47,8 @@ const TOOL_POLICY = { bridge: ['toolPolicy'], agents: true, roles: true } as con
 /** The data path's entry points, and what a reload does once its changes are in. */
 export interface Ingress {
   readonly pipeline: Pipeline;
-  readonly proxy: Server;
+  /** node:http's server, or under `engine: lean` a TCP one (ingress/lean/lean-server.ts). */
+  readonly proxy: NetServer;
   readonly bridge: Server;
   /** The SOCKS5 listener's server, judged on the proxy's path; listened on when `listen.socks` is set. */
   readonly socks: NetServer;
@@ -158,16 +160,23 @@ export async function openIngress(
   );
   const bridge = live('bridge handlers', BRIDGE, config);
   parts.add(fixed('bridge routes', BRIDGE_ROUTES), bridge.part);
-  const proxyServer = createProxyServer(proxy);
-  // Node reads it each time a response ends, so a reload applies from the next one.
-  proxyServer.keepAliveTimeout = config.limits.keepAliveIdle;
+  let keepAliveIdle = config.limits.keepAliveIdle;
+  // The listener's engine is fixed when it is made (a change needs a restart); `engine: lean`
+  // forwards with the lean upstream client too (proxy-parts.ts), which a reload does change.
+  const proxyServer =
+    config.engine === 'lean'
+      ? createLeanProxyServer(proxy, () => keepAliveIdle)
+      : createProxyServer(proxy);
+  // Both read it each time a response ends, so a reload applies from the next one.
+  if (proxyServer instanceof Server) proxyServer.keepAliveTimeout = keepAliveIdle;
   parts.add(
     part({
       name: 'proxy keep-alive',
       reads: KEEP_ALIVE,
       configure: ({ limits }) => ({
         install: () => {
-          proxyServer.keepAliveTimeout = limits.keepAliveIdle;
+          keepAliveIdle = limits.keepAliveIdle;
+          if (proxyServer instanceof Server) proxyServer.keepAliveTimeout = keepAliveIdle;
           proxy.inner.keepAlive(limits.keepAliveIdle);
           proxy.innerH2.keepAlive(limits.keepAliveIdle);
         },

@@ -1,4 +1,5 @@
-import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
+import type { IncomingHttpHeaders } from 'node:http';
+import type { AgentRequest } from '../http/agent-message.js';
 import { promisify } from 'node:util';
 import { brotliDecompress, gunzip, inflate } from 'node:zlib';
 import type { ErrorCode } from '../errors.js';
@@ -36,7 +37,7 @@ const UTF8 = new TextDecoder('utf-8', { fatal: true });
  * Reads a whole request body, refusing past `limit` (before reading, when Content-Length says
  * so). On refusal the request is paused, not destroyed, so its socket can still carry the 413.
  */
-export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+export function readBody(req: AgentRequest, limit: number): Promise<Buffer> {
   if (Number(req.headers['content-length'] ?? 0) > limit) return Promise.reject(tooLarge(limit));
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
@@ -64,7 +65,7 @@ export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
  * 415), invalid UTF-8 and duplicate keys 400. An empty body is undefined when `empty` allows it.
  */
 export async function readJson(
-  req: IncomingMessage,
+  req: AgentRequest,
   limit: number,
   options: { empty?: boolean } = {},
 ): Promise<unknown> {

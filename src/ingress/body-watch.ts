@@ -1,4 +1,4 @@
-import type { IncomingMessage } from 'node:http';
+import type { AgentRequest } from '../http/agent-message.js';
 import type { Transform } from 'node:stream';
 import type { BodyWatch } from '../action/response-relay.js';
 import { decoder, parseCodings } from '../action/content-codings.js';
@@ -15,7 +15,7 @@ import { sentinelWatch } from './sentinel-watch.js';
  */
 export function bodyWatch(
   ctx: Pick<ProxyContext, 'credentials' | 'pipeline' | 'log'>,
-  req: IncomingMessage,
+  req: AgentRequest,
   watched: Omit<Watched, 'where'>,
 ): BodyWatch | null {
   const watch = sentinelWatch(ctx, { ...watched, where: 'body' });

@@ -1,5 +1,4 @@
-import type { Server } from 'node:http';
-import type { Socket } from 'node:net';
+import type { Server, Socket } from 'node:net';
 import { plainRefusal } from '../action/refusal.js';
 import { writeRawRefusal } from '../action/respond.js';
 import type { Limit } from '../review/limit-log.js';

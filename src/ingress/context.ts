@@ -1,4 +1,4 @@
-import type { IncomingMessage } from 'node:http';
+import type { AgentHead } from '../http/agent-message.js';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import type { CaptureOptions } from '../action/capture.js';
@@ -58,7 +58,7 @@ export interface ProxyContext {
  */
 export function earlyRefusal(
   ctx: ProxyContext,
-  req: IncomingMessage,
+  req: AgentHead,
   status: number,
   reason: string,
   session?: string,

@@ -1,4 +1,4 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { AgentAnswer, AgentHead, AgentRequest } from '../http/agent-message.js';
 import { parseNetworkTarget } from '../event/network-target.js';
 import type { ProxyContext } from './context.js';
 import { isBodyRefusal } from '../http/body.js';
@@ -57,7 +57,7 @@ export interface Swapped {
  */
 export async function planCredentials(
   set: CredentialSet<ArmedCredential>,
-  req: IncomingMessage,
+  req: AgentRequest,
   target: string,
   url: URL,
   subject: NetworkSubject,
@@ -161,7 +161,7 @@ function headSorted(
  */
 export function upgradeCredentials(
   ctx: Pick<ProxyContext, 'credentials'>,
-  req: IncomingMessage,
+  req: AgentHead,
   url: URL,
   target: string,
   session: string,
@@ -223,8 +223,8 @@ export function credentialInput(
 /** The request's plan, or null when no credential is configured (nothing is scanned then). */
 export function credentialPlan(
   ctx: Pick<ProxyContext, 'credentials' | 'limits'>,
-  req: IncomingMessage,
-  res: ServerResponse,
+  req: AgentRequest,
+  res: AgentAnswer,
   url: URL,
   target: string,
   session: string,

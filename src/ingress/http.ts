@@ -1,4 +1,4 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { AgentAnswer, AgentRequest } from '../http/agent-message.js';
 import { performance } from 'node:perf_hooks';
 import { Capture } from '../action/capture.js';
 import { readUnforwarded } from '../action/capture-unforwarded.js';
@@ -21,8 +21,8 @@ import type { Ask } from '../pipeline/ruling.js';
 /** An absolute-form request (`GET http://host/path`), as agents send through HTTP_PROXY. */
 export async function handleHttp(
   ctx: ProxyContext,
-  req: IncomingMessage,
-  res: ServerResponse,
+  req: AgentRequest,
+  res: AgentAnswer,
 ): Promise<void> {
   const start = performance.now();
   const checked = checkRequest(ctx, req);
@@ -44,8 +44,8 @@ export async function handleHttp(
  */
 export async function serveHttp(
   ctx: ProxyContext,
-  req: IncomingMessage,
-  res: ServerResponse,
+  req: AgentRequest,
+  res: AgentAnswer,
   url: URL,
   target: string,
   who: Who,
@@ -97,7 +97,7 @@ export async function serveHttp(
 }
 
 /** The body's watch, for a request whose body goes up as the agent sends it. */
-function watchBody(ctx: ProxyContext, req: IncomingMessage, ask: Ask): BodyWatch | undefined {
+function watchBody(ctx: ProxyContext, req: AgentRequest, ask: Ask): BodyWatch | undefined {
   if (!hasBody(req)) return undefined;
   const { session, client, input, what } = ask;
   return bodyWatch(ctx, req, { session, client, target: input.target, what }) ?? undefined;
@@ -106,8 +106,8 @@ function watchBody(ctx: ProxyContext, req: IncomingMessage, ask: Ask): BodyWatch
 /** A refused request: answered, its outcome journaled, its capture saved with what it sent. */
 async function refuse(
   ctx: ProxyContext,
-  req: IncomingMessage,
-  res: ServerResponse,
+  req: AgentRequest,
+  res: AgentAnswer,
   url: URL,
   who: Who,
   ruling: Refuse,
@@ -130,7 +130,7 @@ async function refuse(
 /** A refused request's capture, with what the agent sent of its body (never forwarded). */
 async function captureRefused(
   ctx: ProxyContext,
-  req: IncomingMessage,
+  req: AgentRequest,
   url: URL,
 ): Promise<Capture | undefined> {
   if (ctx.capture === null) return undefined;

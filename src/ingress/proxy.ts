@@ -1,6 +1,7 @@
 import { createServer } from 'node:http';
-import type { IncomingMessage, Server, ServerOptions, ServerResponse } from 'node:http';
-import type { Socket } from 'node:net';
+import type { IncomingMessage, Server, ServerOptions } from 'node:http';
+import type { Server as NetServer, Socket } from 'node:net';
+import type { AgentAnswer, AgentHead, AgentRequest } from '../http/agent-message.js';
 import { performance } from 'node:perf_hooks';
 import type { Duplex } from 'node:stream';
 import { dropIfAnswered, writeRawRefusal } from '../action/respond.js';
@@ -11,7 +12,6 @@ import type { ProxyContext } from './context.js';
 import { handleHttp } from './http.js';
 import { clientAddress } from './identity.js';
 import { parseErrorProblem } from './request-rules.js';
-import type { RawRequest } from './raw-request.js';
 import { rawRefuser } from './tunnel-track.js';
 import { handleUpgrade } from './upgrade.js';
 
@@ -25,6 +25,26 @@ import { handleUpgrade } from './upgrade.js';
  */
 export function createProxyServer(ctx: ProxyContext): Server {
   const server = createServer(proxyServerOptions(ctx.limits));
+  capProxyConnections(server, ctx);
+  const handlers = proxyHandlers(ctx);
+  server.on('request', handlers.request);
+  // Expectations are answered by trajgate, not by Node: 100 Continue only once judged (see
+  // Forwarder), anything else 417 with a journal record (see serveHttp).
+  server.on('checkContinue', handlers.request);
+  server.on('checkExpectation', handlers.request);
+  const onRaw =
+    (kind: 'connect' | 'upgrade') =>
+    (req: IncomingMessage, duplex: Duplex, head: Buffer): void =>
+      // A TCP listener's connection: Node's types only say Duplex.
+      handlers.raw(kind, req, duplex as Socket, head);
+  server.on('connect', onRaw('connect'));
+  server.on('upgrade', onRaw('upgrade'));
+  server.on('clientError', handlers.clientError);
+  return server;
+}
+
+/** The connection cap (connection-cap.ts) with the limits in force at each accept. */
+export function capProxyConnections(server: NetServer, ctx: ProxyContext): void {
   // `ctx.limits` is replaced whole by a reload: read at each accept.
   capConnections(
     server,
@@ -32,8 +52,20 @@ export function createProxyServer(ctx: ProxyContext): Server {
     openFilesLimit(),
     (limit, reason) => ctx.limitLog.refused(limit, reason),
   );
+}
+
+/** What either engine's listener (this one, or lean/lean-server.ts) calls for what it read. */
+export interface ProxyHandlers {
+  request(req: AgentRequest, res: AgentAnswer): void;
+  /** CONNECT, or a request that upgrades: `head` is what came after its head. */
+  raw(kind: 'connect' | 'upgrade', req: AgentHead, socket: Socket, head: Buffer): void;
+  /** A request that could not be parsed (or whose head came too late). */
+  clientError(err: Error & { code?: string; reason?: string }, socket: Duplex): void;
+}
+
+export function proxyHandlers(ctx: ProxyContext): ProxyHandlers {
   const crashed = (err: unknown, what: string) => ctx.log.error({ err }, `proxy: ${what} failed`);
-  const onRequest = (req: IncomingMessage, res: ServerResponse) => {
+  const request = (req: AgentRequest, res: AgentAnswer): void => {
     const handled = handleHttp(ctx, req, res);
     ctx.drain.track('request', handled);
     handled.catch((err: unknown) => {
@@ -42,29 +74,24 @@ export function createProxyServer(ctx: ProxyContext): Server {
       else res.destroy();
     });
   };
-  server.on('request', onRequest);
-  // Expectations are answered by trajgate, not by Node: 100 Continue only once judged (see
-  // Forwarder), anything else 417 with a journal record (see serveHttp).
-  server.on('checkContinue', onRequest);
-  server.on('checkExpectation', onRequest);
-  const onRaw =
-    (what: string, handle: (ctx: ProxyContext, raw: RawRequest) => Promise<void>) =>
-    (req: IncomingMessage, duplex: Duplex, head: Buffer) => {
-      // A TCP listener's connection: Node's types only say Duplex.
-      const socket = duplex as Socket;
-      const start = performance.now();
-      socket.on('error', () => socket.destroy());
-      const refuse = rawRefuser(ctx, req, socket);
-      const handled = handle(ctx, { req, socket, head, start, refuse });
-      ctx.drain.track('tunnel', handled);
-      handled.catch((err: unknown) => {
-        crashed(err, what);
-        socket.destroy();
-      });
-    };
-  server.on('connect', onRaw('CONNECT', handleConnect));
-  server.on('upgrade', onRaw('upgrade', handleUpgrade));
-  server.on('clientError', (err: Error & { code?: string; reason?: string }, socket: Duplex) => {
+  const raw = (kind: 'connect' | 'upgrade', req: AgentHead, socket: Socket, head: Buffer) => {
+    const start = performance.now();
+    socket.on('error', () => socket.destroy());
+    const refuse = rawRefuser(ctx, req, socket);
+    const handled = (kind === 'connect' ? handleConnect : handleUpgrade)(ctx, {
+      req,
+      socket,
+      head,
+      start,
+      refuse,
+    });
+    ctx.drain.track('tunnel', handled);
+    handled.catch((err: unknown) => {
+      crashed(err, kind === 'connect' ? 'CONNECT' : 'upgrade');
+      socket.destroy();
+    });
+  };
+  const clientError = (err: Error & { code?: string; reason?: string }, socket: Duplex) => {
     const { status, reason } = parseErrorProblem(err);
     // A connection that went away, or that was already answered (the parser then reports the
     // close as a second error), has nobody to answer and nothing new to record.
@@ -80,8 +107,8 @@ export function createProxyServer(ctx: ProxyContext): Server {
       reason,
     );
     writeRawRefusal(socket, refusal);
-  });
-  return server;
+  };
+  return { request, raw, clientError };
 }
 
 /** How the listener's `node:http` parses: also the reference the lean parser is tested against. */

@@ -1,4 +1,4 @@
-import type { IncomingMessage } from 'node:http';
+import type { AgentHead } from '../http/agent-message.js';
 import type { Socket } from 'node:net';
 
 /** Refuses a raw-socket request before it is judged: journaled, then closed. */
@@ -11,7 +11,7 @@ export type RawRefuser = (
 
 /** A request that takes its connection over (CONNECT, Upgrade), as the proxy hands it on. */
 export interface RawRequest {
-  readonly req: IncomingMessage;
+  readonly req: AgentHead;
   readonly socket: Socket;
   /** What the client sent past the request head. */
   readonly head: Buffer;

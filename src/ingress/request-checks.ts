@@ -1,4 +1,4 @@
-import type { IncomingMessage } from 'node:http';
+import type { AgentHead } from '../http/agent-message.js';
 import type { ProxyContext } from './context.js';
 import { PROXY_AUTHENTICATE } from './context.js';
 import { clientAddress } from './identity.js';
@@ -28,7 +28,7 @@ export type Checked =
  */
 export function checkRequest(
   ctx: ProxyContext,
-  req: IncomingMessage,
+  req: AgentHead,
   schemes: ReadonlySet<string> = HTTP,
 ): Checked {
   const target = req.url ?? '';

@@ -1,4 +1,4 @@
-import type { IncomingMessage } from 'node:http';
+import type { AgentHead } from '../http/agent-message.js';
 import { errnoCode } from '../errors.js';
 import { expectationProblem, hostFieldProblem } from '../action/headers.js';
 import { MAX_FIELDS } from './lean/request-parser.js';
@@ -24,11 +24,7 @@ export const CLOSE: Readonly<Record<string, string>> = { connection: 'close' };
  * the tunnel's Host in inner-http). `hostRequired`: HTTP/1.0 may omit Host on the listener;
  * inside a tunnel it is what the request is checked against.
  */
-export function requestProblem(
-  req: IncomingMessage,
-  url: URL,
-  hostRequired: boolean,
-): Problem | null {
+export function requestProblem(req: AgentHead, url: URL, hostRequired: boolean): Problem | null {
   const version = req.httpVersion;
   if (version !== '1.1' && version !== '1.0' && !isHttp2(req)) {
     // Node's parser takes `HTTP/2.0` and a versionless (0.9) line as requests; neither is
@@ -67,7 +63,7 @@ export function requestProblem(
 }
 
 /** A stream of trajgate's own HTTP/2 server (inner-h2), not an HTTP/1 line saying `HTTP/2.0`. */
-function isHttp2(req: IncomingMessage): boolean {
+function isHttp2(req: AgentHead): boolean {
   return req.httpVersionMajor === 2 && 'stream' in req;
 }
 
@@ -82,8 +78,11 @@ export function parseErrorProblem(
 ): Problem {
   const code = err.code ?? errnoCode(err) ?? '';
   if (code === 'ECONNRESET' || code === 'EPIPE') return { status: 0, reason: '' };
-  if (code === 'HPE_HEADER_OVERFLOW')
-    return { status: 431, reason: `request header fields too large${where}` };
+  if (code === 'HPE_HEADER_OVERFLOW') {
+    // The lean parser counts fields too (request-parser.ts): its reason says so, as requestProblem.
+    const count = err.reason?.startsWith('more than') === true ? `: ${err.reason}` : '';
+    return { status: 431, reason: `request header fields too large${where}${count}` };
+  }
   if (code === 'ERR_HTTP_REQUEST_TIMEOUT')
     return { status: 408, reason: `request headers not received in time${where}` };
   const detail = (err.reason ?? err.message).replace(/\s+/g, ' ').slice(0, 200);

@@ -1,4 +1,4 @@
-import type { IncomingMessage } from 'node:http';
+import type { AgentHead } from '../http/agent-message.js';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { ConnectionOptions } from 'node:tls';
@@ -23,7 +23,7 @@ import { CONNECT_ANSWER } from './tunnel-answer.js';
 /** A transfer and the request id its outcome belongs to. */
 export type Ended = Transfer & { readonly rid: number | null };
 
-export function rawRefuser(ctx: ProxyContext, req: IncomingMessage, socket: Duplex): RawRefuser {
+export function rawRefuser(ctx: ProxyContext, req: AgentHead, socket: Duplex): RawRefuser {
   return (status, reason, session, headers) =>
     writeRawRefusal(socket, earlyRefusal(ctx, req, status, reason, session), headers);
 }

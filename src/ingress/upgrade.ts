@@ -1,4 +1,4 @@
-import type { IncomingMessage } from 'node:http';
+import type { AgentHead } from '../http/agent-message.js';
 import type { Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { upstreamOutcome } from '../action/transfer.js';
@@ -96,7 +96,7 @@ export async function serveUpgrade(
  * The watch over what the agent sends after the switch: a WebSocket's messages unmasked (RFC
  * 6455 § 5.3), any other protocol's bytes as they are. Null without credentials.
  */
-function watchUp(ctx: ProxyContext, ask: NetworkAsk, req: IncomingMessage): Watch | null {
+function watchUp(ctx: ProxyContext, ask: NetworkAsk, req: AgentHead): Watch | null {
   const { session, client, what } = ask;
   const websocket = req.headers.upgrade?.toLowerCase() === 'websocket';
   const where = websocket ? 'WebSocket messages' : 'upgraded bytes';
@@ -109,7 +109,7 @@ function watchUp(ctx: ProxyContext, ask: NetworkAsk, req: IncomingMessage): Watc
 async function upgrade(
   ctx: ProxyContext,
   ask: NetworkAsk,
-  req: IncomingMessage,
+  req: AgentHead,
   socket: Socket,
   url: URL,
 ): Promise<Ended> {

@@ -197,7 +197,12 @@ function leanAnswer(request: string, s: Script): { text: string; closed: boolean
   let text = '';
   let closed = false;
   const res = new LeanResponse(
-    { headers, httpVersionMajor: h.versionMajor },
+    {
+      headers,
+      httpVersion: `${h.versionMajor}.${h.versionMinor}`,
+      httpVersionMajor: h.versionMajor,
+      complete: true,
+    },
     {
       method: h.method,
       versionMajor: h.versionMajor,

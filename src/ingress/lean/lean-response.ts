@@ -1,6 +1,7 @@
 import { EventEmitter } from 'node:events';
 import type { OutgoingHttpHeaders } from 'node:http';
 import { TrajgateError } from '../../errors.js';
+import type { AgentAnswer, AnsweredRequest } from '../../http/agent-message.js';
 import type { ResponseFor, ResponseHead } from './response-head.js';
 import { responseHead } from './response-head.js';
 
@@ -23,7 +24,7 @@ const LAST_CHUNK = '0\r\n\r\n';
  * (response-head.ts) straight to the connection, with no stream of its own. `setHeader` and
  * `statusCode` serve a head written at the first write or the end.
  */
-export class LeanResponse extends EventEmitter {
+export class LeanResponse extends EventEmitter implements AgentAnswer {
   statusCode = 200;
   readonly #for: ResponseFor;
   readonly #wire: ResponseWire;
@@ -35,7 +36,7 @@ export class LeanResponse extends EventEmitter {
   #needDrain = false;
 
   constructor(
-    readonly req: { readonly headers: Record<string, unknown>; readonly httpVersionMajor: number },
+    readonly req: AnsweredRequest,
     responseFor: ResponseFor,
     wire: ResponseWire,
   ) {
@@ -71,10 +72,7 @@ export class LeanResponse extends EventEmitter {
     if (!this.#destroyed) this.#wire.write('HTTP/1.1 100 Continue\r\n\r\n');
   }
 
-  writeHead(
-    status: number,
-    headers: OutgoingHttpHeaders | readonly (string | number)[] = {},
-  ): this {
+  writeHead(status: number, headers: OutgoingHttpHeaders | (string | number)[] = {}): this {
     if (this.#head !== null) throw new TrajgateError('E_INTERNAL', 'headers already sent');
     this.statusCode = status;
     const merged =

@@ -180,10 +180,7 @@ export class RequestParser {
   /** `given`: names and values in the section just read. */
   #tooMany(given: number): boolean {
     if (given <= 2 * MAX_FIELDS) return false;
-    this.#refused = new RequestParseError(
-      'HPE_HEADER_OVERFLOW',
-      `more than ${MAX_FIELDS} header fields`,
-    );
+    this.#refused = new RequestParseError('HPE_HEADER_OVERFLOW', `more than ${MAX_FIELDS} fields`);
     return true;
   }
 }
