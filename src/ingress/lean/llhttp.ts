@@ -80,18 +80,16 @@ export const METHODS: readonly string[] = [
  * A request the parser refused, in the shape `node:http` hands to `clientError` (`code` is
  * llhttp's HPE_*, `reason` its words), so parseErrorProblem answers both engines alike.
  */
-export class RequestParseError extends Error {
+export interface RequestParseError extends Error {
   readonly code: string;
   readonly reason: string;
-
-  constructor(code: string, reason: string) {
-    super(`Parse Error: ${reason}`);
-    this.name = 'RequestParseError';
-    this.code = code;
-    this.reason = reason;
-  }
-
-  static from(err: NativeError): RequestParseError {
-    return new RequestParseError(err.code, err.reason);
-  }
 }
+
+/** llhttp's refusal in the shape node:http's clientError gives it (`code`, `reason`). */
+export function requestParseError(code: string, reason: string): RequestParseError {
+  return Object.assign(new Error(`Parse Error: ${reason}`), { code, reason });
+}
+
+/** What the binding returned, as a RequestParseError. */
+export const parseErrorOf = (err: NativeError): RequestParseError =>
+  requestParseError(err.code, err.reason);

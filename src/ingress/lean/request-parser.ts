@@ -1,6 +1,13 @@
 import { TrajgateError } from '../../errors.js';
-import type { NativeParser, OnHeadersComplete } from './llhttp.js';
-import { HTTPParser, METHODS, READ_BODY, RequestParseError, SKIP_BODY_UPGRADE } from './llhttp.js';
+import type { NativeParser, OnHeadersComplete, RequestParseError } from './llhttp.js';
+import {
+  HTTPParser,
+  METHODS,
+  parseErrorOf,
+  READ_BODY,
+  requestParseError,
+  SKIP_BODY_UPGRADE,
+} from './llhttp.js';
 
 /**
  * Header fields per section (head or trailers). Past 1,000 `node:http` keeps in `headers` only
@@ -88,7 +95,7 @@ export class RequestParser {
     if (chunk.length === 0) return MORE;
     const read = this.#native.execute(chunk);
     if (this.#refused !== null) return this.#fail(this.#refused);
-    if (typeof read !== 'number') return this.#fail(RequestParseError.from(read));
+    if (typeof read !== 'number') return this.#fail(parseErrorOf(read));
     if (!this.#upgrade) return MORE;
     this.#state = 'upgraded';
     return { kind: 'upgrade', rest: chunk.subarray(read) };
@@ -99,7 +106,7 @@ export class RequestParser {
     this.#live('finish');
     const err = this.#native.finish();
     this.#state = 'finished';
-    return err === undefined ? null : this.#fail(RequestParseError.from(err)).error;
+    return err === undefined ? null : this.#fail(parseErrorOf(err)).error;
   }
 
   /** Frees the native parser once the current call stack (maybe a sink callback) unwinds. */
@@ -180,7 +187,7 @@ export class RequestParser {
   /** `given`: names and values in the section just read. */
   #tooMany(given: number): boolean {
     if (given <= 2 * MAX_FIELDS) return false;
-    this.#refused = new RequestParseError('HPE_HEADER_OVERFLOW', `more than ${MAX_FIELDS} fields`);
+    this.#refused = requestParseError('HPE_HEADER_OVERFLOW', `more than ${MAX_FIELDS} fields`);
     return true;
   }
 }
