@@ -237,7 +237,8 @@ describe('an upgrade waiting for its 101 is a flow', () => {
     (upgrades.at(-1) as { socket: Socket }).socket.write(SWITCH);
     const answer = await pending;
     expect(answer).toMatch(/^HTTP\/1\.1 403 /);
-    expect(answer).not.toContain('101');
+    // The status line, not the text: a port in the refusal's reason may hold the digits 101.
+    expect(answer).not.toMatch(/^HTTP\/1\.1 101 /m);
     expect(flowRecords(g).at(-1)).toMatchObject({
       type: 'tunnel',
       flow: 'upgrade',
