@@ -1,32 +1,8 @@
-import { createRequire } from 'node:module';
 import type { Socket } from 'node:net';
 import { errnoCode } from '../errors.js';
 import { errors } from '../undici.js';
-
-/** Node's own llhttp binding, the parser node:http runs; strict here whatever --insecure-http-parser says. */
-interface Parser {
-  initialize(type: number, resource: object, maxHeaderSize: number, lenient: number): void;
-  /** Bytes parsed, or the parse error. Body chunks are copied out; fields are strings. */
-  execute(data: Buffer): number | Error;
-  /** The end of the input: completes a body delimited by the close, else the error. */
-  finish(): Error | undefined;
-  free(): void;
-  [callback: number]: unknown;
-}
-interface ParserClass {
-  new (): Parser;
-  readonly RESPONSE: number;
-  readonly kLenientNone: number;
-  readonly kOnMessageBegin: number;
-  readonly kOnHeaders: number;
-  readonly kOnHeadersComplete: number;
-  readonly kOnBody: number;
-  readonly kOnMessageComplete: number;
-}
-// `_http_common` hands it out as node:http takes it; `process.binding` would warn (DEP0111).
-const { HTTPParser } = createRequire(import.meta.url)('_http_common') as {
-  HTTPParser: ParserClass;
-};
+import type { NativeParser } from '../http/llhttp.js';
+import { HTTPParser } from '../http/llhttp.js';
 
 /** What a connection tells the exchange it carries (h1-exchange.ts). */
 export interface Carried {
@@ -71,7 +47,7 @@ export interface ConnectionTimeouts {
  * reads and how the socket ends; between exchanges any byte or close from the upstream ends it.
  */
 export class H1Connection {
-  readonly #parser: Parser = new HTTPParser();
+  readonly #parser: NativeParser = new HTTPParser();
   exchange: Carried | null = null;
   /** It answered a request before the current one. */
   reused = false;

@@ -3,7 +3,7 @@ import { METHODS as NODE_METHODS } from 'node:http';
 import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { TrajgateError } from '../../src/errors.js';
-import { METHODS } from '../../src/ingress/lean/llhttp.js';
+import { METHODS } from '../../src/http/llhttp.js';
 import type { RequestSink } from '../../src/ingress/lean/request-parser.js';
 import { MAX_FIELDS, RequestParser } from '../../src/ingress/lean/request-parser.js';
 import { parseErrorProblem } from '../../src/ingress/request-rules.js';

@@ -1,5 +1,5 @@
 import { TrajgateError } from '../../errors.js';
-import type { NativeParser, OnHeadersComplete, RequestParseError } from './llhttp.js';
+import type { NativeParser, OnHeadersComplete, RequestParseError } from '../../http/llhttp.js';
 import {
   HTTPParser,
   METHODS,
@@ -7,7 +7,7 @@ import {
   READ_BODY,
   requestParseError,
   SKIP_BODY_UPGRADE,
-} from './llhttp.js';
+} from '../../http/llhttp.js';
 
 /**
  * Header fields per section (head or trailers). Past 1,000 `node:http` keeps in `headers` only

@@ -36,13 +36,16 @@ export interface NativeParser {
   execute(data: Buffer): number | NativeError;
   /** At end of input: an error when a message was cut short. */
   finish(): NativeError | undefined;
+  /** Frees the native parser now (the request parser's close waits a turn; see there). */
   close(): void;
+  free(): void;
   [callback: number]: unknown;
 }
 
 interface NativeParserClass {
   new (): NativeParser;
   readonly REQUEST: number;
+  readonly RESPONSE: number;
   readonly kOnMessageBegin: number;
   readonly kOnHeaders: number;
   readonly kOnHeadersComplete: number;
