@@ -170,8 +170,9 @@ const fields = z.strictObject({
   journal: journalSchema,
   journalFsync: duration.default(100),
   state: stateSchema,
-  // What forwards plain HTTP/1.1 (action/forward.ts): node:http and undici, or the lean engine.
-  engine: z.enum(['node', 'lean']).default('node'),
+  // What reads and forwards HTTP/1.1 (ingress/lean, action/forward.ts): the lean engine, or
+  // node:http and undici (the reference, kept selectable for one release).
+  engine: z.enum(['node', 'lean']).default('lean'),
   listen: z
     .strictObject({
       proxy: hostPort.default(DEFAULT_LISTEN.proxy),
