@@ -1,6 +1,7 @@
 import type { Socket } from 'node:net';
 import { hasBody } from '../../action/headers.js';
 import type { ProxyHandlers } from '../proxy.js';
+import { lateHead } from '../request-rules.js';
 import { LeanRequest } from './lean-request.js';
 import type { BodyFlow } from './lean-request.js';
 import { LeanResponse } from './lean-response.js';
@@ -24,10 +25,6 @@ type Turn =
   | { readonly kind: 'upgrade'; readonly req: LeanRequest; readonly rest: Buffer }
   | { readonly kind: 'error'; readonly error: Error & { code?: string } };
 
-/** What node:http's header timer reports (parseErrorProblem reads the code: 408). */
-const lateHead = () =>
-  Object.assign(new Error('request headers timeout'), { code: 'ERR_HTTP_REQUEST_TIMEOUT' });
-
 /**
  * One client connection of the lean listener: one RequestParser for all its requests, answered
  * one at a time in order (RFC 9112 § 9.3.2: pipelined requests are parsed ahead and queued, the
@@ -50,6 +47,12 @@ export class LeanConnection implements RequestSink, BodyFlow {
   #upgrading: LeanRequest | null = null;
   #serving: { req: LeanRequest; res: LeanResponse } | null = null;
   #parsing = true;
+  /** A head has begun and is not whole yet (node:http's connection is not idle then). */
+  #inHead = false;
+  /** No request has begun yet. */
+  #fresh = true;
+  /** The socket is a tunnel's (CONNECT or Upgrade). */
+  #handedOver = false;
   /** The client ended its side: the connection ends once its answers are sent. */
   #endAfter = false;
   #done = false;
@@ -72,6 +75,8 @@ export class LeanConnection implements RequestSink, BodyFlow {
   }
 
   messageBegin(): void {
+    this.#inHead = true;
+    this.#fresh = false;
     this.#clearIdle();
     this.#headClock();
   }
@@ -79,6 +84,7 @@ export class LeanConnection implements RequestSink, BodyFlow {
   head(head: RequestHead): void {
     if (this.#headTimer !== null) clearTimeout(this.#headTimer);
     this.#headTimer = null;
+    this.#inHead = false;
     const req = new LeanRequest(head, this.#socket, this);
     if (head.upgrade) this.#upgrading = req;
     else {
@@ -190,6 +196,7 @@ export class LeanConnection implements RequestSink, BodyFlow {
     );
     this.#serving = { req, res };
     this.#handlers.request(req, res);
+    req.handed();
   }
 
   /** Head and first bytes of an answer go out as one segment (as node:http corks them). */
@@ -225,6 +232,7 @@ export class LeanConnection implements RequestSink, BodyFlow {
   /** CONNECT or Upgrade: the socket is the tunnel's now, with what came past the head. */
   #handOver(req: LeanRequest, rest: Buffer): void {
     this.#done = true;
+    this.#handedOver = true;
     this.#clearIdle();
     this.#parser.close();
     // As node:http leaves it: neither paused nor flowing, so the tunnel's reader starts it.
@@ -252,12 +260,22 @@ export class LeanConnection implements RequestSink, BodyFlow {
     this.#idleTimer = null;
   }
 
-  /** Drain: a connection with nothing under way closes now. */
+  /** No request has begun on it yet. */
+  get fresh(): boolean {
+    return this.#fresh;
+  }
+
+  /** Drain: a connection with nothing under way (not even part of a head) closes now. */
   closeIfIdle(): void {
     // Handed over (a tunnel: the drain has its own deadline for those) or already ending.
-    if (this.#done) return;
+    if (this.#done || this.#inHead) return;
     if (this.#serving === null && this.#queue.length === 0 && this.#reading === null)
       this.#socket.destroy();
+  }
+
+  /** A stop: the connection closes now, unless its socket is a tunnel's (closed with those). */
+  close(): void {
+    if (!this.#handedOver) this.#socket.destroy();
   }
 
   #closed(): void {

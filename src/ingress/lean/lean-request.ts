@@ -46,6 +46,8 @@ export class LeanRequest extends EventEmitter implements AgentRequest {
   #wake: (() => void) | null = null;
   /** No body bytes ever came. */
   #bodiless = true;
+  /** The handler's first turn is over (node:http's parser then goes on past the head). */
+  #handed = false;
 
   constructor(head: RequestHead, socket: Socket, flow: BodyFlow) {
     super();
@@ -61,12 +63,19 @@ export class LeanRequest extends EventEmitter implements AgentRequest {
   }
 
   /**
-   * The body was read to its end (or there was none), as `complete` reads when node:http hands
-   * a request over at its head: a refusal of a request whose body nobody read closes the
-   * connection (respond.ts contentUnread), even where the parser already framed the body.
+   * As node:http's `complete` reads. In the handler's first turn, which node:http runs at the
+   * head: the body was read to its end (or there was none), so a refusal then of a request
+   * whose body nobody read closes the connection (respond.ts contentUnread), even where the
+   * parser already framed the body. After it (a refusal once judged): the parser read the
+   * whole message, the rest of the connection is framed past it.
    */
   get complete(): boolean {
-    return this.whole && (this.readableEnded || this.#bodiless);
+    return this.whole && (this.readableEnded || this.#bodiless || this.#handed);
+  }
+
+  /** The handler's first turn is over. */
+  handed(): void {
+    this.#handed = true;
   }
 
   get headers(): IncomingHttpHeaders {
