@@ -190,7 +190,12 @@ export class LeanConnection implements RequestSink, BodyFlow {
       },
       {
         write: (data) => this.#write(data),
-        finished: (last) => this.#answered(req, last),
+        finished: (last) => {
+          // As node:http's end(): the connection is fully uncorked, a frozen flow's cork
+          // (flow-registry.ts socketControl) included, so a whole answer reaches the agent.
+          while (this.#socket.writableCorked > 0) this.#socket.uncork();
+          this.#answered(req, last);
+        },
         destroy: () => this.#socket.destroy(),
       },
     );
