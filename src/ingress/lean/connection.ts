@@ -18,6 +18,13 @@ export interface LeanSettings {
   keepAliveIdle(): number;
   /** The gateway is stopping: answers say `Connection: close`, idle connections close. */
   draining(): boolean;
+  /**
+   * When node:http would have parsed past a request's head (LeanRequest.complete): before the
+   * handler's first turn ends, as it parses a socket another node:http server handed over (a
+   * read tunnel's), in JavaScript; else once that turn's microtasks ran, as it parses a socket
+   * it consumes natively (a listener's, TLS).
+   */
+  readonly readsAhead: boolean;
 }
 
 type Turn =
@@ -114,6 +121,15 @@ export class LeanConnection implements RequestSink, BodyFlow {
 
   #data(chunk: Buffer): void {
     const fed = this.#parser.feed(chunk);
+    if (fed.kind === 'error' && (this.#reading !== null || this.#settings.readsAhead)) {
+      // Refused where node:http's parser gets to it, not in turn: after the handler's turn of
+      // the request whose body does not parse, or (reading ahead) of the next one to serve.
+      const { error } = fed;
+      this.#parsing = false;
+      this.#socket.off('data', this.#onData);
+      this.#next();
+      return this.#afterTurn(() => this.#cut(error));
+    }
     if (fed.kind === 'error') this.#stopParsing({ kind: 'error', error: fed.error });
     else if (fed.kind === 'upgrade') {
       const req = this.#upgrading as LeanRequest;
@@ -127,18 +143,31 @@ export class LeanConnection implements RequestSink, BodyFlow {
     if (this.#parsing) {
       const error = this.#parser.finish();
       this.#parsing = false;
-      if (error !== null) {
-        // The message under way can never be whole: refused now, as node:http does, unless an
-        // answer is already under way (raw bytes would corrupt it: dropIfAnswered).
-        this.#reading?.abort();
-        this.#done = true;
-        if (this.#serving?.res.headersSent === true) this.#socket.destroy();
-        else this.#handlers.clientError(error, this.#socket);
-        return;
-      }
+      if (error !== null) return this.#cut(error);
     }
     this.#endAfter = true;
     this.#next();
+  }
+
+  /** Runs `then` where node:http's parser would go on past the head just handed over. */
+  #afterTurn(then: () => void): void {
+    if (this.#settings.readsAhead) then();
+    else setImmediate(then);
+  }
+
+  /**
+   * The message under way can never be whole (cut off, or its body does not parse): refused
+   * now, not in its turn, as node:http does, unless an answer is already under way (raw bytes
+   * would corrupt it: dropIfAnswered).
+   */
+  #cut(error: Error & { code?: string }): void {
+    if (this.#done && this.#socket.destroyed) return;
+    this.#parsing = false;
+    this.#socket.off('data', this.#onData);
+    // A body left unfinished errs when the socket closes (#closed), as node:http's does.
+    this.#done = true;
+    if (this.#serving?.res.headersSent === true) this.#socket.destroy();
+    else this.#handlers.clientError(error, this.#socket);
   }
 
   /** No more requests are read on this connection; `last` is answered in its turn. */
@@ -201,7 +230,7 @@ export class LeanConnection implements RequestSink, BodyFlow {
     );
     this.#serving = { req, res };
     this.#handlers.request(req, res);
-    req.handed();
+    this.#afterTurn(() => req.handed());
   }
 
   /** Head and first bytes of an answer go out as one segment (as node:http corks them). */

@@ -20,7 +20,7 @@ export class LeanInner implements InnerHttp {
   readonly #hooks: InnerHooks;
   readonly #drain: Drain;
   readonly #open = new Set<LeanConnection>();
-  readonly #settings: LeanSettings;
+  readonly #settings: Omit<LeanSettings, 'readsAhead'>;
   #keepAliveIdle: number;
   #draining = false;
 
@@ -42,7 +42,10 @@ export class LeanInner implements InnerHttp {
 
   serve(socket: Socket, tunnel: Tunnel): void {
     const handlers = tunnelHandlers(tunnel, this.#hooks, this.#drain);
-    const connection = new LeanConnection(socket, this.#settings, handlers);
+    // Under `engine: node` a read tunnel's socket is one node:http's listener handed over,
+    // intercepted TLS a socket of its own.
+    const settings = { ...this.#settings, readsAhead: tunnel.scheme === 'http' };
+    const connection = new LeanConnection(socket, settings, handlers);
     this.#open.add(connection);
     socket.once('close', () => this.#open.delete(connection));
   }

@@ -46,7 +46,7 @@ export class LeanRequest extends EventEmitter implements AgentRequest {
   #wake: (() => void) | null = null;
   /** No body bytes ever came. */
   #bodiless = true;
-  /** The handler's first turn is over (node:http's parser then goes on past the head). */
+  /** node:http's parser would have gone on past the head (LeanSettings.readsAhead). */
   #handed = false;
 
   constructor(head: RequestHead, socket: Socket, flow: BodyFlow) {
@@ -63,17 +63,16 @@ export class LeanRequest extends EventEmitter implements AgentRequest {
   }
 
   /**
-   * As node:http's `complete` reads. In the handler's first turn, which node:http runs at the
-   * head: the body was read to its end (or there was none), so a refusal then of a request
-   * whose body nobody read closes the connection (respond.ts contentUnread), even where the
-   * parser already framed the body. After it (a refusal once judged): the parser read the
-   * whole message, the rest of the connection is framed past it.
+   * As node:http's `complete` reads. Until its parser would have gone on past the head (it hands
+   * a request over there): the body was read to its end (or there was none), so a refusal then
+   * of a request whose body nobody read closes the connection (respond.ts contentUnread), even
+   * where the parser already framed the body. After it: the parser read the whole message.
    */
   get complete(): boolean {
     return this.whole && (this.readableEnded || this.#bodiless || this.#handed);
   }
 
-  /** The handler's first turn is over. */
+  /** node:http's parser would now be past the head. */
   handed(): void {
     this.#handed = true;
   }
