@@ -7,7 +7,7 @@ import { clientVars } from './env-vars.js';
 
 /**
  * A Host no tunnel is to: the gateway answers the inner request 421 itself (ingress/
- * inner-http.ts), so a client that got that far verified the certificate and nothing was sent on.
+ * inner-handlers.ts), so a client that got that far verified the certificate and nothing was sent on.
  */
 const OTHER_HOST = 'trajgate-doctor.invalid';
 

@@ -5,14 +5,14 @@ import type {
   Http2ServerResponse,
   ServerHttp2Session,
 } from 'node:http2';
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { AgentAnswer, AgentRequest } from '../http/agent-message.js';
 import type { TLSSocket } from 'node:tls';
 import type { FlowControl } from '../action/flows.js';
 import { sendRefusal } from '../action/respond.js';
 import type { Config } from '../config/load.js';
 import type { Drain } from './drain.js';
 import { h2RequestProblem } from './h2-rules.js';
-import type { InnerHooks } from './inner-http.js';
+import type { InnerHooks } from './inner-handlers.js';
 import type { Tunnel } from './tunnel-names.js';
 import { SessionGuard } from './h2-session-guard.js';
 import { H2Wire } from './h2-wire.js';
@@ -87,7 +87,7 @@ export class InnerH2 {
       if (tunnel === undefined) return void req.stream.close(constants.NGHTTP2_REFUSED_STREAM);
       const why = 'CONNECT inside TLS is not allowed: send requests, not another tunnel';
       const target = req.headers[':authority'] ?? '';
-      sendRefusal(res as unknown as ServerResponse, hooks.refuse(tunnel, 405, why, target));
+      sendRefusal(res as unknown as AgentAnswer, hooks.refuse(tunnel, 405, why, target));
     });
     drain.atStart(() => this.closeIdle());
   }
@@ -139,8 +139,8 @@ export class InnerH2 {
   }
 
   #serve(req: Http2ServerRequest, res: Http2ServerResponse, tunnel: Tunnel): void {
-    const http1Req = req as unknown as IncomingMessage;
-    const http1Res = res as unknown as ServerResponse;
+    const http1Req = req as unknown as AgentRequest;
+    const http1Res = res as unknown as AgentAnswer;
     const checked = h2RequestProblem(req, tunnel);
     if (!checked.ok) {
       const refusal = this.#hooks.refuse(tunnel, checked.status, checked.reason, checked.target);

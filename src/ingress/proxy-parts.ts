@@ -15,9 +15,10 @@ import { tunnelRefusal } from './context.js';
 import type { Drain } from './drain.js';
 import { serveHttp } from './http.js';
 import type { Identity } from './identity.js';
-import type { InnerHooks } from './inner-http.js';
+import type { InnerHooks } from './inner-handlers.js';
 import type { Tunnel } from './tunnel-names.js';
-import { InnerHttp } from './inner-http.js';
+import type { InnerHttp } from './inner-http.js';
+import { createInnerHttp } from './inner-http.js';
 import { InnerH2 } from './inner-h2.js';
 import { Interceptor } from './intercept.js';
 import { serveUpgrade } from './upgrade.js';
@@ -107,7 +108,7 @@ export class ProxyParts implements ProxyContext {
       refuse: (tunnel, status, reason, target) =>
         tunnelRefusal(this, tunnel, status, reason, target),
     };
-    this.inner = new InnerHttp(config, deps.drain, inner);
+    this.inner = createInnerHttp(config, deps.drain, inner);
     this.innerH2 = new InnerH2(config, deps.drain, inner);
     this.#forwarder = forwarder(pick(config, POOLS), deps.egress);
     this.#capture = captureOptions(pick(config, CAPTURE));

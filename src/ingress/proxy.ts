@@ -11,7 +11,9 @@ import { openFilesLimit } from './open-files.js';
 import type { ProxyContext } from './context.js';
 import { handleHttp } from './http.js';
 import { clientAddress } from './identity.js';
+import type { Problem } from './request-rules.js';
 import { parseErrorProblem } from './request-rules.js';
+import type { Refusal } from '../action/refusal.js';
 import { rawRefuser } from './tunnel-track.js';
 import { handleUpgrade } from './upgrade.js';
 
@@ -54,7 +56,10 @@ export function capProxyConnections(server: NetServer, ctx: ProxyContext): void 
   );
 }
 
-/** What either engine's listener (this one, or lean/lean-server.ts) calls for what it read. */
+/**
+ * What an HTTP/1.1 engine calls for what it read: on the listener (this one, or
+ * lean/lean-server.ts) the proxy's handlers, inside a read tunnel the tunnel's (inner-handlers.ts).
+ */
 export interface ProxyHandlers {
   request(req: AgentRequest, res: AgentAnswer): void;
   /** CONNECT, or a request that upgrades: `head` is what came after its head. */
@@ -91,24 +96,37 @@ export function proxyHandlers(ctx: ProxyContext): ProxyHandlers {
       socket.destroy();
     });
   };
-  const clientError = (err: Error & { code?: string; reason?: string }, socket: Duplex) => {
-    const { status, reason } = parseErrorProblem(err);
-    // A connection that went away, or that was already answered (the parser then reports the
-    // close as a second error), has nobody to answer and nothing new to record.
-    if (status === 0 || socket.writableEnded || socket.destroyed) {
-      socket.destroy();
-      return;
-    }
-    if (dropIfAnswered(socket)) return;
-    const remote = (socket as Duplex & { remoteAddress?: string }).remoteAddress;
-    const refusal = ctx.pipeline.refusal(
-      { source: 'proxy', client: clientAddress(remote) },
-      status,
-      reason,
-    );
-    writeRawRefusal(socket, refusal);
-  };
+  const clientError = (err: Error & { code?: string; reason?: string }, socket: Duplex) =>
+    refuseParseError(err, socket, '', ({ status, reason }) => {
+      const remote = (socket as Duplex & { remoteAddress?: string }).remoteAddress;
+      return ctx.pipeline.refusal(
+        { source: 'proxy', client: clientAddress(remote) },
+        status,
+        reason,
+      );
+    });
   return { request, raw, clientError };
+}
+
+/**
+ * Answers a request the parser refused (or whose head came too late) on its raw socket, with
+ * the refusal `refusal` journals; `where` names a tunnel it was read in.
+ */
+export function refuseParseError(
+  err: Error & { code?: string; reason?: string },
+  socket: Duplex,
+  where: string,
+  refusal: (problem: Problem) => Refusal,
+): void {
+  const problem = parseErrorProblem(err, where);
+  // A connection that went away, or that was already answered (the parser then reports the
+  // close as a second error), has nobody to answer and nothing new to record.
+  if (problem.status === 0 || socket.writableEnded || socket.destroyed) {
+    socket.destroy();
+    return;
+  }
+  if (dropIfAnswered(socket)) return;
+  writeRawRefusal(socket, refusal(problem));
 }
 
 /** How the listener's `node:http` parses: also the reference the lean parser is tested against. */

@@ -21,7 +21,7 @@ export const CLOSE: Readonly<Record<string, string>> = { connection: 'close' };
  * What every request passes before it is judged, wherever it was read — absolute-form on the
  * proxy listener, an Upgrade, or a request inside a tunnel trajgate reads — so no path skips
  * one. What depends on the path stays with it (absolute-form and credentials on the listener,
- * the tunnel's Host in inner-http). `hostRequired`: HTTP/1.0 may omit Host on the listener;
+ * the tunnel's Host in inner-handlers). `hostRequired`: HTTP/1.0 may omit Host on the listener;
  * inside a tunnel it is what the request is checked against.
  */
 export function requestProblem(req: AgentHead, url: URL, hostRequired: boolean): Problem | null {
@@ -66,6 +66,10 @@ export function requestProblem(req: AgentHead, url: URL, hostRequired: boolean):
 function isHttp2(req: AgentHead): boolean {
   return req.httpVersionMajor === 2 && 'stream' in req;
 }
+
+/** What node:http's header timer reports (parseErrorProblem reads the code: 408). */
+export const lateHead = (): Error & { code: string } =>
+  Object.assign(new Error('request headers timeout'), { code: 'ERR_HTTP_REQUEST_TIMEOUT' });
 
 /**
  * How a request Node's parser (llhttp, strict) refused is answered, on the listener and inside

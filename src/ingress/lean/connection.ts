@@ -1,6 +1,7 @@
 import type { Socket } from 'node:net';
 import { hasBody } from '../../action/headers.js';
 import type { ProxyHandlers } from '../proxy.js';
+import { lateHead } from '../request-rules.js';
 import { LeanRequest } from './lean-request.js';
 import type { BodyFlow } from './lean-request.js';
 import { LeanResponse } from './lean-response.js';
@@ -17,16 +18,19 @@ export interface LeanSettings {
   keepAliveIdle(): number;
   /** The gateway is stopping: answers say `Connection: close`, idle connections close. */
   draining(): boolean;
+  /**
+   * When node:http would have parsed past a request's head (LeanRequest.complete): before the
+   * handler's first turn ends, as it parses a socket another node:http server handed over (a
+   * read tunnel's), in JavaScript; else once that turn's microtasks ran, as it parses a socket
+   * it consumes natively (a listener's, TLS).
+   */
+  readonly readsAhead: boolean;
 }
 
 type Turn =
   | { readonly kind: 'request'; readonly req: LeanRequest }
   | { readonly kind: 'upgrade'; readonly req: LeanRequest; readonly rest: Buffer }
   | { readonly kind: 'error'; readonly error: Error & { code?: string } };
-
-/** What node:http's header timer reports (parseErrorProblem reads the code: 408). */
-const lateHead = () =>
-  Object.assign(new Error('request headers timeout'), { code: 'ERR_HTTP_REQUEST_TIMEOUT' });
 
 /**
  * One client connection of the lean listener: one RequestParser for all its requests, answered
@@ -50,6 +54,12 @@ export class LeanConnection implements RequestSink, BodyFlow {
   #upgrading: LeanRequest | null = null;
   #serving: { req: LeanRequest; res: LeanResponse } | null = null;
   #parsing = true;
+  /** A head has begun and is not whole yet (node:http's connection is not idle then). */
+  #inHead = false;
+  /** No request has begun yet. */
+  #fresh = true;
+  /** The socket is a tunnel's (CONNECT or Upgrade). */
+  #handedOver = false;
   /** The client ended its side: the connection ends once its answers are sent. */
   #endAfter = false;
   #done = false;
@@ -72,6 +82,8 @@ export class LeanConnection implements RequestSink, BodyFlow {
   }
 
   messageBegin(): void {
+    this.#inHead = true;
+    this.#fresh = false;
     this.#clearIdle();
     this.#headClock();
   }
@@ -79,6 +91,7 @@ export class LeanConnection implements RequestSink, BodyFlow {
   head(head: RequestHead): void {
     if (this.#headTimer !== null) clearTimeout(this.#headTimer);
     this.#headTimer = null;
+    this.#inHead = false;
     const req = new LeanRequest(head, this.#socket, this);
     if (head.upgrade) this.#upgrading = req;
     else {
@@ -108,6 +121,15 @@ export class LeanConnection implements RequestSink, BodyFlow {
 
   #data(chunk: Buffer): void {
     const fed = this.#parser.feed(chunk);
+    if (fed.kind === 'error' && (this.#reading !== null || this.#settings.readsAhead)) {
+      // Refused where node:http's parser gets to it, not in turn: after the handler's turn of
+      // the request whose body does not parse, or (reading ahead) of the next one to serve.
+      const { error } = fed;
+      this.#parsing = false;
+      this.#socket.off('data', this.#onData);
+      this.#next();
+      return this.#afterTurn(() => this.#cut(error));
+    }
     if (fed.kind === 'error') this.#stopParsing({ kind: 'error', error: fed.error });
     else if (fed.kind === 'upgrade') {
       const req = this.#upgrading as LeanRequest;
@@ -121,18 +143,31 @@ export class LeanConnection implements RequestSink, BodyFlow {
     if (this.#parsing) {
       const error = this.#parser.finish();
       this.#parsing = false;
-      if (error !== null) {
-        // The message under way can never be whole: refused now, as node:http does, unless an
-        // answer is already under way (raw bytes would corrupt it: dropIfAnswered).
-        this.#reading?.abort();
-        this.#done = true;
-        if (this.#serving?.res.headersSent === true) this.#socket.destroy();
-        else this.#handlers.clientError(error, this.#socket);
-        return;
-      }
+      if (error !== null) return this.#cut(error);
     }
     this.#endAfter = true;
     this.#next();
+  }
+
+  /** Runs `then` where node:http's parser would go on past the head just handed over. */
+  #afterTurn(then: () => void): void {
+    if (this.#settings.readsAhead) then();
+    else setImmediate(then);
+  }
+
+  /**
+   * The message under way can never be whole (cut off, or its body does not parse): refused
+   * now, not in its turn, as node:http does, unless an answer is already under way (raw bytes
+   * would corrupt it: dropIfAnswered).
+   */
+  #cut(error: Error & { code?: string }): void {
+    if (this.#done && this.#socket.destroyed) return;
+    this.#parsing = false;
+    this.#socket.off('data', this.#onData);
+    // A body left unfinished errs when the socket closes (#closed), as node:http's does.
+    this.#done = true;
+    if (this.#serving?.res.headersSent === true) this.#socket.destroy();
+    else this.#handlers.clientError(error, this.#socket);
   }
 
   /** No more requests are read on this connection; `last` is answered in its turn. */
@@ -184,12 +219,18 @@ export class LeanConnection implements RequestSink, BodyFlow {
       },
       {
         write: (data) => this.#write(data),
-        finished: (last) => this.#answered(req, last),
+        finished: (last) => {
+          // As node:http's end(): the connection is fully uncorked, a frozen flow's cork
+          // (flow-registry.ts socketControl) included, so a whole answer reaches the agent.
+          while (this.#socket.writableCorked > 0) this.#socket.uncork();
+          this.#answered(req, last);
+        },
         destroy: () => this.#socket.destroy(),
       },
     );
     this.#serving = { req, res };
     this.#handlers.request(req, res);
+    this.#afterTurn(() => req.handed());
   }
 
   /** Head and first bytes of an answer go out as one segment (as node:http corks them). */
@@ -225,6 +266,7 @@ export class LeanConnection implements RequestSink, BodyFlow {
   /** CONNECT or Upgrade: the socket is the tunnel's now, with what came past the head. */
   #handOver(req: LeanRequest, rest: Buffer): void {
     this.#done = true;
+    this.#handedOver = true;
     this.#clearIdle();
     this.#parser.close();
     // As node:http leaves it: neither paused nor flowing, so the tunnel's reader starts it.
@@ -252,12 +294,22 @@ export class LeanConnection implements RequestSink, BodyFlow {
     this.#idleTimer = null;
   }
 
-  /** Drain: a connection with nothing under way closes now. */
+  /** No request has begun on it yet. */
+  get fresh(): boolean {
+    return this.#fresh;
+  }
+
+  /** Drain: a connection with nothing under way (not even part of a head) closes now. */
   closeIfIdle(): void {
     // Handed over (a tunnel: the drain has its own deadline for those) or already ending.
-    if (this.#done) return;
+    if (this.#done || this.#inHead) return;
     if (this.#serving === null && this.#queue.length === 0 && this.#reading === null)
       this.#socket.destroy();
+  }
+
+  /** A stop: the connection closes now, unless its socket is a tunnel's (closed with those). */
+  close(): void {
+    if (!this.#handedOver) this.#socket.destroy();
   }
 
   #closed(): void {

@@ -46,6 +46,8 @@ export class LeanRequest extends EventEmitter implements AgentRequest {
   #wake: (() => void) | null = null;
   /** No body bytes ever came. */
   #bodiless = true;
+  /** node:http's parser would have gone on past the head (LeanSettings.readsAhead). */
+  #handed = false;
 
   constructor(head: RequestHead, socket: Socket, flow: BodyFlow) {
     super();
@@ -61,12 +63,18 @@ export class LeanRequest extends EventEmitter implements AgentRequest {
   }
 
   /**
-   * The body was read to its end (or there was none), as `complete` reads when node:http hands
-   * a request over at its head: a refusal of a request whose body nobody read closes the
-   * connection (respond.ts contentUnread), even where the parser already framed the body.
+   * As node:http's `complete` reads. Until its parser would have gone on past the head (it hands
+   * a request over there): the body was read to its end (or there was none), so a refusal then
+   * of a request whose body nobody read closes the connection (respond.ts contentUnread), even
+   * where the parser already framed the body. After it: the parser read the whole message.
    */
   get complete(): boolean {
-    return this.whole && (this.readableEnded || this.#bodiless);
+    return this.whole && (this.readableEnded || this.#bodiless || this.#handed);
+  }
+
+  /** node:http's parser would now be past the head. */
+  handed(): void {
+    this.#handed = true;
   }
 
   get headers(): IncomingHttpHeaders {

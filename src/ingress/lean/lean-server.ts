@@ -20,6 +20,7 @@ export function createLeanProxyServer(ctx: ProxyContext, keepAliveIdle: () => nu
     headerTimeout: ctx.limits.headerTimeout,
     keepAliveIdle,
     draining: () => draining,
+    readsAhead: false,
   });
   // As node:http's: half-open so an answer still goes to a client that ended its side.
   const server = createServer({ allowHalfOpen: true, noDelay: true }, (socket) => {
