@@ -4,6 +4,7 @@ import type { ProxyHandlers } from '../proxy.js';
 import { lateHead } from '../request-rules.js';
 import { LeanRequest } from './lean-request.js';
 import type { BodyFlow } from './lean-request.js';
+import type { Expiring, LeanClock } from './lean-clock.js';
 import { LeanResponse } from './lean-response.js';
 import { RequestParser } from './request-parser.js';
 import type { RequestHead, RequestSink } from './request-parser.js';
@@ -15,6 +16,8 @@ const MAX_QUEUED = 16;
 export interface LeanSettings {
   readonly headerBytes: number;
   readonly headerTimeout: number;
+  /** Where its head and idle deadlines are checked (one per listener). */
+  readonly clock: LeanClock;
   keepAliveIdle(): number;
   /** The gateway is stopping: answers say `Connection: close`, idle connections close. */
   draining(): boolean;
@@ -37,11 +40,11 @@ type Turn =
  * one at a time in order (RFC 9112 § 9.3.2: pipelined requests are parsed ahead and queued, the
  * binding cannot stop between them). A head has `headerTimeout` from its first byte (and the
  * first from the accept), else 408 as node:http answers it; between requests the connection
- * may idle `keepAliveIdle`. A body the handler left unread is dropped once its answer is sent
+ * may idle `keepAliveIdle` (both checked by the listener's LeanClock). A body the handler left unread is dropped once its answer is sent
  * (node:http dumps it too); an answer that says close ends the connection. CONNECT and Upgrade
  * hand the socket over, with the bytes read past their head; a parse error is refused in turn.
  */
-export class LeanConnection implements RequestSink, BodyFlow {
+export class LeanConnection implements RequestSink, BodyFlow, Expiring {
   readonly #socket: Socket;
   readonly #settings: LeanSettings;
   readonly #handlers: ProxyHandlers;
@@ -64,8 +67,9 @@ export class LeanConnection implements RequestSink, BodyFlow {
   #endAfter = false;
   #done = false;
   #corked = false;
-  #headTimer: NodeJS.Timeout | null = null;
-  #idleTimer: NodeJS.Timeout | null = null;
+  /** The deadline under way: the head's (`headerTimeout`), the idle one, or none. */
+  #clock: 'head' | 'idle' | null = null;
+  due = Infinity;
   readonly #onData = (chunk: Buffer) => this.#data(chunk);
 
   constructor(socket: Socket, settings: LeanSettings, handlers: ProxyHandlers) {
@@ -78,6 +82,7 @@ export class LeanConnection implements RequestSink, BodyFlow {
     socket.on('error', () => socket.destroy());
     socket.on('close', () => this.#closed());
     socket.on('drain', () => this.#serving?.res.drained());
+    settings.clock.add(this);
     this.#headClock();
   }
 
@@ -89,8 +94,7 @@ export class LeanConnection implements RequestSink, BodyFlow {
   }
 
   head(head: RequestHead): void {
-    if (this.#headTimer !== null) clearTimeout(this.#headTimer);
-    this.#headTimer = null;
+    this.#stopClock('head');
     this.#inHead = false;
     const req = new LeanRequest(head, this.#socket, this);
     if (head.upgrade) this.#upgrading = req;
@@ -174,8 +178,7 @@ export class LeanConnection implements RequestSink, BodyFlow {
   #stopParsing(last: Turn): void {
     this.#parsing = false;
     this.#socket.off('data', this.#onData);
-    if (this.#headTimer !== null) clearTimeout(this.#headTimer);
-    this.#headTimer = null;
+    this.#stopClock('head');
     this.#queue.push(last);
   }
 
@@ -192,7 +195,7 @@ export class LeanConnection implements RequestSink, BodyFlow {
     const turn = this.#queue.shift();
     if (turn === undefined) {
       if (this.#endAfter) this.#finish();
-      else if (this.#reading === null && this.#headTimer === null) this.#idleClock();
+      else if (this.#reading === null && this.#clock !== 'head') this.#idleClock();
       return;
     }
     this.#flow();
@@ -275,23 +278,35 @@ export class LeanConnection implements RequestSink, BodyFlow {
   }
 
   #headClock(): void {
-    if (this.#headTimer !== null || !this.#parsing) return;
-    this.#headTimer = setTimeout(() => {
-      this.#headTimer = null;
-      this.#stopParsing({ kind: 'error', error: lateHead() });
-      this.#flow();
-      this.#next();
-    }, this.#settings.headerTimeout);
+    if (this.#clock === 'head' || !this.#parsing) return;
+    this.#clock = 'head';
+    this.due = Date.now() + this.#settings.headerTimeout;
   }
 
   #idleClock(): void {
-    this.#clearIdle();
-    this.#idleTimer = setTimeout(() => this.#socket.destroy(), this.#settings.keepAliveIdle());
+    this.#clock = 'idle';
+    this.due = Date.now() + this.#settings.keepAliveIdle();
   }
 
   #clearIdle(): void {
-    if (this.#idleTimer !== null) clearTimeout(this.#idleTimer);
-    this.#idleTimer = null;
+    this.#stopClock('idle');
+  }
+
+  #stopClock(which: 'head' | 'idle'): void {
+    if (this.#clock !== which) return;
+    this.#clock = null;
+    this.due = Infinity;
+  }
+
+  /** The clock's tick: the head came too late (408 in its turn), or the idle time is up. */
+  expire(): void {
+    const which = this.#clock;
+    this.#clock = null;
+    this.due = Infinity;
+    if (which === 'idle') return void this.#socket.destroy();
+    this.#stopParsing({ kind: 'error', error: lateHead() });
+    this.#flow();
+    this.#next();
   }
 
   /** No request has begun on it yet. */
@@ -315,8 +330,9 @@ export class LeanConnection implements RequestSink, BodyFlow {
   #closed(): void {
     this.#done = true;
     this.#parser.close();
-    this.#clearIdle();
-    if (this.#headTimer !== null) clearTimeout(this.#headTimer);
+    this.#clock = null;
+    this.due = Infinity;
+    this.#settings.clock.remove(this);
     this.#reading?.abort();
     for (const turn of this.#queue) if (turn.kind === 'request') turn.req.abort();
     const serving = this.#serving;

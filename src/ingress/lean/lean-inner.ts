@@ -6,6 +6,7 @@ import type { InnerHttp, InnerLimits } from '../inner-http.js';
 import type { Tunnel } from '../tunnel-names.js';
 import { LeanConnection } from './connection.js';
 import type { LeanSettings } from './connection.js';
+import { LeanClock } from './lean-clock.js';
 
 /**
  * Requests inside read and intercepted tunnels on the lean engine (`engine: lean`): one
@@ -31,6 +32,7 @@ export class LeanInner implements InnerHttp {
     this.#settings = {
       headerBytes: limits.headerBytes,
       headerTimeout: limits.headerTimeout,
+      clock: new LeanClock(limits.headerTimeout),
       keepAliveIdle: () => this.#keepAliveIdle,
       draining: () => this.#draining,
     };

@@ -3,6 +3,7 @@ import type { Server } from 'node:net';
 import type { ProxyContext } from '../context.js';
 import { capProxyConnections, proxyHandlers } from '../proxy.js';
 import { LeanConnection } from './connection.js';
+import { LeanClock } from './lean-clock.js';
 
 /**
  * The proxy listener on the lean engine (`engine: lean`): a plain TCP server whose connections
@@ -15,9 +16,11 @@ export function createLeanProxyServer(ctx: ProxyContext, keepAliveIdle: () => nu
   const handlers = proxyHandlers(ctx);
   const open = new Set<LeanConnection>();
   let draining = false;
+  const clock = new LeanClock(ctx.limits.headerTimeout);
   const settings = () => ({
     headerBytes: ctx.limits.headerBytes,
     headerTimeout: ctx.limits.headerTimeout,
+    clock,
     keepAliveIdle,
     draining: () => draining,
     readsAhead: false,
