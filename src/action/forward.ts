@@ -2,7 +2,7 @@ import type { AgentAnswer, AgentRequest } from '../http/agent-message.js';
 import { Readable } from 'node:stream';
 import { Agent } from '../undici.js';
 import type { Dispatcher } from 'undici';
-import { plainConnector, tlsConnector, UpstreamTls } from './upstream-connect.js';
+import { plainConnector, tlsConnector, tlsLean, UpstreamTls } from './upstream-connect.js';
 import { H1Pool } from './h1-pool.js';
 import type { Capture } from './capture.js';
 import type { CredentialScrubber } from './credential-scrub.js';
@@ -35,8 +35,9 @@ export interface PreparedRequest {
 }
 
 /**
- * What forwards plain HTTP/1.1: `node`, undici's Agent (the reference); `lean`, H1Pool. HTTPS
- * and HTTP/2 upstreams are undici's and node:http2's either way.
+ * What forwards HTTP/1.1, plain and HTTPS: `node`, undici's Agents (the reference); `lean`,
+ * H1Pools. HTTP/2 upstreams are node:http2's either way (H2Upstream, whose HTTP/1.1 fallback is
+ * undici's).
  */
 export type Engine = 'node' | 'lean';
 
@@ -46,18 +47,19 @@ export function authority(address: string, port: number): string {
 }
 
 /**
- * Forwards HTTP requests through pooled keep-alive undici Agents. Plain HTTP goes to the
- * address egress checked (origin `http://IP:port`, Host carries the name): never a fresh
- * lookup. HTTPS (intercepted TLS) keeps the name in the origin for SNI and certificate checks,
- * and its connector resolves and checks every new connection the same way, verifying the
- * server's certificate against `trust` (see upstreamTrust: the machine's CAs plus
- * `tls.upstreamCa`). Responses are written as
- * undici parses them (dispatch handler: no stream or promise per request), with backpressure.
+ * Forwards HTTP requests through pooled keep-alive clients (undici Agents, or H1Pools under
+ * `engine: lean`). Plain HTTP goes to the address egress checked (origin `http://IP:port`,
+ * Host carries the name): never a fresh lookup. HTTPS (intercepted TLS) keeps the name in the
+ * origin for SNI and certificate checks, and one connector (tlsSocket) resolves and checks
+ * every new connection the same way for both engines, verifying the server's certificate
+ * against `trust` (see upstreamTrust: the machine's CAs plus `tls.upstreamCa`). Responses are
+ * written as they are parsed (dispatch handler: no stream or promise per request), with
+ * backpressure.
  */
 export class Forwarder {
   readonly #plain: Agent;
-  /** Plain HTTP/1.1 under `engine: lean` (null: `#plain`). */
-  readonly #lean: H1Pool | null;
+  /** HTTP/1.1 under `engine: lean`, plain and HTTPS (null: `#plain` and `#tls`). */
+  readonly #lean: { readonly plain: H1Pool; readonly tls: H1Pool } | null;
   readonly #tls: Agent;
   /** For HTTP/2 agents: HTTP/2 to upstreams that offer it by ALPN, else HTTP/1.1 (`#tls`). */
   readonly #h2: H2Upstream;
@@ -81,7 +83,13 @@ export class Forwarder {
     this.tls = new UpstreamTls(trust);
     this.#upstreamTimeout = limits.upstreamTimeout;
     this.#plain = new Agent({ ...timeouts, connect: plainConnector(limits.connectTimeout) });
-    this.#lean = engine === 'lean' ? new H1Pool(limits) : null;
+    this.#lean =
+      engine === 'lean'
+        ? {
+            plain: new H1Pool(limits),
+            tls: new H1Pool(limits, tlsLean(limits.connectTimeout, egress, this.tls)),
+          }
+        : null;
     this.#tls = new Agent({
       ...timeouts,
       connect: tlsConnector(limits.connectTimeout, egress, this.tls, ['http/1.1']),
@@ -130,9 +138,14 @@ export class Forwarder {
       );
       const stream = body ? relay.requestBody(req, this.#bodyTimeout, whole ?? undefined) : null;
       const method = req.method as Dispatcher.HttpMethod;
-      if (!tls && this.#lean !== null) {
-        const target = { authority: upstream, address, port, method, path, headers };
-        return this.#lean.dispatch({ ...target, body: stream }, relay);
+      if (!h2 && this.#lean !== null) {
+        // HTTPS: the name, which the pool's connector resolves and checks for each connection.
+        const to = tls ? url.hostname : address;
+        const target = { authority: upstream, address: to, port, method, path, headers };
+        return (tls ? this.#lean.tls : this.#lean.plain).dispatch(
+          { ...target, body: stream },
+          relay,
+        );
       }
       const request = {
         origin: `${url.protocol}//${upstream}`,
@@ -152,7 +165,8 @@ export class Forwarder {
   async close(): Promise<void> {
     await Promise.all([
       this.#plain.close(),
-      this.#lean?.close(),
+      this.#lean?.plain.close(),
+      this.#lean?.tls.close(),
       this.#tls.close(),
       this.#h2.close(),
     ]);

@@ -42,9 +42,10 @@ export interface ConnectionTimeouts {
 }
 
 /**
- * One keep-alive connection to a plain HTTP/1.1 upstream and its response parser, reused
- * across its requests, one at a time (no pipelining). Its exchange is told what the parser
- * reads and how the socket ends; between exchanges any byte or close from the upstream ends it.
+ * One keep-alive connection to an HTTP/1.1 upstream (plain or TLS) and its response parser,
+ * reused across its requests, one at a time (no pipelining). Its exchange is told what the
+ * parser reads and how the socket ends; between exchanges any byte or close from the upstream
+ * ends it.
  */
 export class H1Connection {
   readonly #parser: NativeParser = new HTTPParser();

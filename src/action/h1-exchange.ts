@@ -5,10 +5,11 @@ import type { Carried, H1Connection } from './h1-connection.js';
 import type { RequestHead } from './h1-request.js';
 import { BodyFraming, bodilessRequest, sentAgain } from './h1-request.js';
 
-/** One request for a plain HTTP/1.1 upstream, at the address egress checked. */
+/** One request for an HTTP/1.1 upstream. */
 export interface H1Request {
-  /** `address:port` as in a URL (IPv6 in brackets): the pool's key. */
+  /** `host:port` as in a URL (IPv6 in brackets): the pool's key. */
   readonly authority: string;
+  /** Where to connect: the address egress checked (plain), or the URL's name (HTTPS). */
   readonly address: string;
   readonly port: number;
   readonly method: string;

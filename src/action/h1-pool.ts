@@ -1,3 +1,4 @@
+import type { Socket } from 'node:net';
 import { errors } from '../undici.js';
 import type { ConnectionOwner } from './h1-connection.js';
 import { H1Connection } from './h1-connection.js';
@@ -5,7 +6,8 @@ import type { H1Handler, H1Request } from './h1-exchange.js';
 import { Exchange } from './h1-exchange.js';
 import { requestHead } from './h1-request.js';
 import type { RequestHead } from './h1-request.js';
-import { plainSocket } from './upstream-connect.js';
+import type { LeanConnect } from './upstream-connect.js';
+import { plainLean } from './upstream-connect.js';
 
 /** An idle connection closes after this long, unless its upstream hinted otherwise (undici's). */
 const IDLE_MS = 4_000;
@@ -17,11 +19,12 @@ export interface H1PoolLimits {
 }
 
 /**
- * The lean engine's client for plain HTTP/1.1 upstreams (`engine: lean`): keep-alive
- * connections per `address:port`, as many as requests at once, each answer parsed by Node's own
- * llhttp and told to a dispatch handler as undici's Agent tells it (ResponseRelay serves both),
- * with the same bytes sent up and the same errors, so failures map the same way
- * (upstreamFailure). Without undici's per-request objects (its Request, queue and timers).
+ * The lean engine's client for HTTP/1.1 upstreams (`engine: lean`), plain or over TLS (as
+ * `open` connects): keep-alive connections per authority, as many as requests at once, each
+ * answer parsed by Node's own llhttp and told to a dispatch handler as undici's Agent tells it
+ * (ResponseRelay serves both), with the same bytes sent up and the same errors, so failures
+ * map the same way (upstreamFailure). Without undici's per-request objects (its Request, queue
+ * and timers).
  */
 export class H1Pool implements ConnectionOwner {
   /** Idle connections per key, the most recently used last. */
@@ -31,7 +34,11 @@ export class H1Pool implements ConnectionOwner {
   #closed = false;
   #drained: (() => void) | null = null;
 
-  constructor(private readonly limits: H1PoolLimits) {
+  /** `open`: plain TCP to the address egress checked (default), or TLS (tlsLean). */
+  constructor(
+    limits: H1PoolLimits,
+    private readonly open: LeanConnect = plainLean(limits.connectTimeout),
+  ) {
     this.#timeouts = { upstream: limits.upstreamTimeout, idle: IDLE_MS };
   }
 
@@ -71,17 +78,16 @@ export class H1Pool implements ConnectionOwner {
     const { address, port, authority } = exchange.req;
     // Assigned before the socket can read: a read needs a request written first.
     let conn: H1Connection | null = null;
-    const socket = plainSocket(
+    this.open(
       address,
       port,
-      this.limits.connectTimeout,
       (view) => (conn as H1Connection).read(view),
-      (err: Error | null, _socket: unknown) => {
-        if (err !== null) exchange.fail(err, false);
-        else exchange.start(conn as H1Connection);
+      (err: Error | null, socket: Socket | null) => {
+        if (err !== null) return exchange.fail(err, false);
+        conn = new H1Connection(socket as Socket, authority, this, this.#timeouts);
+        exchange.start(conn);
       },
     );
-    conn = new H1Connection(socket, authority, this, this.#timeouts);
   }
 
   idle(conn: H1Connection): void {

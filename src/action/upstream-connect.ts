@@ -83,31 +83,67 @@ export class UpstreamTls {
 }
 
 /**
- * HTTPS upstreams (intercepted TLS): each new connection's name is resolved and checked by
- * egress, and the server's certificate verified by `tls`; `alpn` the protocols offered (undici
- * speaks HTTP/2 on a socket that negotiated `h2`).
+ * A TLS connection to an HTTPS upstream (intercepted TLS): `hostname` (a URL's) is resolved and
+ * checked by egress, the server's certificate verified by `tls`; `alpn` the protocols offered.
+ * `done` gets the socket once its handshake is done, or the error that came first. undici's
+ * connector and the lean client both connect here, so both check the same way.
  */
+export function tlsSocket(
+  hostname: string,
+  port: number,
+  connectTimeout: number,
+  egress: Egress,
+  tls: UpstreamTls,
+  alpn: readonly string[],
+  done: Done,
+): void {
+  Promise.resolve(egress.check(hostname, port)).then(
+    (check) => {
+      if (!check.ok) return done(new TrajgateError('E_EGRESS', check.reason), null);
+      const socket = tlsConnect({ host: check.address, port, ...tls.options(hostname, alpn) });
+      handOver(socket, 'secureConnect', connectTimeout, done);
+    },
+    (err: Error) => done(err, null),
+  );
+}
+
+/** HTTPS upstreams for undici (which speaks HTTP/2 on a socket that negotiated `h2`). */
 export function tlsConnector(
   connectTimeout: number,
   egress: Egress,
   tls: UpstreamTls,
   alpn: readonly string[],
 ): Connector {
-  return (opts, callback) => {
-    const port = Number(opts.port) || 443;
-    Promise.resolve(egress.check(opts.hostname, port)).then(
-      (check) => {
-        if (!check.ok) return callback(new TrajgateError('E_EGRESS', check.reason), null);
-        const socket = tlsConnect({
-          host: check.address,
-          port,
-          ...tls.options(opts.hostname, alpn),
-        });
-        handOver(socket, 'secureConnect', connectTimeout, callback);
-      },
-      (err: Error) => callback(err, null),
-    );
-  };
+  return (opts, callback) =>
+    tlsSocket(opts.hostname, Number(opts.port) || 443, connectTimeout, egress, tls, alpn, callback);
+}
+
+/** What the lean client is given each read of a connection: see plainSocket. */
+export type Read = (view: Buffer) => boolean;
+
+/**
+ * How the lean client (H1Pool) opens a connection to `host:port`: `read` gets its reads,
+ * `done` the socket once ready (or the error).
+ */
+export type LeanConnect = (host: string, port: number, read: Read, done: Done) => void;
+
+/** Plain HTTP/1.1 upstreams for the lean client: `host` is the address egress checked. */
+export function plainLean(connectTimeout: number): LeanConnect {
+  return (host, port, read, done) => void plainSocket(host, port, connectTimeout, read, done);
+}
+
+/**
+ * HTTPS upstreams over HTTP/1.1 for the lean client: `host` is the URL's name, checked and
+ * verified as undici's connections are (tlsSocket). A TLS socket has no `onread`: its reads
+ * come as `data`, and a false from `read` pauses it until the client resumes it.
+ */
+export function tlsLean(connectTimeout: number, egress: Egress, tls: UpstreamTls): LeanConnect {
+  return (host, port, read, done) =>
+    tlsSocket(host, port, connectTimeout, egress, tls, ['http/1.1'], (...args) => {
+      const socket = args[1];
+      if (socket !== null) socket.on('data', (chunk: Buffer) => read(chunk) || socket.pause());
+      done(...args);
+    });
 }
 
 /**

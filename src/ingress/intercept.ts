@@ -1,4 +1,5 @@
 import type { Socket } from 'node:net';
+import { performance } from 'node:perf_hooks';
 import type { Duplex } from 'node:stream';
 import { TLSSocket } from 'node:tls';
 import type { FlowControl } from '../action/flows.js';
@@ -13,6 +14,8 @@ import type { LeafCache } from '../tls/leaves.js';
 import type { InnerH2 } from './inner-h2.js';
 import type { InnerHttp } from './inner-http.js';
 import type { Tunnel } from './tunnel-names.js';
+import type { First } from './tunnel-sni.js';
+import { readClientHello } from './tunnel-sni.js';
 
 /** How a refusal of the handshake by the agent is passed on: its alert, or `closed`. */
 type Refuse = (tunnel: Tunnel, status: number, reason: string, handshake?: string) => void;
@@ -36,7 +39,8 @@ function refusedBy(err: Error & { code?: string }): string | undefined {
  * trajgate completes the handshake with a leaf certificate for the CONNECT host (signed by its
  * CA) and hands the decrypted HTTP to the inner server of the protocol the agent chose by ALPN
  * (HTTP/2 or HTTP/1.1), so every request is judged with its method and URL. An SNI other than
- * the CONNECT host fails the handshake.
+ * the CONNECT host fails the handshake, a resumed one too. An agent that reconnects to the same
+ * host resumes its session from a ticket (see LeafCache) instead of a full handshake.
  */
 export class Interceptor {
   readonly #patterns: readonly NetworkPattern[];
@@ -72,34 +76,77 @@ export class Interceptor {
    * Terminates TLS on an answered CONNECT; `onOpen` gets the connection's control once the
    * handshake is done. Resolves when the tunnel closes.
    */
-  open(
+  async open(
     socket: Duplex,
     tunnel: Tunnel,
+    onOpen: (control: FlowControl) => void,
+  ): Promise<Omit<Transfer, 'status'>> {
+    const started = performance.now();
+    const hello = await readClientHello(socket, null, this.#handshakeMs);
+    const early = this.#screen(hello, tunnel.host);
+    if (early === undefined) {
+      const left = this.#handshakeMs - (performance.now() - started);
+      // A session is resumed only from a hello whose name was checked here: OpenSSL skips the
+      // SNI callback when it resumes one.
+      const resumable = hello.kind === 'hello';
+      return this.#handshake(socket, tunnel, resumable, Math.max(left, 0), onOpen);
+    }
+    this.#refuse(tunnel, early.status, early.reason, early.handshake);
+    const closed = socket.closed
+      ? Promise.resolve()
+      : new Promise<void>((resolve) => socket.once('close', resolve));
+    if (early.alert === undefined || socket.destroyed) socket.destroy();
+    else socket.end(early.alert, () => socket.destroy());
+    await closed;
+    return { ...transferred(socket), error: early.reason };
+  }
+
+  /**
+   * What ends the tunnel before any handshake: no hello in time, a hang-up, or a hello naming
+   * another server than the CONNECT host. Read here rather than only in the SNI callback,
+   * which OpenSSL skips when a session is resumed.
+   */
+  #screen(hello: First, host: string): Early | undefined {
+    switch (hello.kind) {
+      case 'timeout':
+        return {
+          status: 408,
+          reason: `TLS handshake not completed within ${this.#handshakeMs} ms`,
+        };
+      case 'closed':
+        return { status: 400, reason: ABANDONED, handshake: 'closed' };
+      case 'hello': {
+        const wrong = hello.sni === null ? undefined : sniMismatch(hello.sni, host);
+        if (wrong === undefined) return undefined;
+        return { status: 400, reason: `${FAILED}${wrong}`, alert: UNRECOGNIZED_NAME };
+      }
+      default:
+        // OpenSSL reads it as well, and names what is wrong with it (or checks its SNI).
+        return undefined;
+    }
+  }
+
+  #handshake(
+    socket: Duplex,
+    tunnel: Tunnel,
+    resumable: boolean,
+    ms: number,
     onOpen: (control: FlowControl) => void,
   ): Promise<Omit<Transfer, 'status'>> {
     let secured = false;
     let failed: string | undefined;
     const tls = new TLSSocket(socket as Socket, {
       isServer: true,
-      secureContext: this.#leaves.context(tunnel.host),
+      secureContext: resumable
+        ? this.#leaves.context(tunnel.host)
+        : this.#leaves.unresumable(tunnel.host),
       // RFC 9113 § 3.2: the agent picks; a client that offers nothing speaks HTTP/1.1.
       ALPNProtocols: ['h2', 'http/1.1'],
+      // OpenSSL's reading of the name, for a full handshake (a name the parser refuses, such as
+      // an address, is read only here).
       SNICallback: (servername, callback) => {
-        let name: string | null = null;
-        try {
-          name = canonicalHost(servername);
-        } catch {
-          // an unparsable name is refused below like any other mismatch
-        }
-        if (name !== tunnel.host) {
-          return callback(
-            new Error(
-              `SNI ${JSON.stringify(servername)} does not match the CONNECT host ${tunnel.host}`,
-            ),
-            undefined,
-          );
-        }
-        callback(null, this.#leaves.context(tunnel.host));
+        const wrong = sniMismatch(servername, tunnel.host);
+        callback(wrong === undefined ? null : new Error(wrong), undefined);
       },
     });
     const fail = (status: number, reason: string, handshake?: string) => {
@@ -110,11 +157,11 @@ export class Interceptor {
     };
     const timer = setTimeout(
       () => fail(408, `TLS handshake not completed within ${this.#handshakeMs} ms`),
-      this.#handshakeMs,
+      ms,
     );
     tls.once('secure', () => {
-      secured = true;
       clearTimeout(timer);
+      secured = true;
       if (tls.alpnProtocol === 'h2') return onOpen(this.#h2.serve(tls, tunnel));
       this.#inner.serve(tls, tunnel);
       onOpen(socketControl(tls));
@@ -122,30 +169,50 @@ export class Interceptor {
     tls.on('error', (err: Error & { reason?: string; code?: string }) => {
       // OpenSSL's messages span lines and name source files: its reason is the readable part.
       const why = err.reason ?? err.code ?? err.message.split('\n')[0];
-      if (!secured) fail(400, `TLS handshake with the agent failed: ${why}`, refusedBy(err));
+      if (!secured) fail(400, `${FAILED}${why}`, refusedBy(err));
       else tls.destroy();
     });
     // The proxy's sockets allow half-open connections, so the agent's end does not close
     // the TLS socket by itself: an end before the handshake is a refusal, after it a close.
     tls.once('end', () => {
-      if (!secured)
-        fail(
-          400,
-          "TLS handshake abandoned: the agent closed the connection (as an agent that does not trust trajgate's CA does)",
-          'closed',
-        );
+      if (!secured) fail(400, ABANDONED, 'closed');
       tls.destroy();
     });
     return new Promise((resolve) =>
       tls.once('close', () => {
         clearTimeout(timer);
-        const s = socket as Socket;
-        resolve({
-          bytesUp: s.bytesRead ?? 0,
-          bytesDown: s.bytesWritten ?? 0,
-          ...(failed ? { error: failed } : {}),
-        });
+        resolve({ ...transferred(socket), ...(failed ? { error: failed } : {}) });
       }),
     );
   }
+}
+
+/** A refusal before the handshake; `alert`: the TLS alert record the agent is sent. */
+interface Early {
+  readonly status: number;
+  readonly reason: string;
+  readonly handshake?: string;
+  readonly alert?: Buffer;
+}
+
+const FAILED = 'TLS handshake with the agent failed: ';
+const ABANDONED =
+  "TLS handshake abandoned: the agent closed the connection (as an agent that does not trust trajgate's CA does)";
+/** RFC 6066 § 3: a fatal unrecognized_name(112) alert, for a name the server does not serve. */
+const UNRECOGNIZED_NAME = Buffer.from([0x15, 3, 3, 0, 2, 2, 112]);
+
+/** Why `servername` (as the agent sent it) is not the CONNECT host `host`; undefined if it is. */
+function sniMismatch(servername: string, host: string): string | undefined {
+  try {
+    if (canonicalHost(servername) === host) return undefined;
+  } catch {
+    // an unparsable name is refused like any other mismatch
+  }
+  return `SNI ${JSON.stringify(servername)} does not match the CONNECT host ${host}`;
+}
+
+/** The bytes a tunnel carried, as the agent's socket counted them. */
+function transferred(socket: Duplex): { bytesUp: number; bytesDown: number } {
+  const s = socket as Socket;
+  return { bytesUp: s.bytesRead ?? 0, bytesDown: s.bytesWritten ?? 0 };
 }

@@ -1,4 +1,5 @@
 import type { Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
 import { performance } from 'node:perf_hooks';
 import { authority } from '../action/forward.js';
 import { plainRefusal, refusalLine } from '../action/refusal.js';
@@ -198,16 +199,21 @@ const helloReason = (h: Hello): string =>
 /**
  * The client's first bytes through the tunnel: a ClientHello read whole (it may span records
  * and TCP segments), or what came instead. Whatever was read is put back unread for the relay.
- * An upstream that speaks (or closes) before the client sent anything ends the wait.
+ * An upstream that speaks (or closes) before the client sent anything ends the wait (none for
+ * an intercepted tunnel, whose server is trajgate).
  */
-export function readClientHello(client: Socket, upstream: Socket, ms: number): Promise<First> {
+export function readClientHello(
+  client: Duplex,
+  upstream: Socket | null,
+  ms: number,
+): Promise<First> {
   return new Promise((resolve) => {
     let got = Buffer.alloc(0);
     const ignore = () => {};
     const done = (first: First) => {
       clearTimeout(timer);
       client.off('readable', readable).off('end', closed).off('close', closed).off('error', ignore);
-      upstream.off('readable', spoke).off('error', ignore);
+      upstream?.off('readable', spoke).off('error', ignore);
       if (got.length > 0 && !client.destroyed) client.unshift(got);
       resolve(first);
     };
@@ -227,7 +233,7 @@ export function readClientHello(client: Socket, upstream: Socket, ms: number): P
     const closed = () => done({ kind: 'closed' });
     const timer = setTimeout(() => done({ kind: 'timeout' }), ms);
     client.on('readable', readable).once('end', closed).once('close', closed).on('error', ignore);
-    upstream.on('readable', spoke).on('error', ignore);
+    upstream?.on('readable', spoke).on('error', ignore);
     if (client.destroyed) closed();
     else readable();
   });

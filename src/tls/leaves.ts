@@ -9,19 +9,40 @@ const DAY = 86_400_000;
 /** Leaves live 30 days and are replaced when fewer than 2 are left. */
 const LIFETIME = 30 * DAY;
 const MARGIN = 2 * DAY;
+/**
+ * A host's context is made anew this often (same certificate), and with it the session-ticket
+ * keys Node gives every context (at random, in memory only): a leaked key opens at most half a
+ * day of TLS 1.2 sessions, and tickets older than that are not resumed.
+ */
+const TICKET_KEYS_MS = DAY / 2;
+/** How long a session may be resumed (TLS 1.3 ticket lifetime, RFC 8446 § 4.6.1). */
+const SESSION_SECONDS = 3_600;
+
+interface Leaf {
+  /** The certificate chain presented: the leaf, then the CA. */
+  readonly chain: string;
+  readonly renewAt: number;
+  context: SecureContext;
+  keysUntil: number;
+}
 
 /**
  * Per-host leaf certificates for TLS interception, signed by the local CA. One leaf key is
  * generated when the cache is made (RSA key generation takes ~200 ms: never on a request's
  * path); each host's certificate costs a native signature (~1 ms) and is cached, up to `max`
  * hosts (least recently used out first), until it nears expiry.
+ *
+ * Each context issues session tickets, so an agent that reconnects to a host resumes its TLS
+ * session (TLS 1.3 and TLS 1.2 tickets) without a full handshake. Its ticket keys are its own:
+ * a ticket one host's context issued is not decrypted by another's, so it resumes nothing on a
+ * tunnel to another host (and the interceptor checks a resumed session's server name).
  */
 export class LeafCache {
   readonly #ca: Ca;
   readonly #key: KeyObject;
   readonly #keyPem: string;
   readonly #max: number;
-  readonly #contexts = new Map<string, { context: SecureContext; renewAt: number }>();
+  readonly #leaves = new Map<string, Leaf>();
 
   constructor(ca: Ca, max = 1_000) {
     this.#ca = ca;
@@ -33,10 +54,14 @@ export class LeafCache {
 
   /** The TLS context presenting a certificate for `host` (a DNS name or an IP address). */
   context(host: string, now = Date.now()): SecureContext {
-    const hit = this.#contexts.get(host);
+    const hit = this.#leaves.get(host);
     if (hit && hit.renewAt > now) {
-      this.#contexts.delete(host);
-      this.#contexts.set(host, hit);
+      this.#leaves.delete(host);
+      this.#leaves.set(host, hit);
+      if (hit.keysUntil <= now) {
+        hit.context = this.#secure(hit.chain);
+        hit.keysUntil = now + TICKET_KEYS_MS;
+      }
       return hit.context;
     }
     const cert = issueCertificate(
@@ -55,10 +80,30 @@ export class LeafCache {
       },
       this.#ca.key,
     );
-    const context = createSecureContext({ key: this.#keyPem, cert: cert + this.#ca.certPem });
-    if (this.#contexts.size >= this.#max)
-      this.#contexts.delete(this.#contexts.keys().next().value as string);
-    this.#contexts.set(host, { context, renewAt: now + LIFETIME - MARGIN });
-    return context;
+    const chain = cert + this.#ca.certPem;
+    const leaf = {
+      chain,
+      renewAt: now + LIFETIME - MARGIN,
+      context: this.#secure(chain),
+      keysUntil: now + TICKET_KEYS_MS,
+    };
+    if (this.#leaves.size >= this.#max)
+      this.#leaves.delete(this.#leaves.keys().next().value as string);
+    this.#leaves.set(host, leaf);
+    return leaf.context;
+  }
+
+  /**
+   * A context for one connection only: `host`'s certificate with ticket keys of its own, so it
+   * resumes no session and none it starts is resumed (for a hello whose name only OpenSSL reads,
+   * which a resumed handshake would not check).
+   */
+  unresumable(host: string, now = Date.now()): SecureContext {
+    this.context(host, now);
+    return this.#secure((this.#leaves.get(host) as Leaf).chain);
+  }
+
+  #secure(chain: string): SecureContext {
+    return createSecureContext({ key: this.#keyPem, cert: chain, sessionTimeout: SESSION_SECONDS });
   }
 }

@@ -326,3 +326,55 @@ export async function presented(
     await new Promise<void>((r) => server.close(() => r()));
   }
 }
+
+/**
+ * Whether a client resumes on `second` the session `first` gave it: two loopback handshakes
+ * with server-side TLSSockets (as the interceptor makes), the client trusting `ca`.
+ */
+export async function resumesOn(
+  first: SecureContext,
+  second: SecureContext,
+  ca: string,
+  servername: string,
+): Promise<boolean> {
+  const contexts = [first, second];
+  const sockets: Socket[] = [];
+  const server = createNetServer((raw) => {
+    sockets.push(raw);
+    const secureContext = contexts.shift() as SecureContext;
+    const tls = new TLSSocketClass(raw, { isServer: true, secureContext });
+    tls.on('error', () => raw.destroy());
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const { port } = server.address() as AddressInfo;
+  const connect = (session?: Buffer) => {
+    // Only resumption is asked about: a full handshake with another host's leaf is not an error.
+    const checkServerIdentity = () => undefined;
+    const client = tlsConnect({
+      host: '127.0.0.1',
+      port,
+      ca,
+      servername,
+      session,
+      checkServerIdentity,
+    });
+    sockets.push(client);
+    return client;
+  };
+  const session = () =>
+    new Promise<Buffer>((resolve, reject) =>
+      connect().once('session', resolve).once('error', reject),
+    );
+  const reused = (given: Buffer) =>
+    new Promise<boolean>((resolve, reject) => {
+      const client = connect(given);
+      client.once('secureConnect', () => resolve(client.isSessionReused()));
+      client.once('error', reject);
+    });
+  try {
+    return await reused(await session());
+  } finally {
+    for (const s of sockets) s.destroy();
+    await new Promise<void>((r) => server.close(() => r()));
+  }
+}

@@ -8,12 +8,13 @@ import { CA_CERT, CA_KEY, initCa, loadCa, trustInstructions } from '../../src/tl
 import { CA_BUNDLE } from '../../src/tls/ca-bundle.js';
 import { LeafCache } from '../../src/tls/leaves.js';
 import { runCli } from '../helpers/cli.js';
-import { presented } from '../helpers/tls.js';
+import { presented, resumesOn } from '../helpers/tls.js';
 import { tempDir } from '../helpers/tmp.js';
 
 /** The local CA (`trajgate ca init|show`) and the per-host leaf certificates it signs. */
 
 const DAY = 86_400_000;
+const HOUR = 3_600_000;
 const mode = (file: string) => statSync(file).mode & 0o777;
 const opensslFingerprint = (file: string) =>
   /Fingerprint=([0-9A-F:]+)/.exec(
@@ -219,22 +220,47 @@ describe('LeafCache', () => {
     }
   });
 
-  it('caches per host: the same context until it nears expiry, then a new certificate', async () => {
+  it('caches per host: the same certificate until it nears expiry, then a new one', async () => {
     const cache = new LeafCache(ca, 10);
     const t0 = Date.now();
-    const first = cache.context('renew.example', t0);
-    expect(cache.context('renew.example', t0 + 1_000)).toBe(first);
-    expect(cache.context('renew.example', t0 + 27 * DAY)).toBe(first);
+    const leafAt = async (now: number) =>
+      (await presented(cache.context('renew.example', now))).leaf;
+    const first = await leafAt(t0);
+    expect(cache.context('renew.example', t0 + 1_000)).toBe(cache.context('renew.example', t0));
+    expect((await leafAt(t0 + 27 * DAY)).fingerprint256).toBe(first.fingerprint256);
     // 30-day leaves are replaced once fewer than 2 days are left.
     const later = t0 + 28 * DAY + 1;
-    const renewed = cache.context('renew.example', later);
-    expect(renewed).not.toBe(first);
-    expect(cache.context('renew.example', later + 1_000)).toBe(renewed);
-    const old = (await presented(first)).leaf;
-    const fresh = (await presented(renewed)).leaf;
-    expect(Date.parse(fresh.validTo)).toBeGreaterThan(Date.parse(old.validTo) + 27 * DAY);
+    const fresh = await leafAt(later);
+    expect(fresh.fingerprint256).not.toBe(first.fingerprint256);
+    expect((await leafAt(later + 1_000)).fingerprint256).toBe(fresh.fingerprint256);
+    expect(Date.parse(fresh.validTo)).toBeGreaterThan(Date.parse(first.validTo) + 27 * DAY);
     expect(Date.parse(fresh.validFrom)).toBeLessThanOrEqual(later);
     expect(fresh.checkIssued(caCert)).toBe(true);
+  });
+
+  it("session tickets: resumed on the same context, never on another host's, nor after 12 h", async () => {
+    const cache = new LeafCache(ca, 10);
+    const t0 = Date.now();
+    const a = cache.context('a.example', t0);
+    expect(await resumesOn(a, a, ca.certPem, 'a.example')).toBe(true);
+    expect(
+      await resumesOn(a, cache.context('a.example', t0 + 11 * HOUR), ca.certPem, 'a.example'),
+    ).toBe(true);
+    // Each host's context has ticket keys of its own.
+    const b = cache.context('b.example', t0);
+    expect(await resumesOn(a, b, ca.certPem, 'a.example')).toBe(false);
+    // Twelve hours on, the same certificate comes with new ticket keys.
+    const rotated = cache.context('a.example', t0 + 12 * HOUR + 1);
+    expect(rotated).not.toBe(a);
+    expect((await presented(rotated)).leaf.fingerprint256).toBe(
+      (await presented(a)).leaf.fingerprint256,
+    );
+    expect(await resumesOn(a, rotated, ca.certPem, 'a.example')).toBe(false);
+    expect(await resumesOn(rotated, rotated, ca.certPem, 'a.example')).toBe(true);
+    // A context for one connection: each is new, so none resumes what another started.
+    const once = () => cache.unresumable('a.example', t0 + 12 * HOUR + 2);
+    expect(await resumesOn(once(), once(), ca.certPem, 'a.example')).toBe(false);
+    expect(await resumesOn(rotated, once(), ca.certPem, 'a.example')).toBe(false);
   });
 
   it('is bounded: it keeps the max most recently used hosts, least recently used out first', () => {
