@@ -8,7 +8,7 @@ import { HeaderDeadlines } from './header-deadline.js';
 import type { InnerHooks } from './inner-handlers.js';
 import { tunnelHandlers } from './inner-handlers.js';
 import { LeanInner } from './lean/lean-inner.js';
-import type { ProxyHandlers } from './proxy.js';
+import type { ProxyHandlers } from './engine-handlers.js';
 import { lateHead } from './request-rules.js';
 import type { Tunnel } from './tunnel-names.js';
 

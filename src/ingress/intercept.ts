@@ -14,8 +14,8 @@ import type { LeafCache } from '../tls/leaves.js';
 import type { InnerH2 } from './inner-h2.js';
 import type { InnerHttp } from './inner-http.js';
 import type { Tunnel } from './tunnel-names.js';
-import type { First } from './tunnel-sni.js';
-import { readClientHello } from './tunnel-sni.js';
+import type { First } from './client-hello-read.js';
+import { readClientHello } from './client-hello-read.js';
 
 /** How a refusal of the handshake by the agent is passed on: its alert, or `closed`. */
 type Refuse = (tunnel: Tunnel, status: number, reason: string, handshake?: string) => void;

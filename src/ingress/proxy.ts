@@ -4,16 +4,14 @@ import type { Server as NetServer, Socket } from 'node:net';
 import type { AgentAnswer, AgentHead, AgentRequest } from '../http/agent-message.js';
 import { performance } from 'node:perf_hooks';
 import type { Duplex } from 'node:stream';
-import { dropIfAnswered, writeRawRefusal } from '../action/respond.js';
 import { handleConnect } from './connect.js';
+import type { ProxyHandlers } from './engine-handlers.js';
+import { refuseParseError } from './engine-handlers.js';
 import { capConnections } from './connection-cap.js';
 import { openFilesLimit } from './open-files.js';
 import type { ProxyContext } from './context.js';
 import { handleHttp } from './http.js';
 import { clientAddress } from './identity.js';
-import type { Problem } from './request-rules.js';
-import { parseErrorProblem } from './request-rules.js';
-import type { Refusal } from '../action/refusal.js';
 import { rawRefuser } from './tunnel-track.js';
 import { handleUpgrade } from './upgrade.js';
 
@@ -56,18 +54,6 @@ export function capProxyConnections(server: NetServer, ctx: ProxyContext): void 
   );
 }
 
-/**
- * What an HTTP/1.1 engine calls for what it read: on the listener (this one, or
- * lean/lean-server.ts) the proxy's handlers, inside a read tunnel the tunnel's (inner-handlers.ts).
- */
-export interface ProxyHandlers {
-  request(req: AgentRequest, res: AgentAnswer): void;
-  /** CONNECT, or a request that upgrades: `head` is what came after its head. */
-  raw(kind: 'connect' | 'upgrade', req: AgentHead, socket: Socket, head: Buffer): void;
-  /** A request that could not be parsed (or whose head came too late). */
-  clientError(err: Error & { code?: string; reason?: string }, socket: Duplex): void;
-}
-
 export function proxyHandlers(ctx: ProxyContext): ProxyHandlers {
   const crashed = (err: unknown, what: string) => ctx.log.error({ err }, `proxy: ${what} failed`);
   const request = (req: AgentRequest, res: AgentAnswer): void => {
@@ -106,27 +92,6 @@ export function proxyHandlers(ctx: ProxyContext): ProxyHandlers {
       );
     });
   return { request, raw, clientError };
-}
-
-/**
- * Answers a request the parser refused (or whose head came too late) on its raw socket, with
- * the refusal `refusal` journals; `where` names a tunnel it was read in.
- */
-export function refuseParseError(
-  err: Error & { code?: string; reason?: string },
-  socket: Duplex,
-  where: string,
-  refusal: (problem: Problem) => Refusal,
-): void {
-  const problem = parseErrorProblem(err, where);
-  // A connection that went away, or that was already answered (the parser then reports the
-  // close as a second error), has nobody to answer and nothing new to record.
-  if (problem.status === 0 || socket.writableEnded || socket.destroyed) {
-    socket.destroy();
-    return;
-  }
-  if (dropIfAnswered(socket)) return;
-  writeRawRefusal(socket, refusal(problem));
 }
 
 /** How the listener's `node:http` parses: also the reference the lean parser is tested against. */

@@ -1,5 +1,4 @@
 import type { Socket } from 'node:net';
-import type { Duplex } from 'node:stream';
 import { performance } from 'node:perf_hooks';
 import { authority } from '../action/forward.js';
 import { plainRefusal, refusalLine } from '../action/refusal.js';
@@ -8,7 +7,7 @@ import type { NetworkSubject } from '../event/event.js';
 import { canonicalHost } from '../event/network-target.js';
 import type { NetworkAsk } from '../pipeline/ruling.js';
 import type { Hello } from '../tls/client-hello.js';
-import { MAX_HELLO, parseClientHello, TLS_HANDSHAKE } from '../tls/client-hello.js';
+import { BUFFER_MAX, readClientHello } from './client-hello-read.js';
 import type { ProxyContext } from './context.js';
 import { heldPresence } from './context.js';
 import type { TunnelAnswer } from './tunnel-answer.js';
@@ -17,21 +16,11 @@ import type { Connected, Ended } from './tunnel-track.js';
 import { closesBoth, gone } from './tunnel-track.js';
 import { sentinelIn } from './sentinel-watch.js';
 
-/** What is buffered at most while waiting for a hello (tiny records cost 5 bytes each). */
-const BUFFER_MAX = 2 * MAX_HELLO;
 /** RFC 8446 § 6.2 fatal alerts, what a TLS client understands once its hello is sent. */
 const ACCESS_DENIED = 49;
 const DECODE_ERROR = 50;
 /** How long a refused client's unread bytes are drained so the alert is not lost to a reset. */
 const LINGER_MS = 2_000;
-
-/** What the client's first bytes through a blind tunnel were, left unread. */
-export type First =
-  | Hello
-  | { readonly kind: 'not-tls' }
-  | { readonly kind: 'server-first' }
-  | { readonly kind: 'closed' }
-  | { readonly kind: 'timeout' };
 
 /**
  * A blind tunnel ready to relay (`connected` is the basis it relays under; `tls`: its client
@@ -195,46 +184,3 @@ export async function openBlind(
 
 const helloReason = (h: Hello): string =>
   h.kind === 'malformed' || h.kind === 'unjudgeable' ? h.reason : `larger than ${BUFFER_MAX} bytes`;
-
-/**
- * The client's first bytes through the tunnel: a ClientHello read whole (it may span records
- * and TCP segments), or what came instead. Whatever was read is put back unread for the relay.
- * An upstream that speaks (or closes) before the client sent anything ends the wait (none for
- * an intercepted tunnel, whose server is trajgate).
- */
-export function readClientHello(
-  client: Duplex,
-  upstream: Socket | null,
-  ms: number,
-): Promise<First> {
-  return new Promise((resolve) => {
-    let got = Buffer.alloc(0);
-    const ignore = () => {};
-    const done = (first: First) => {
-      clearTimeout(timer);
-      client.off('readable', readable).off('end', closed).off('close', closed).off('error', ignore);
-      upstream?.off('readable', spoke).off('error', ignore);
-      if (got.length > 0 && !client.destroyed) client.unshift(got);
-      resolve(first);
-    };
-    const readable = () => {
-      for (let chunk: Buffer | null; (chunk = client.read() as Buffer | null) !== null;) {
-        got = Buffer.concat([got, chunk]);
-      }
-      if (got.length === 0) return;
-      if (got[0] !== TLS_HANDSHAKE) return done({ kind: 'not-tls' });
-      const hello = parseClientHello(got);
-      if (hello.kind !== 'more') return done(hello);
-      if (got.length > BUFFER_MAX) done(hello);
-    };
-    const spoke = () => {
-      if (got.length === 0) done({ kind: 'server-first' });
-    };
-    const closed = () => done({ kind: 'closed' });
-    const timer = setTimeout(() => done({ kind: 'timeout' }), ms);
-    client.on('readable', readable).once('end', closed).once('close', closed).on('error', ignore);
-    upstream?.on('readable', spoke).on('error', ignore);
-    if (client.destroyed) closed();
-    else readable();
-  });
-}

@@ -77,7 +77,7 @@ interface Candidate {
 /** Another valid value, where the generic ones (another number, duration, string…) are not. */
 const OTHER: Record<string, readonly Candidate[]> = {
   'state.store': [{ value: 'redis' }],
-  engine: [{ value: 'lean' }],
+  engine: [{ value: 'node' }, { value: 'lean' }],
   'policy.countBy': [{ value: 'target' }],
   'policy.review': [{ value: 'pass' }],
   'policy.pause': [{ value: 'block' }],

@@ -1,6 +1,6 @@
 import type { Socket } from 'node:net';
 import { hasBody } from '../../action/headers.js';
-import type { ProxyHandlers } from '../proxy.js';
+import type { ProxyHandlers } from '../engine-handlers.js';
 import { lateHead } from '../request-rules.js';
 import { LeanRequest } from './lean-request.js';
 import type { BodyFlow } from './lean-request.js';
