@@ -26,11 +26,16 @@ export async function startFloor({ here, pin }) {
   }
 }
 
-/** The lean floor: trajgate's lean engine with no policy (lean-floor.mjs, this checkout's dist). */
-export async function startLeanFloor({ here, pin, root }) {
+/**
+ * The lean floor: trajgate's lean engine with no policy (lean-floor.mjs, this checkout's dist).
+ * With `intercept` ({ caDir, upstreamCa }) it ends TLS on a CONNECT as trajgate does.
+ */
+export async function startLeanFloor({ here, pin, root, intercept }) {
   if (!existsSync(join(root, 'dist/ingress/lean/lean-response.js')))
     return { skipped: 'not available (dist/ingress/lean not built; npm run build)' };
-  const child = start(...pin(1, process.execPath, [join(here, 'lean-floor.mjs'), root]));
+  const tls = intercept ? [intercept.caDir, intercept.upstreamCa] : [];
+  const script = join(here, 'lean-floor.mjs');
+  const child = start(...pin(1, process.execPath, [script, root, ...tls]));
   try {
     return { child, port: (await firstJsonLine(child)).port };
   } catch (err) {

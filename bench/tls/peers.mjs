@@ -1,11 +1,29 @@
-// The intercepting proxies trajgate is compared with: mitmproxy (mitmdump), Squid with ssl-bump
-// and sandbox-runtime's proxy terminating TLS. Each resolves { child, port, ca } once it listens — `ca` is the certificate the
+// The intercepting proxies trajgate is compared with: mitmproxy (mitmdump), Squid with ssl-bump,
+// sandbox-runtime's proxy terminating TLS, and the lean floor (trajgate's engine, no policy). Each resolves { child, port, ca } once it listens — `ca` is the certificate the
 // load client must trust — or { skipped: message }: a peer that cannot start is reported,
 // not fatal. All verify the upstream against the test CA.
 import { existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { run, sleep, start, startOnFreePort, which } from '../proxy/procs.mjs';
-import { startSandboxRuntime, startSquid } from '../proxy/targets.mjs';
+import { startLeanFloor, startSandboxRuntime, startSquid } from '../proxy/targets.mjs';
+
+/**
+ * The lean floor intercepting: trajgate's parser, leaf cache and pooled TLS client with no
+ * judgement, journal or flows, on a CA of its own (`trajgate ca init`), so intercepted figures
+ * split into the engine's cost and the policy's as bench/proxy's do.
+ */
+export async function startLeanFloorTls({ tmp, pin, fixtures, root }) {
+  const caDir = join(tmp, 'lean-floor-ca');
+  const main = join(root, 'bin/trajgate.cjs');
+  const init = await run(process.execPath, [main, 'ca', 'init', '--dir', caDir], {
+    timeoutMs: 15_000,
+  });
+  if (init.code !== 0) return { skipped: `ca init failed: ${init.stderr.trim()}` };
+  const here = join(root, 'bench/proxy');
+  const intercept = { caDir, upstreamCa: join(fixtures, 'ca.pem') };
+  const floor = await startLeanFloor({ here, pin, root, intercept });
+  return floor.skipped ? floor : { ...floor, ca: join(caDir, 'ca.pem') };
+}
 
 /** mitmdump in the foreground; it creates its CA in its temporary confdir. */
 export async function startMitmproxy({ tmp, pin, fixtures }) {

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
-// One command, one run: intercepted HTTPS requests/s through trajgate, mitmproxy (mitmdump),
-// Squid ssl-bump and sandbox-runtime's TLS-terminating proxy against the same local HTTPS
+// One command, one run: intercepted HTTPS requests/s through trajgate, the lean floor (its
+// engine with no policy), mitmproxy (mitmdump), Squid ssl-bump and sandbox-runtime's
+// TLS-terminating proxy against the same local HTTPS
 // upstream, keep-alive, 50 connections; peak RSS of each proxy (its whole process group); and
 // the first TLS handshake to a never-seen host through trajgate. Direct (no proxy) is measured as the ceiling. See README.md.
 import { mkdirSync, writeFileSync, existsSync } from 'node:fs';
@@ -11,7 +12,12 @@ import { cpuSnapshot, otherLoad, peakRssMB } from '../proxy/proc-stats.mjs';
 import { firstJsonLine, run, start, stop } from '../proxy/procs.mjs';
 import { benchArgs, busyBefore, log, pin, pinned, runTmp } from '../run-setup.mjs';
 import { startInterceptingTrajgate } from '../proxy/targets.mjs';
-import { startMitmproxy, startSandboxRuntimeTls, startSquidBump } from './peers.mjs';
+import {
+  startLeanFloorTls,
+  startMitmproxy,
+  startSandboxRuntimeTls,
+  startSquidBump,
+} from './peers.mjs';
 import { median } from './request-loops.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -129,12 +135,13 @@ if (trajgate.skipped) {
 }
 
 const peers = [
+  ['lean-floor', startLeanFloorTls],
   ['mitmproxy', startMitmproxy],
   ['squid-bump', startSquidBump],
   ['sandbox-runtime', startSandboxRuntimeTls],
 ];
 for (const [name, startPeer] of peers) {
-  const peer = await startPeer({ tmp, pin, fixtures });
+  const peer = await startPeer({ tmp, pin, fixtures, root });
   if (peer.skipped) {
     rows.push({ name, skipped: peer.skipped });
     log(`${name}: ${peer.skipped}`);
@@ -163,6 +170,10 @@ const ratios = {
   sandboxRuntimeOverTrajgateP99: ratio(sr, t, 'p99'),
   sandboxRuntimeOverTrajgatePeakRss: ratio(sr, t, 'peakRssMB'),
   trajgateOverMitmproxy: ratio(t, byName.mitmproxy),
+  // The engine with no policy, same run: which part of a missed target is whose.
+  leanFloorOverSquidBump: ratio(byName['lean-floor'], byName['squid-bump']),
+  leanFloorOverSandboxRuntime: ratio(byName['lean-floor'], sr),
+  trajgateOverLeanFloor: ratio(t, byName['lean-floor']),
   trajgateOverDirect: ratio(t, byName.direct),
   squidBumpOverDirect: ratio(byName['squid-bump'], byName.direct),
   mitmproxyOverDirect: ratio(byName.mitmproxy, byName.direct),
