@@ -16,8 +16,8 @@ const MAX_QUEUED = 16;
 export interface LeanSettings {
   readonly headerBytes: number;
   readonly headerTimeout: number;
-  /** Where its head and idle deadlines are checked (one per listener). */
-  readonly clock: LeanClock;
+  /** Where it is kept while open and its head and idle deadlines checked (one per listener). */
+  readonly clock: LeanClock<LeanConnection>;
   keepAliveIdle(): number;
   /** The gateway is stopping: answers say `Connection: close`, idle connections close. */
   draining(): boolean;
@@ -40,8 +40,8 @@ type Turn =
  * one at a time in order (RFC 9112 § 9.3.2: pipelined requests are parsed ahead and queued, the
  * binding cannot stop between them). A head has `headerTimeout` from its first byte (and the
  * first from the accept), else 408 as node:http answers it; between requests the connection
- * may idle `keepAliveIdle` (both checked by the listener's LeanClock). A body the handler left unread is dropped once its answer is sent
- * (node:http dumps it too); an answer that says close ends the connection. CONNECT and Upgrade
+ * may idle `keepAliveIdle` (both checked by the listener's LeanClock). A body the handler left
+ * unread is dropped once its answer is sent (node:http dumps it too); an answer that says close ends the connection. CONNECT and Upgrade
  * hand the socket over, with the bytes read past their head; a parse error is refused in turn.
  */
 export class LeanConnection implements RequestSink, BodyFlow, Expiring {
@@ -89,7 +89,7 @@ export class LeanConnection implements RequestSink, BodyFlow, Expiring {
   messageBegin(): void {
     this.#inHead = true;
     this.#fresh = false;
-    this.#clearIdle();
+    this.#stopClock('idle');
     this.#headClock();
   }
 
@@ -270,7 +270,7 @@ export class LeanConnection implements RequestSink, BodyFlow, Expiring {
   #handOver(req: LeanRequest, rest: Buffer): void {
     this.#done = true;
     this.#handedOver = true;
-    this.#clearIdle();
+    this.#stopClock('idle');
     this.#parser.close();
     // As node:http leaves it: neither paused nor flowing, so the tunnel's reader starts it.
     (this.#socket as { readableFlowing: boolean | null }).readableFlowing = null;
@@ -288,12 +288,9 @@ export class LeanConnection implements RequestSink, BodyFlow, Expiring {
     this.due = Date.now() + this.#settings.keepAliveIdle();
   }
 
-  #clearIdle(): void {
-    this.#stopClock('idle');
-  }
-
-  #stopClock(which: 'head' | 'idle'): void {
-    if (this.#clock !== which) return;
+  /** Ends the deadline under way if it is `which` (any, without). */
+  #stopClock(which?: 'head' | 'idle'): void {
+    if (which !== undefined && this.#clock !== which) return;
     this.#clock = null;
     this.due = Infinity;
   }
@@ -301,8 +298,7 @@ export class LeanConnection implements RequestSink, BodyFlow, Expiring {
   /** The clock's tick: the head came too late (408 in its turn), or the idle time is up. */
   expire(): void {
     const which = this.#clock;
-    this.#clock = null;
-    this.due = Infinity;
+    this.#stopClock();
     if (which === 'idle') return void this.#socket.destroy();
     this.#stopParsing({ kind: 'error', error: lateHead() });
     this.#flow();
@@ -330,8 +326,7 @@ export class LeanConnection implements RequestSink, BodyFlow, Expiring {
   #closed(): void {
     this.#done = true;
     this.#parser.close();
-    this.#clock = null;
-    this.due = Infinity;
+    this.#stopClock();
     this.#settings.clock.remove(this);
     this.#reading?.abort();
     for (const turn of this.#queue) if (turn.kind === 'request') turn.req.abort();

@@ -20,7 +20,7 @@ import { LeanClock } from './lean-clock.js';
 export class LeanInner implements InnerHttp {
   readonly #hooks: InnerHooks;
   readonly #drain: Drain;
-  readonly #open = new Set<LeanConnection>();
+  readonly #open: LeanClock<LeanConnection>;
   readonly #settings: Omit<LeanSettings, 'readsAhead'>;
   #keepAliveIdle: number;
   #draining = false;
@@ -29,10 +29,11 @@ export class LeanInner implements InnerHttp {
     this.#hooks = hooks;
     this.#drain = drain;
     this.#keepAliveIdle = limits.keepAliveIdle;
+    this.#open = new LeanClock(limits.headerTimeout);
     this.#settings = {
       headerBytes: limits.headerBytes,
       headerTimeout: limits.headerTimeout,
-      clock: new LeanClock(limits.headerTimeout),
+      clock: this.#open,
       keepAliveIdle: () => this.#keepAliveIdle,
       draining: () => this.#draining,
     };
@@ -47,9 +48,8 @@ export class LeanInner implements InnerHttp {
     // Under `engine: node` a read tunnel's socket is one node:http's listener handed over,
     // intercepted TLS a socket of its own.
     const settings = { ...this.#settings, readsAhead: tunnel.scheme === 'http' };
-    const connection = new LeanConnection(socket, settings, handlers);
-    this.#open.add(connection);
-    socket.once('close', () => this.#open.delete(connection));
+    // It keeps itself in the clock while its socket is open (the drain walks the clock).
+    new LeanConnection(socket, settings, handlers);
   }
 
   keepAlive(ms: number): void {
@@ -58,6 +58,5 @@ export class LeanInner implements InnerHttp {
 
   close(): void {
     for (const connection of this.#open) connection.close();
-    this.#open.clear();
   }
 }

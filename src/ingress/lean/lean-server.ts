@@ -14,9 +14,8 @@ import { LeanClock } from './lean-clock.js';
  */
 export function createLeanProxyServer(ctx: ProxyContext, keepAliveIdle: () => number): Server {
   const handlers = proxyHandlers(ctx);
-  const open = new Set<LeanConnection>();
   let draining = false;
-  const clock = new LeanClock(ctx.limits.headerTimeout);
+  const clock = new LeanClock<LeanConnection>(ctx.limits.headerTimeout);
   const settings = () => ({
     headerBytes: ctx.limits.headerBytes,
     headerTimeout: ctx.limits.headerTimeout,
@@ -27,14 +26,13 @@ export function createLeanProxyServer(ctx: ProxyContext, keepAliveIdle: () => nu
   });
   // As node:http's: half-open so an answer still goes to a client that ended its side.
   const server = createServer({ allowHalfOpen: true, noDelay: true }, (socket) => {
-    const connection = new LeanConnection(socket, settings(), handlers);
-    open.add(connection);
-    socket.once('close', () => open.delete(connection));
+    // It keeps itself in the clock while its socket is open (the drain walks the clock).
+    new LeanConnection(socket, settings(), handlers);
   });
   capProxyConnections(server, ctx);
   ctx.drain.atStart(() => {
     draining = true;
-    for (const connection of open) connection.closeIfIdle();
+    for (const connection of clock) connection.closeIfIdle();
   });
   return server;
 }
